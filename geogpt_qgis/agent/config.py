@@ -1,0 +1,70 @@
+"""Which model to talk to, and how: a plain value object built from settings.
+
+Importing this module is cheap; it is used on the main thread to snapshot the
+settings for a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA, PROVIDER_OPENAI, PROVIDERS, PlgSettings
+
+DEFAULT_OLLAMA_URL = "http://localhost:11434"
+
+
+class ModelSetupError(ValueError):
+    """The model settings cannot work; the message tells the user what to change."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything needed to build a chat model; ``api_key`` never appears in ``repr``."""
+
+    provider: str = PROVIDER_OLLAMA
+    base_url: str = DEFAULT_OLLAMA_URL
+    model: str = ""
+    api_key: str | None = field(default=None, repr=False)
+    temperature: float = 0.1
+    context_limit: int = 8192
+    timeout: float = 120.0
+    max_steps: int = 15
+
+    def validate(self) -> None:
+        """Raise ``ModelSetupError`` for settings that cannot work."""
+        if self.provider not in PROVIDERS:
+            raise ModelSetupError(f"Unknown provider {self.provider!r}; use one of: {', '.join(PROVIDERS)}.")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ModelSetupError(f"The server URL {self.base_url!r} must start with http:// or https://.")
+        if not self.model:
+            where = "Ollama (`ollama pull qwen3:8b`)" if self.provider == PROVIDER_OLLAMA else "the server"
+            raise ModelSetupError(f"No model is selected. Pick one in the model list; install one with {where}.")
+        if self.context_limit < 1024:
+            raise ModelSetupError("The context limit must be at least 1024 tokens.")
+        if self.max_steps < 1:
+            raise ModelSetupError("The step limit must be at least 1.")
+
+    def with_key(self, api_key: str | None) -> ModelConfig:
+        return replace(self, api_key=api_key)
+
+    @property
+    def label(self) -> str:
+        """``qwen3:8b on Ollama (http://localhost:11434)``."""
+        kind = "Ollama" if self.provider == PROVIDER_OLLAMA else "OpenAI-compatible server"
+        return f"{self.model or '(no model)'} on {kind} ({self.base_url})"
+
+
+def model_config_from_settings(settings: PlgSettings) -> ModelConfig:
+    """Snapshot the user's settings for one run (the key is looked up later, off the main thread)."""
+    return ModelConfig(
+        provider=settings.provider,
+        base_url=settings.base_url.rstrip("/"),
+        model=settings.model,
+        temperature=settings.temperature,
+        context_limit=settings.context_limit,
+        timeout=settings.request_timeout,
+        max_steps=settings.max_steps,
+    )
+
+
+__all__ = ["PROVIDER_OLLAMA", "PROVIDER_OPENAI", "ModelConfig", "ModelSetupError", "model_config_from_settings"]

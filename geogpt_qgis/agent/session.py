@@ -1,0 +1,159 @@
+"""One conversation with the agent: run a user message, yield what happens.
+
+``AgentSession.run`` is an async generator of ``core.events`` objects; it is
+Qt-free, so the dock (through ``AgentWorker``), the headless command and the
+tests all drive exactly the same code.  Cancellation is asyncio cancellation
+of the consuming task plus the run's ``CancelToken`` for tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessageChunk, HumanMessage
+
+from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
+from geogpt_qgis.agent.graph import build_graph
+from geogpt_qgis.agent.prompts import build_system_prompt
+from geogpt_qgis.agent.providers import (
+    ModelInfo,
+    ServerError,
+    aclose_chat_model,
+    create_chat_model,
+    effective_context,
+    explain_model_error,
+    ollama_model_info,
+)
+from geogpt_qgis.agent.toolkit import Toolkit
+from geogpt_qgis.core.cancel import RunCancelled
+from geogpt_qgis.core.events import Event, ReasoningDelta, RunFinished, TextDelta
+from geogpt_qgis.core.think import ThinkTagSplitter
+from geogpt_qgis.tools.project import project_brief
+from geogpt_qgis.tools.registry import active_tools, build_families
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from geogpt_qgis.tools.base import ToolContext, ToolFamily
+
+log = logging.getLogger(__name__)
+
+
+class AgentSession:
+    """A conversation (a LangGraph thread) over one QGIS project."""
+
+    def __init__(self, ctx: ToolContext, checkpointer: BaseCheckpointSaver, thread_id: str | None = None) -> None:
+        self.ctx = ctx
+        self.checkpointer = checkpointer
+        self.thread_id = thread_id or uuid.uuid4().hex
+        self.families: list[ToolFamily] = build_families(ctx)
+        self._model_info: dict[tuple[str, str], ModelInfo] = {}
+
+    def new_conversation(self) -> str:
+        """Start a fresh thread; the old one stays in the store."""
+        self.thread_id = uuid.uuid4().hex
+        return self.thread_id
+
+    async def _model_info_for(self, config: ModelConfig) -> ModelInfo | None:
+        if config.provider != PROVIDER_OLLAMA:
+            return None
+        key = (config.base_url, config.model)
+        if key not in self._model_info:
+            self._model_info[key] = await asyncio.to_thread(ollama_model_info, config.base_url, config.model)
+        return self._model_info[key]
+
+    async def run(self, text: str, config: ModelConfig) -> AsyncIterator[Event]:
+        """Run one user message to the end, yielding events; ends with ``RunFinished``.
+
+        Failures (server down, unknown model, HTTP errors) end the run with a
+        clear ``RunFinished("failed", ...)``; cancellation propagates.
+        """
+        try:
+            config.validate()
+            info = await self._model_info_for(config)
+            if info is not None and info.supports_tools is False:
+                raise ModelSetupError(
+                    f"The model '{config.model}' cannot call tools, which GeoGPT needs. "
+                    "Choose a model with tool support (for example qwen3, llama3.1 or mistral-nemo)."
+                )
+            num_ctx = effective_context(config, info)
+            brief = await asyncio.to_thread(self.ctx.on_main, project_brief, self.ctx.project)
+            model = create_chat_model(config, num_ctx, thinking=bool(info and info.supports_thinking))
+            try:
+                graph = build_graph(
+                    model,
+                    Toolkit(active_tools(self.families)),
+                    lambda omitted: build_system_prompt(brief, omitted),
+                    max_steps=config.max_steps,
+                    context_tokens=num_ctx,
+                    checkpointer=self.checkpointer,
+                )
+                async for event in self._stream(graph, text, config):
+                    yield event
+            finally:
+                await aclose_chat_model(model)
+        except (ModelSetupError, ServerError) as exc:
+            yield RunFinished("failed", explain_model_error(exc, config))
+            return
+        except (asyncio.CancelledError, RunCancelled):
+            raise
+        except Exception as exc:
+            log.debug("run failed", exc_info=True)
+            yield RunFinished("failed", explain_model_error(exc, config))
+            return
+        yield RunFinished("finished")
+
+    async def _stream(self, graph: Any, text: str, config: ModelConfig) -> AsyncIterator[Event]:
+        inputs = {"messages": [HumanMessage(content=text)], "model_calls": 0}
+        run_config = {
+            "configurable": {"thread_id": self.thread_id},
+            "recursion_limit": 3 * config.max_steps + 10,
+        }
+        splitter = ThinkTagSplitter()
+        current_message: str | None = None
+        async for mode, data in graph.astream(inputs, run_config, stream_mode=["messages", "custom"]):
+            if mode == "custom":
+                yield data
+                continue
+            chunk, meta = data
+            if meta.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
+                continue
+            if chunk.id != current_message:
+                for kind, piece in splitter.flush():
+                    yield _delta(kind, piece)
+                splitter, current_message = ThinkTagSplitter(), chunk.id
+            reasoning = chunk.additional_kwargs.get("reasoning_content")
+            if isinstance(reasoning, str) and reasoning:
+                yield ReasoningDelta(reasoning)
+            for kind, piece in splitter.feed(_content_text(chunk.content)):
+                yield _delta(kind, piece)
+        for kind, piece in splitter.flush():
+            yield _delta(kind, piece)
+
+    async def history(self) -> list[Any]:
+        """The stored messages of the current thread (for tests and resume)."""
+        state = await self.checkpointer.aget_tuple({"configurable": {"thread_id": self.thread_id}})
+        if state is None:
+            return []
+        return list(state.checkpoint["channel_values"].get("messages", []))
+
+
+def _delta(kind: str, text: str) -> Event:
+    return ReasoningDelta(text) if kind == "reasoning" else TextDelta(text)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "")
+            if isinstance(part, dict) and part.get("type") == "text"
+            else (part if isinstance(part, str) else "")
+            for part in content
+        )
+    return ""

@@ -1,0 +1,132 @@
+"""Turn tool functions into model-facing tools, and run the model's calls safely.
+
+Every way a call can go wrong (unknown tool, arguments that are not JSON,
+missing or mistyped arguments, a mistake the tool detects, an unexpected
+exception) becomes an error message for the model, worded so it can correct
+itself.  Only Stop (``RunCancelled``) escapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.tools import StructuredTool
+from pydantic import ValidationError
+
+from geogpt_qgis.core.cancel import RunCancelled
+from geogpt_qgis.core.fuzzy import closest_names
+from geogpt_qgis.core.text import truncate
+from geogpt_qgis.tools.base import ToolError, ToolFunction
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a call produced: the text the model will read, and whether it worked."""
+
+    ok: bool
+    text: str
+
+
+def _error(text: str) -> ToolOutcome:
+    return ToolOutcome(False, f"Error: {text}")
+
+
+class Toolkit:
+    """The tools of one run, by name."""
+
+    def __init__(self, functions: Sequence[ToolFunction]) -> None:
+        self._tools: dict[str, StructuredTool] = {}
+        for function in functions:
+            tool = StructuredTool.from_function(function, parse_docstring=True)
+            self._tools[tool.name] = tool
+
+    @property
+    def tools(self) -> list[StructuredTool]:
+        return list(self._tools.values())
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def _parameters(self, tool: StructuredTool) -> list[str]:
+        schema = tool.args_schema
+        return list(getattr(schema, "model_fields", {}))
+
+    def unknown_tool(self, name: str) -> ToolOutcome:
+        close = closest_names(name, self._tools)
+        hint = f" Did you mean {' or '.join(close)}?" if close else ""
+        return _error(f"there is no tool {name!r}.{hint} Available tools: {', '.join(self._tools)}.")
+
+    def malformed_call(self, name: str, problem: str) -> ToolOutcome:
+        """For a call whose arguments could not even be parsed as JSON."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return self.unknown_tool(name)
+        params = ", ".join(self._parameters(tool)) or "none"
+        return _error(
+            f"the arguments of your {name} call are not valid JSON ({_first_line(problem)}). "
+            f"Call it again with a JSON object; its parameters are: {params}."
+        )
+
+    def check_arguments(self, name: str, args: Any) -> dict[str, Any] | ToolOutcome:
+        """Validated keyword arguments for ``name``, or the error to send back."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return self.unknown_tool(name)
+        params = self._parameters(tool)
+        if not isinstance(args, dict):
+            return _error(f"{name} takes a JSON object of arguments ({', '.join(params) or 'none'}), not {args!r}.")
+        unknown = [key for key in args if key not in params]
+        if unknown:
+            valid = ", ".join(params) if params else "it takes no arguments"
+            return _error(f"{name} has no argument {', '.join(repr(k) for k in unknown)}; valid arguments: {valid}.")
+        schema = tool.args_schema
+        try:
+            validated = schema.model_validate(args)  # type: ignore[union-attr]
+        except ValidationError as exc:
+            return _error(f"invalid arguments for {name}: {_describe_validation(exc)}.")
+        return {key: getattr(validated, key) for key in params}
+
+    async def run(self, name: str, args: Any) -> ToolOutcome:
+        """Run one call on a worker thread; ``RunCancelled`` propagates, everything else is reported."""
+        checked = self.check_arguments(name, args)
+        if isinstance(checked, ToolOutcome):
+            return checked
+        function = self._tools[name].func
+        if function is None:
+            return _error(f"{name} cannot be run")
+        try:
+            text = await asyncio.to_thread(function, **checked)
+        except (RunCancelled, asyncio.CancelledError):
+            raise
+        except ToolError as exc:
+            return _error(str(exc))
+        except Exception as exc:
+            log.exception("tool %s failed", name)
+            return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+        return ToolOutcome(True, truncate(str(text)))
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
+        if error.get("type") == "missing":
+            parts.append(f"missing required argument {where!r}")
+        else:
+            parts.append(f"{where!r}: {error.get('msg', 'invalid')} (got {error.get('input')!r})")
+    return "; ".join(parts)
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    interesting = [line for line in lines if "Error" in line or "error" in line]
+    return (interesting or lines or [text])[-1].strip()[:200]

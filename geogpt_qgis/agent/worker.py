@@ -1,0 +1,226 @@
+"""The agent's thread: a QThread running an asyncio loop that drives ``AgentSession`` runs.
+
+The dock and the headless command submit a message from the main thread and
+receive events through the ``event`` signal (queued to the main thread).
+Stop cancels the run's asyncio task (which aborts a streaming HTTP request at
+once) and its ``CancelToken`` (which tools and native operations poll).
+LangChain and LangGraph are imported here, on this thread, on the first run,
+so neither QGIS start-up nor the main thread pays for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import itertools
+import logging
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qgis.PyQt.QtCore import QThread, pyqtSignal
+
+from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
+from geogpt_qgis.core.events import Event, RunFinished
+from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA
+
+if TYPE_CHECKING:
+    from geogpt_qgis.agent.config import ModelConfig
+    from geogpt_qgis.agent.session import AgentSession
+    from geogpt_qgis.tools.base import ToolContext
+
+log = logging.getLogger(__name__)
+
+
+class AgentWorker(QThread):
+    """Owns the event loop, the checkpointer and the session; one run at a time."""
+
+    # run id, event object (a ``core.events`` dataclass)
+    event = pyqtSignal(int, object)
+
+    def __init__(self, ctx: ToolContext, store_path: Path | None = None, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.store_path = store_path
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready = threading.Event()
+        self._ids = itertools.count(1)
+        self._runs: dict[int, tuple[Future, CancelToken]] = {}
+        self._finished: set[int] = set()
+        self._finish_lock = threading.Lock()
+        self._session: AgentSession | None = None
+        self._checkpointer: Any = None
+        self._closer: Any = None
+        self._thread_id: str | None = None
+
+    # -- thread body --------------------------------------------------------
+    def run(self) -> None:  # QThread entry point, on the worker thread
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            if self._closer is not None:
+                loop.run_until_complete(self._closer())
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
+
+    def ensure_started(self) -> None:
+        if not self.isRunning():
+            self.start()
+        self._ready.wait(10)
+
+    # -- API for the main thread ---------------------------------------------
+    @property
+    def thread_id(self) -> str | None:
+        """The conversation the next message goes to."""
+        return self._session.thread_id if self._session else self._thread_id
+
+    def new_conversation(self) -> None:
+        """Cancel any run and start a new conversation thread."""
+        self.cancel_all()
+        if self._session is not None:
+            self._session.new_conversation()
+        else:
+            import uuid
+
+            self._thread_id = uuid.uuid4().hex
+
+    def submit(self, text: str, config: ModelConfig) -> int:
+        """Start a run for ``text``; returns its id.  Events arrive on ``event``."""
+        self.ensure_started()
+        if self._loop is None:
+            raise RuntimeError("the agent thread did not start")
+        run_id = next(self._ids)
+        token = CancelToken()
+        future = asyncio.run_coroutine_threadsafe(self._drive(run_id, text, config, token), self._loop)
+        self._runs[run_id] = (future, token)
+        future.add_done_callback(lambda f, rid=run_id: self._on_run_done(rid, f))
+        return run_id
+
+    def _on_run_done(self, run_id: int, future: Future) -> None:
+        """Guarantee every run ends with exactly one ``RunFinished`` (even if cancelled before it began)."""
+        self._runs.pop(run_id, None)
+        self._emit(
+            run_id,
+            RunFinished(
+                "cancelled" if future.cancelled() else "failed",
+                None if future.cancelled() else "The run ended unexpectedly.",
+            ),
+        )
+
+    def _emit(self, run_id: int, event: Event) -> None:
+        if isinstance(event, RunFinished):
+            with self._finish_lock:
+                if run_id in self._finished:
+                    return
+                self._finished.add(run_id)
+        self.event.emit(run_id, event)
+
+    def cancel(self, run_id: int) -> None:
+        """Stop a run now: tools see the token, the HTTP stream is aborted."""
+        entry = self._runs.get(run_id)
+        if entry is None:
+            return
+        future, token = entry
+        token.cancel()
+        future.cancel()
+
+    def cancel_all(self) -> None:
+        for run_id in list(self._runs):
+            self.cancel(run_id)
+
+    def is_busy(self) -> bool:
+        return any(not future.done() for future, _ in self._runs.values())
+
+    def shutdown(self, timeout_ms: int = 3000) -> None:
+        """Cancel everything and end the thread (used on unload and exit)."""
+        self.cancel_all()
+        if self._loop is not None and self.isRunning():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self.wait(timeout_ms)
+
+    # -- on the worker's loop -------------------------------------------------
+    async def _session_for_run(self) -> AgentSession:
+        if self._session is None:
+            _preload_agent_stack()
+            from geogpt_qgis.agent.session import AgentSession
+
+            self._checkpointer, self._closer = await _open_checkpointer(self.store_path)
+            self._session = AgentSession(self.ctx, self._checkpointer, self._thread_id)
+        return self._session
+
+    async def _drive(self, run_id: int, text: str, config: ModelConfig, token: CancelToken) -> None:
+        emit = self._emit
+        try:
+            # Everything this run starts (graph tasks, tool threads) inherits this token.
+            current_cancel_token.set(token)
+            session = await self._session_for_run()
+            if config.provider != PROVIDER_OLLAMA and config.api_key is None:
+                config = config.with_key(await asyncio.to_thread(_lookup_key, config.base_url))
+            async for event in session.run(text, config):
+                emit(run_id, event)
+        except (asyncio.CancelledError, RunCancelled):
+            emit(run_id, RunFinished("cancelled"))
+        except Exception as exc:
+            if token.cancelled:
+                emit(run_id, RunFinished("cancelled"))
+            else:
+                log.exception("agent run failed")
+                emit(run_id, RunFinished("failed", f"Unexpected error: {type(exc).__name__}: {exc}"))
+
+
+def _preload_agent_stack() -> None:
+    """Import everything a run may need, then freeze the garbage collector's view of it.
+
+    The agent stack adds several hundred thousand long-lived objects (modules,
+    classes, schemas).  Collections during the import, and every full
+    collection afterwards, would walk them while holding the GIL, freezing
+    QGIS's main thread for 50-130 ms at a time.  So the collector is paused for
+    the import and the imported objects are then frozen (``gc.freeze``); both
+    providers are imported up front so no later import adds unfrozen bulk.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        import aiosqlite  # noqa: F401 - preloaded on purpose
+        import langchain_ollama  # noqa: F401 - preloaded on purpose
+        import langchain_openai  # noqa: F401 - preloaded on purpose
+        import langgraph.checkpoint.sqlite.aio  # noqa: F401 - preloaded on purpose
+
+        import geogpt_qgis.agent.session  # noqa: F401 - preloaded on purpose
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
+def _lookup_key(base_url: str) -> str | None:
+    from geogpt_qgis.toolbelt.secrets import get_api_key
+
+    return get_api_key(base_url)
+
+
+async def _open_checkpointer(store_path: Path | None) -> tuple[Any, Any]:
+    """An SQLite checkpointer at ``store_path`` (WAL, crash-safe), or in memory."""
+    if store_path is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return InMemorySaver(), None
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    store_path.parent.mkdir(parents=True, exist_ok=True)
+    connection = await aiosqlite.connect(str(store_path))
+    await connection.execute("PRAGMA journal_mode=WAL")
+    saver = AsyncSqliteSaver(connection)
+    await saver.setup()
+    return saver, connection.close

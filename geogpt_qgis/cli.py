@@ -1,0 +1,179 @@
+"""Headless use: ``python -m geogpt_qgis ask "QUESTION" --project FILE``.
+
+The same agent, worker and tools as the dock, without a window: the answer
+streams to stdout, tool steps and notices to stderr, and the project is saved
+with any result layers when ``--save`` is given.  The exit status is 0 when
+the run finished, 1 when it failed (the reason is printed), 2 for bad
+arguments or an unreadable project, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from geogpt_qgis.core.events import Notice, ReasoningDelta, RunFinished, TextDelta, ToolFinished, ToolStarted
+from geogpt_qgis.core.text import format_arguments
+from geogpt_qgis.toolbelt.preferences import PROVIDERS
+
+if TYPE_CHECKING:
+    from qgis.core import QgsProject
+
+    from geogpt_qgis.agent.config import ModelConfig
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m geogpt_qgis", description="GeoGPT for QGIS, headless.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    ask = commands.add_parser("ask", help="ask one question about a project and stream the answer")
+    ask.add_argument("question", help="the question, in plain words")
+    ask.add_argument("--project", required=True, help="the QGIS project (.qgz/.qgs) to work on")
+    ask.add_argument("--provider", choices=PROVIDERS, help="model provider (default: plugin setting, else ollama)")
+    ask.add_argument("--base-url", help="model server URL (Ollama: http://localhost:11434; OpenAI: .../v1)")
+    ask.add_argument("--model", help="model name, e.g. qwen3:8b")
+    ask.add_argument("--save", metavar="OUT.qgz", help="save the project, with any result layers, to this file")
+    ask.add_argument("--max-steps", type=int, help="most model calls for this question")
+    ask.add_argument("--timeout", type=float, help="seconds to wait for the model server")
+    ask.add_argument("--context-limit", type=int, help="most tokens of context to use (num_ctx cap)")
+    ask.add_argument("--quiet", action="store_true", help="do not print tool steps")
+    return parser
+
+
+class ConsoleRenderer:
+    """Print run events: answer to ``out``, everything else to ``err``."""
+
+    def __init__(self, out: TextIO, err: TextIO, quiet: bool = False) -> None:
+        self.out, self.err, self.quiet = out, err, quiet
+        self.status: str | None = None
+        self.error: str | None = None
+        self._thinking = False
+
+    def __call__(self, _run_id: int, event: object) -> None:
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+        elif isinstance(event, ReasoningDelta) and not self.quiet:
+            self.err.write(event.text)
+        elif isinstance(event, ToolStarted) and not self.quiet:
+            self.err.write(f"\n→ {event.name}({format_arguments(event.args)})\n")
+        elif isinstance(event, ToolFinished) and not self.quiet:
+            mark = "✓" if event.ok else "✗"
+            first = event.result.strip().splitlines()[0] if event.result.strip() else ""
+            self.err.write(f"  {mark} {event.seconds:.2f} s  {first[:200]}\n")
+        elif isinstance(event, Notice):
+            self.err.write(f"\n[{event.level}] {event.text}\n")
+        elif isinstance(event, RunFinished):
+            self.status, self.error = event.status, event.error
+            self.out.write("\n")
+            self.out.flush()
+        self.err.flush()
+
+
+def _model_config(args: argparse.Namespace) -> ModelConfig:
+    from geogpt_qgis.agent.config import model_config_from_settings
+    from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+
+    settings = PlgOptionsManager.get_plg_settings()
+    if args.provider:
+        settings.provider = args.provider
+    config = model_config_from_settings(settings)
+    overrides = {
+        "base_url": args.base_url.rstrip("/") if args.base_url else None,
+        "model": args.model,
+        "max_steps": args.max_steps,
+        "timeout": args.timeout,
+        "context_limit": args.context_limit,
+    }
+    return replace(config, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def run_ask(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Start QGIS headless, run the question, save if asked; return the exit status."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    project_path = Path(args.project)
+    if not project_path.is_file():
+        err.write(f"error: no project file at {project_path}\n")
+        return EXIT_USAGE
+
+    from qgis.core import QgsApplication, QgsProject
+
+    app = QgsApplication([], False)
+    app.initQgis()
+    try:
+        project = QgsProject.instance()
+        if not project.read(str(project_path)):
+            err.write(f"error: QGIS could not read the project {project_path}: {project.error()}\n")
+            return EXIT_USAGE
+        status = _ask(args, project, out, err)
+        if status == EXIT_OK and args.save:
+            if not project.write(str(Path(args.save))):
+                err.write(f"error: could not save the project to {args.save}: {project.error()}\n")
+                return EXIT_FAILED
+            err.write(f"Saved the project to {args.save}\n")
+        return status
+    finally:
+        QgsProject.instance().clear()
+        app.exitQgis()
+
+
+def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO) -> int:
+    """Run the question on the agent's worker while the main thread runs Qt's event loop."""
+    from qgis.PyQt.QtCore import QEventLoop, QTimer
+
+    from geogpt_qgis.agent.worker import AgentWorker
+    from geogpt_qgis.tools.base import ToolContext
+    from geogpt_qgis.tools.bridge import MainThreadBridge
+
+    config = _model_config(args)
+    bridge = MainThreadBridge()
+    worker = AgentWorker(ToolContext(project=project, bridge=bridge, iface=None))
+    renderer = ConsoleRenderer(out, err, quiet=args.quiet)
+    loop = QEventLoop()
+
+    def on_event(run_id: int, event: object) -> None:
+        renderer(run_id, event)
+        if renderer.status is not None:
+            loop.quit()
+
+    worker.event.connect(on_event)
+    run_id = worker.submit(args.question, config)
+    interrupted = []
+
+    def interrupt(*_args: object) -> None:
+        interrupted.append(True)
+        worker.cancel(run_id)
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    # Qt's loop blocks Python's signal handling; a ticking timer lets Ctrl+C through.
+    ticker = QTimer()
+    ticker.timeout.connect(lambda: None)
+    ticker.start(200)
+    try:
+        if renderer.status is None:
+            loop.exec()
+    finally:
+        ticker.stop()
+        signal.signal(signal.SIGINT, previous)
+        worker.shutdown()
+        bridge.close()
+    if renderer.status == "finished":
+        return EXIT_OK
+    if renderer.status == "cancelled" or interrupted:
+        err.write("Stopped.\n")
+        return EXIT_INTERRUPTED
+    err.write(f"error: {renderer.error or 'the run failed'}\n")
+    return EXIT_FAILED
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "ask":
+        return run_ask(args)
+    return EXIT_USAGE

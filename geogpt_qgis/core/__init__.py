@@ -1,0 +1,1 @@
+"""Qt-free, QGIS-free building blocks: events, cancellation, text helpers."""

@@ -1,0 +1,74 @@
+"""What a run reports while it goes: the protocol between the agent and its front-ends.
+
+The agent emits these plain objects; the dock and the headless command render
+them.  Nothing here depends on Qt, QGIS or LangChain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RunStatus = Literal["finished", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the answer, as the model streams it."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's visible reasoning ("thinking")."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    """The agent is about to run a tool."""
+
+    call_id: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    """A tool returned; ``result`` is what the model sees (already bounded)."""
+
+    call_id: str
+    name: str
+    ok: bool
+    result: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ModelCallFinished:
+    """One model call ended; token counts are what the server reported (0 when unknown)."""
+
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know that is neither answer nor tool (e.g. the step cap)."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    """The run is over; ``error`` says why when it failed."""
+
+    status: RunStatus
+    error: str | None = None
+
+
+Event = TextDelta | ReasoningDelta | ToolStarted | ToolFinished | ModelCallFinished | Notice | RunFinished

@@ -1,0 +1,42 @@
+"""Text budgets and compact formatting for what tools return to the model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+TOOL_RESULT_MAX_CHARS = 3500
+
+
+def truncate(text: str, limit: int = TOOL_RESULT_MAX_CHARS) -> str:
+    """Cut ``text`` to ``limit`` characters at a line break, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    if cut < limit // 2:
+        cut = limit
+    dropped = len(text) - cut
+    return text[:cut].rstrip() + f"\n… ({dropped:,} more characters not shown)"
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A compact Markdown table; pipes inside cells are escaped."""
+
+    def cell(value: object) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def short(value: object, limit: int = 60) -> str:
+    """One value as a short single-line string."""
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def format_arguments(args: Mapping[str, Any]) -> str:
+    """``layer="schools", visible=true``: a tool call's arguments on one short line."""
+    return ", ".join(f"{key}={short(json.dumps(value, ensure_ascii=False), 40)}" for key, value in args.items())

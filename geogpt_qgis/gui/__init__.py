@@ -1,0 +1,1 @@
+"""The Qt shell: the chat dock and its widgets."""

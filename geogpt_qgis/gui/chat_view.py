@@ -1,0 +1,164 @@
+"""The transcript: user messages, streamed answers, reasoning, tool steps and notices.
+
+Each item is its own widget in a scrolling column, so a new token only
+touches the last answer view and the column never re-renders what came
+before.  The view follows the stream while the user is at the bottom and
+stays put when they scroll up to read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qgis.PyQt.QtCore import Qt
+from qgis.PyQt.QtGui import QTextCursor
+from qgis.PyQt.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
+
+from geogpt_qgis.core.events import RunStatus
+from geogpt_qgis.gui.auto_height import AutoHeightTextBrowser
+from geogpt_qgis.gui.collapsible import CollapsibleSection
+from geogpt_qgis.gui.markdown_view import MarkdownView
+from geogpt_qgis.gui.tool_step import ToolStepWidget
+from geogpt_qgis.toolbelt.i18n import tr
+
+VIEW_CHARS = 2500
+_NOTICE_COLOURS = {"info": "#31708f", "warning": "#8a6d3b", "error": "#a94442"}
+
+
+class ChatView(QScrollArea):
+    """A scrolling column of chat items."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        container = QWidget()
+        self._layout = QVBoxLayout(container)
+        self._layout.setContentsMargins(6, 6, 6, 6)
+        self._layout.setSpacing(6)
+        self._layout.addStretch(1)
+        self.setWidget(container)
+        self._current: QWidget | None = None
+        self._steps: dict[str, ToolStepWidget] = {}
+        self._follow = True
+        bar = self.verticalScrollBar()
+        bar.valueChanged.connect(self._remember_follow)
+        bar.rangeChanged.connect(self._keep_following)
+
+    # -- items -------------------------------------------------------------
+    def _add(self, widget: QWidget) -> QWidget:
+        self._layout.insertWidget(self._layout.count() - 1, widget)
+        self._current = widget
+        return widget
+
+    def items(self) -> list[QWidget]:
+        """The item widgets, oldest first (for tests and export)."""
+        return [self._layout.itemAt(i).widget() for i in range(self._layout.count() - 1)]
+
+    def add_user_message(self, text: str) -> QLabel:
+        label = QLabel(text)
+        label.setWordWrap(True)
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.setObjectName("geogptUserMessage")
+        label.setStyleSheet(
+            "QLabel#geogptUserMessage { background: palette(alternate-base); border-radius: 6px; padding: 6px; }"
+        )
+        label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._follow = True
+        return self._add(label)
+
+    def append_text(self, text: str) -> None:
+        """Stream answer text into the current answer view (created after a tool step).
+
+        A long answer continues in a new view once the current one holds
+        ``VIEW_CHARS`` rendered characters: relaying out a text view costs time
+        in proportion to its length, so bounded views keep streaming linear.
+        """
+        current = self._current
+        if isinstance(current, MarkdownView) and current.rendered_chars < VIEW_CHARS:
+            current.append_stream(text)
+            return
+        view = MarkdownView()
+        if isinstance(current, MarkdownView):
+            text = current.detach_tail() + text
+            view.continues_previous = True
+        else:
+            self._end_stream()
+        self._add(view)
+        view.append_stream(text)
+
+    def append_reasoning(self, text: str) -> None:
+        """Stream reasoning into a collapsed "Thinking" section."""
+        if not isinstance(self._current, CollapsibleSection) or isinstance(self._current, ToolStepWidget):
+            self._end_stream()
+            self._add(CollapsibleSection(tr("Thinking"), AutoHeightTextBrowser(max_height=160)))
+        body = self._current.body  # type: ignore[union-attr]
+        cursor = QTextCursor(body.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText(text)
+
+    def tool_started(self, call_id: str, name: str, args: dict[str, Any]) -> ToolStepWidget:
+        self._end_stream()
+        step = ToolStepWidget(call_id, name, args)
+        self._steps[call_id] = step
+        self._add(step)
+        return step
+
+    def tool_finished(self, call_id: str, ok: bool, result: str, seconds: float) -> None:
+        step = self._steps.get(call_id)
+        if step is not None:
+            step.finish(ok, result, seconds)
+
+    def add_notice(self, text: str, level: str = "info") -> QLabel:
+        self._end_stream()
+        label = QLabel(text)
+        label.setWordWrap(True)
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.setProperty("level", level)
+        label.setStyleSheet(f"QLabel {{ color: {_NOTICE_COLOURS.get(level, '#333')}; font-style: italic; }}")
+        return self._add(label)
+
+    def end_turn(self, status: RunStatus, error: str | None = None) -> None:
+        """Close the turn: render the last block, mark unfinished steps, say why it ended."""
+        self._end_stream()
+        for step in self._steps.values():
+            step.mark_stopped()
+        self._steps.clear()
+        if status == "cancelled":
+            self.add_notice(tr("Stopped."), "warning")
+        elif status == "failed":
+            self.add_notice(error or tr("The run failed."), "error")
+        self._current = None
+
+    def clear(self) -> None:
+        """Remove every item (new conversation)."""
+        for widget in self.items():
+            self._layout.removeWidget(widget)
+            widget.deleteLater()
+        self._steps.clear()
+        self._current = None
+
+    def _end_stream(self) -> None:
+        if isinstance(self._current, MarkdownView):
+            self._current.finish_stream()
+
+    # -- follow the stream -------------------------------------------------
+    def _remember_follow(self, value: int) -> None:
+        bar = self.verticalScrollBar()
+        self._follow = value >= bar.maximum() - 4
+
+    def _keep_following(self, _minimum: int, maximum: int) -> None:
+        if self._follow:
+            self.verticalScrollBar().setValue(maximum)
+
+    def answer_text(self) -> str:
+        """All answer Markdown of the transcript; continuation views join seamlessly."""
+        text = ""
+        for widget in self.items():
+            if isinstance(widget, MarkdownView):
+                separator = "" if widget.continues_previous or not text else "\n\n"
+                text += separator + widget.source_text
+        return text

@@ -1,0 +1,94 @@
+"""The QGIS plugin: an action, a menu entry and the chat dock, and a clean unload.
+
+``initGui`` records a teardown step for everything it creates, and ``unload``
+runs them in reverse, so unloading leaves no action, menu entry, dock, signal
+connection, log handler or translator behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from qgis.PyQt.QtCore import QCoreApplication, Qt
+from qgis.PyQt.QtGui import QIcon
+from qgis.PyQt.QtWidgets import QAction, QMenu
+
+from geogpt_qgis.__about__ import TITLE
+from geogpt_qgis.toolbelt.i18n import install_translator, tr
+from geogpt_qgis.toolbelt.log import install_qgis_log_handler, remove_handler
+from geogpt_qgis.toolbelt.paths import icon_path, profile_data_dir
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+
+if TYPE_CHECKING:
+    from qgis.gui import QgisInterface
+
+    from geogpt_qgis.gui.dock import ChatDock
+
+MENU = "&GeoGPT"
+STORE_FILE = "conversations.sqlite"
+
+
+class GeoGptPlugin:
+    """GeoGPT's entry in QGIS."""
+
+    def __init__(self, iface: QgisInterface) -> None:
+        self.iface = iface
+        self.dock: ChatDock | None = None
+        self.action: QAction | None = None
+        self._teardown: list[Callable[[], None]] = []
+
+    def initGui(self) -> None:
+        settings = PlgOptionsManager.get_plg_settings()
+        handler = install_qgis_log_handler(settings.debug_mode)
+        self._teardown.append(lambda: remove_handler(handler))
+        translator = install_translator()
+        if translator is not None:
+            self._teardown.append(lambda: QCoreApplication.removeTranslator(translator))
+
+        from geogpt_qgis.gui.dock import ChatDock
+
+        main_window = self.iface.mainWindow()
+        dock = ChatDock(self.iface, store_path=profile_data_dir() / STORE_FILE, parent=main_window)
+        self.dock = dock
+        self.iface.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self._teardown.append(self._remove_dock)
+
+        action = QAction(QIcon(str(icon_path("geogpt.svg"))), tr("GeoGPT chat"), main_window)
+        action.setObjectName("GeoGptChatAction")
+        action.setToolTip(tr("Show or hide the GeoGPT chat"))
+        dock.setToggleVisibilityAction(action)
+        self.action = action
+        self.iface.addToolBarIcon(action)
+        self.iface.addPluginToMenu(MENU, action)
+        self._teardown.append(self._remove_action)
+        dock.setVisible(settings.dock_visible)
+
+    def _remove_action(self) -> None:
+        if self.action is not None:
+            self.iface.removePluginMenu(MENU, self.action)
+            self.iface.removeToolBarIcon(self.action)
+            self.action.deleteLater()
+            self.action = None
+        # QGIS detaches an emptied plugin submenu but keeps the QMenu object; drop ours.
+        for menu in self.iface.mainWindow().findChildren(QMenu):
+            if menu.title() == MENU and not menu.actions():
+                menu.deleteLater()
+
+    def _remove_dock(self) -> None:
+        if self.dock is not None:
+            self.dock.shutdown()
+            self.iface.removeDockWidget(self.dock)
+            self.dock.setParent(None)
+            self.dock.deleteLater()
+            self.dock = None
+
+    def unload(self) -> None:
+        """Undo everything ``initGui`` did, newest first."""
+        while self._teardown:
+            step = self._teardown.pop()
+            step()
+
+    @property
+    def title(self) -> str:
+        return TITLE

@@ -1,0 +1,1 @@
+"""Tool families: plain functions the model calls, grouped by what they work on."""

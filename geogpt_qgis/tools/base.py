@@ -1,0 +1,75 @@
+"""What every tool family shares: the context it runs in and how it reports errors.
+
+A tool is a plain method with typed arguments and a short docstring: the
+signature and docstring are the schema the model reads, so both stay precise.
+Tools run on the agent's worker thread; whatever touches the project goes
+through ``ToolContext.on_main``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from geogpt_qgis.core.cancel import CancelToken, current_cancel_token
+
+if TYPE_CHECKING:
+    from qgis.core import QgsProject
+    from qgis.gui import QgisInterface
+
+    from geogpt_qgis.tools.bridge import MainThreadBridge
+
+T = TypeVar("T")
+ToolFunction = Callable[..., str]
+
+
+class ToolError(Exception):
+    """A mistake the model can fix; the message goes back to it as the tool's result."""
+
+
+@dataclass
+class ToolContext:
+    """The live QGIS a tool works on, and the run it belongs to.
+
+    ``iface`` is ``None`` in headless use.  ``cancel`` is the token of the run
+    the calling code belongs to (a context variable, see ``core.cancel``).
+    """
+
+    project: QgsProject
+    bridge: MainThreadBridge
+    iface: QgisInterface | None = None
+
+    @property
+    def cancel(self) -> CancelToken:
+        return current_cancel_token.get()
+
+    def on_main(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn`` on the main thread (skipped if the run is cancelled first)."""
+        return self.bridge.call(fn, *args, cancel=self.cancel, **kwargs)
+
+    def check_cancelled(self) -> None:
+        """Raise ``RunCancelled`` if the user pressed Stop."""
+        self.cancel.raise_if_cancelled()
+
+
+class ToolFamily:
+    """A group of tools about one kind of data (project, processing, PostGIS...).
+
+    Subclasses set ``name``/``title``/``summary`` and return their tool methods
+    from ``tools()``.  ``unavailable_reason()`` returns why the family is off
+    in this context (no connection configured, say), or ``None``.
+    """
+
+    name: str = ""
+    title: str = ""
+    summary: str = ""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.ctx = ctx
+
+    def tools(self) -> list[ToolFunction]:
+        raise NotImplementedError
+
+    def unavailable_reason(self) -> str | None:
+        return None

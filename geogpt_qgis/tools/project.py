@@ -1,0 +1,346 @@
+"""Project tools: see the layers, describe them, select, zoom, show/hide, rename, style.
+
+Reads of features happen on the worker through a feature source; every change
+to the project or the map canvas is handed to the main thread.
+"""
+
+from __future__ import annotations
+
+from qgis.core import (
+    QgsCoordinateTransform,
+    QgsExpression,
+    QgsExpressionContext,
+    QgsExpressionContextUtils,
+    QgsFeatureRequest,
+    QgsMapLayer,
+    QgsProject,
+    QgsRasterLayer,
+    QgsReferencedRectangle,
+    QgsSingleSymbolRenderer,
+    QgsSymbol,
+    QgsVectorLayer,
+)
+from qgis.PyQt.QtGui import QColor
+
+from geogpt_qgis.core.field_stats import summarize_fields
+from geogpt_qgis.core.fuzzy import did_you_mean
+from geogpt_qgis.core.text import markdown_table
+from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
+from geogpt_qgis.tools.layers import (
+    collect_matching_ids,
+    crs_details,
+    crs_label,
+    feature_count_label,
+    format_extent,
+    geometry_label,
+    is_visible,
+    layer_kind,
+    ordered_layers,
+    plan_vector_read,
+    read_sample,
+    resolve_layer,
+    resolve_vector_layer,
+)
+
+SAMPLE_SIZE = 5000
+
+
+class ProjectTools(ToolFamily):
+    """Tools over the layers of the open QGIS project."""
+
+    name = "project"
+    title = "Project layers"
+    summary = "list and describe layers; select features by expression; zoom; show/hide, rename and colour layers"
+
+    def tools(self) -> list[ToolFunction]:
+        return [
+            self.list_layers,
+            self.describe_layer,
+            self.select_features,
+            self.zoom_to_layer,
+            self.set_layer_visibility,
+            self.rename_layer,
+            self.set_layer_color,
+        ]
+
+    # -- reading -----------------------------------------------------------
+    def list_layers(self) -> str:
+        """List the project's layers: name, id, type, geometry, CRS, feature count, visibility."""
+        return self.ctx.on_main(self._list_layers)
+
+    def _list_layers(self) -> str:
+        project = self.ctx.project
+        layers = ordered_layers(project)
+        if not layers:
+            return "The project has no layers."
+        rows = [
+            (
+                layer.name(),
+                layer.id(),
+                layer_kind(layer),
+                geometry_label(layer),
+                crs_label(layer),
+                feature_count_label(layer),
+                "yes" if is_visible(project, layer) else "no",
+            )
+            for layer in layers
+        ]
+        headers = ("name", "id", "type", "geometry", "CRS", "features", "visible")
+        return f"{len(layers)} layers (project CRS {project.crs().authid() or 'none'}):\n" + markdown_table(
+            headers, rows
+        )
+
+    def describe_layer(self, layer: str) -> str:
+        """Describe a layer: fields with types and common values, CRS and units, extent, feature count.
+
+        Args:
+            layer: Layer name or id.
+        """
+        header, plan = self.ctx.on_main(self._describe_header, layer)
+        if plan is None:
+            return header
+        rows = read_sample(plan, SAMPLE_SIZE, self.ctx.cancel)
+        if not plan.field_names:
+            return header + "\nFields: none"
+        summaries = summarize_fields(plan.field_names, plan.field_types, rows)
+        keys = set(plan.primary_key_indexes)
+        total = plan.feature_count
+        if total >= 0 and len(rows) >= total:
+            basis = f"values from all {len(rows):,} features"
+        else:
+            basis = f"values from the first {len(rows):,} of {feature_count_label_from(total)} features"
+        lines = [header, f"Fields ({len(summaries)}; {basis}):"]
+        lines += [
+            f"- {s.name} ({s.type_name}, primary key)" if index in keys else f"- {s.name} ({s.type_name}): {s.line}"
+            for index, s in enumerate(summaries)
+        ]
+        return "\n".join(lines)
+
+    def _describe_header(self, ref: str):
+        layer = resolve_layer(self.ctx.project, ref)
+        visible = "visible" if is_visible(self.ctx.project, layer) else "hidden"
+        lines = [
+            f"Layer {layer.name()!r} (id {layer.id()}): {layer_kind(layer)}, {geometry_label(layer)}, "
+            f"{feature_count_label(layer)} features, {visible}",
+            f"CRS: {crs_details(layer)}",
+            f"Extent: {format_extent(layer.extent(), layer.crs().isGeographic())}",
+            f"Provider: {layer.providerType()}",
+        ]
+        if isinstance(layer, QgsRasterLayer):
+            lines += _raster_lines(layer)
+            return "\n".join(lines), None
+        if not isinstance(layer, QgsVectorLayer):
+            return "\n".join(lines), None
+        if layer.subsetString():
+            lines.append(f"Filter: {layer.subsetString()}")
+        selected = layer.selectedFeatureCount()
+        if selected:
+            lines.append(f"Selected: {selected:,} features")
+        return "\n".join(lines), plan_vector_read(layer)
+
+    # -- selection ---------------------------------------------------------
+    def select_features(self, layer: str, expression: str) -> str:
+        """Select the features of a vector layer matching a QGIS expression (replaces the selection).
+
+        Args:
+            layer: Layer name or id.
+            expression: QGIS expression, e.g. "type" = 'primary' AND "pupils" > 300. Empty clears the selection.
+        """
+        if not expression.strip():
+            return self.ctx.on_main(self._clear_selection, layer)
+        plan, request = self.ctx.on_main(self._prepare_selection, layer, expression)
+        ids = collect_matching_ids(plan, request, self.ctx.cancel)
+        return self.ctx.on_main(self._apply_selection, plan.layer_id, ids, expression, plan.feature_count)
+
+    def _clear_selection(self, ref: str) -> str:
+        vector = resolve_vector_layer(self.ctx.project, ref)
+        vector.removeSelection()
+        return f"Cleared the selection of {vector.name()!r}."
+
+    def _prepare_selection(self, ref: str, expression: str):
+        vector = resolve_vector_layer(self.ctx.project, ref)
+        parsed = QgsExpression(expression)
+        if parsed.hasParserError():
+            raise ToolError(f"invalid expression: {' '.join(parsed.parserErrorString().split())}")
+        field_names = vector.fields().names()
+        for column in sorted(parsed.referencedColumns()):
+            if column != QgsFeatureRequest.ALL_ATTRIBUTES and column not in field_names:
+                raise ToolError(
+                    did_you_mean(column, field_names, f"field in {vector.name()!r}")
+                    + " (quote field names with double quotes, text values with single quotes)"
+                )
+        context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(vector))
+        _check_evaluates(vector, parsed, context)
+        request = QgsFeatureRequest(QgsExpression(expression))
+        request.setExpressionContext(context)
+        if not parsed.needsGeometry():
+            request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
+        return plan_vector_read(vector), request
+
+    def _apply_selection(self, layer_id: str, ids: list[int], expression: str, total: int) -> str:
+        vector = self.ctx.project.mapLayer(layer_id)
+        if vector is None:
+            raise ToolError("the layer was removed from the project while selecting")
+        vector.selectByIds(ids)
+        return (
+            f"Selected {len(ids):,} of {feature_count_label_from(total)} features in {vector.name()!r} "
+            f"where {expression}."
+        )
+
+    # -- map and layer tree ------------------------------------------------
+    def zoom_to_layer(self, layer: str, selected_only: bool = False) -> str:
+        """Zoom the map to a layer's extent, or to its selected features.
+
+        Args:
+            layer: Layer name or id.
+            selected_only: Zoom to the selected features only.
+        """
+        return self.ctx.on_main(self._zoom, layer, selected_only)
+
+    def _zoom(self, ref: str, selected_only: bool) -> str:
+        target = resolve_layer(self.ctx.project, ref)
+        if selected_only:
+            if not isinstance(target, QgsVectorLayer) or target.selectedFeatureCount() == 0:
+                raise ToolError(f"{target.name()!r} has no selected features; select some first or zoom to the layer")
+            extent = target.boundingBoxOfSelected()
+            what = f"the {target.selectedFeatureCount():,} selected features of {target.name()!r}"
+        else:
+            extent = target.extent()
+            what = f"layer {target.name()!r}"
+        if extent.isNull():
+            raise ToolError(f"{target.name()!r} has an empty extent; nothing to zoom to")
+        if extent.width() == 0 and extent.height() == 0:
+            extent = extent.buffered(100.0 if not target.crs().isGeographic() else 0.001)
+        else:
+            extent = extent.buffered(max(extent.width(), extent.height()) * 0.05)
+        canvas = self.ctx.iface.mapCanvas() if self.ctx.iface is not None else None
+        if canvas is None:
+            self.ctx.project.viewSettings().setDefaultViewExtent(QgsReferencedRectangle(extent, target.crs()))
+            return f"Set the project's view to {what} (no map window in headless mode)."
+        destination = canvas.mapSettings().destinationCrs()
+        if target.crs().isValid() and destination.isValid() and target.crs() != destination:
+            transform = QgsCoordinateTransform(target.crs(), destination, self.ctx.project)
+            extent = transform.transformBoundingBox(extent)
+        canvas.setExtent(extent)
+        canvas.refresh()
+        return f"Zoomed the map to {what}."
+
+    def set_layer_visibility(self, layer: str, visible: bool) -> str:
+        """Show or hide a layer on the map.
+
+        Args:
+            layer: Layer name or id.
+            visible: True to show, False to hide.
+        """
+        return self.ctx.on_main(self._set_visibility, layer, visible)
+
+    def _set_visibility(self, ref: str, visible: bool) -> str:
+        target = resolve_layer(self.ctx.project, ref)
+        node = self.ctx.project.layerTreeRoot().findLayer(target.id())
+        if node is None:
+            raise ToolError(f"{target.name()!r} is not in the layer tree, so it cannot be shown or hidden")
+        if visible:
+            node.setItemVisibilityCheckedParentRecursive(True)
+        else:
+            node.setItemVisibilityChecked(False)
+        return f"{'Showed' if visible else 'Hid'} layer {target.name()!r}."
+
+    def rename_layer(self, layer: str, new_name: str) -> str:
+        """Rename a layer.
+
+        Args:
+            layer: Layer name or id.
+            new_name: The new name.
+        """
+        return self.ctx.on_main(self._rename, layer, new_name)
+
+    def _rename(self, ref: str, new_name: str) -> str:
+        new_name = new_name.strip()
+        if not new_name:
+            raise ToolError("the new name is empty")
+        target = resolve_layer(self.ctx.project, ref)
+        old = target.name()
+        clash = [
+            other for other in ordered_layers(self.ctx.project) if other.name() == new_name and other is not target
+        ]
+        target.setName(new_name)
+        note = f" Note: another layer is also named {new_name!r}." if clash else ""
+        return f"Renamed {old!r} to {new_name!r}.{note}"
+
+    def set_layer_color(self, layer: str, color: str, opacity: float = 1.0) -> str:
+        """Style a vector layer with a single colour.
+
+        Args:
+            layer: Layer name or id.
+            color: Colour name ('red', 'steelblue') or hex code ('#1f78b4').
+            opacity: From 0 (transparent) to 1 (opaque).
+        """
+        qcolor = QColor(color.strip())
+        if not qcolor.isValid():
+            raise ToolError(f"{color!r} is not a colour; use a name like 'red' or a hex code like '#1f78b4'")
+        if not 0.0 <= opacity <= 1.0:
+            raise ToolError(f"opacity must be between 0 and 1, not {opacity}")
+        return self.ctx.on_main(self._set_color, layer, qcolor, opacity)
+
+    def _set_color(self, ref: str, qcolor: QColor, opacity: float) -> str:
+        vector = resolve_vector_layer(self.ctx.project, ref)
+        if not vector.isSpatial():
+            raise ToolError(f"{vector.name()!r} has no geometry, so it has no map style")
+        symbol = QgsSymbol.defaultSymbol(vector.geometryType())
+        symbol.setColor(qcolor)
+        symbol.setOpacity(opacity)
+        vector.setRenderer(QgsSingleSymbolRenderer(symbol))
+        vector.triggerRepaint()
+        if self.ctx.iface is not None:
+            tree_view = self.ctx.iface.layerTreeView()
+            if tree_view is not None:
+                tree_view.refreshLayerSymbology(vector.id())
+        return f"Styled {vector.name()!r} with a single colour {qcolor.name()} at opacity {opacity:g}."
+
+
+def feature_count_label_from(count: int) -> str:
+    return f"{count:,}" if count >= 0 else "an unknown number of"
+
+
+def _check_evaluates(layer: QgsVectorLayer, expression: QgsExpression, context: QgsExpressionContext) -> None:
+    """Evaluate on one feature so type errors come back now instead of silently matching nothing."""
+    request = QgsFeatureRequest()
+    request.setLimit(1)
+    for feature in layer.getFeatures(request):
+        context.setFeature(feature)
+        expression.prepare(context)
+        expression.evaluate(context)
+        if expression.hasEvalError():
+            raise ToolError(f"the expression fails on {layer.name()!r}: {expression.evalErrorString()}")
+
+
+def _raster_lines(layer: QgsRasterLayer) -> list[str]:
+    provider = layer.dataProvider()
+    bands = [f"{i}: {layer.bandName(i)}" for i in range(1, layer.bandCount() + 1)]
+    lines = [
+        f"Size: {layer.width()} x {layer.height()} pixels, pixel size "
+        f"{layer.rasterUnitsPerPixelX():g} x {layer.rasterUnitsPerPixelY():g}",
+        f"Bands ({layer.bandCount()}): " + "; ".join(bands[:12]),
+    ]
+    if provider is not None and layer.bandCount() >= 1 and provider.sourceHasNoDataValue(1):
+        lines.append(f"No-data value (band 1): {provider.sourceNoDataValue(1):g}")
+    return lines
+
+
+def describe_map_layer_briefly(layer: QgsMapLayer) -> str:
+    """``schools (Point, 40 features)`` for prompts and notes."""
+    if isinstance(layer, QgsVectorLayer):
+        return f"{layer.name()} ({geometry_label(layer)}, {feature_count_label(layer)} features)"
+    return f"{layer.name()} ({layer_kind(layer)})"
+
+
+def project_brief(project: QgsProject, max_layers: int = 30) -> str:
+    """A few lines about the open project for the system prompt (main thread)."""
+    layers = ordered_layers(project)
+    title = project.title() or (project.baseName() if project.fileName() else "unsaved project")
+    head = f"Open project: {title}; CRS {project.crs().authid() or 'none'}; {len(layers)} layers"
+    if not layers:
+        return head + "."
+    listed = "; ".join(describe_map_layer_briefly(layer) for layer in layers[:max_layers])
+    more = f"; and {len(layers) - max_layers} more" if len(layers) > max_layers else ""
+    return f"{head}: {listed}{more}."

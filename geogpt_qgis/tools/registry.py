@@ -1,0 +1,28 @@
+"""The tool families GeoGPT offers, in one list.
+
+Each later tool family (processing, PostGIS, OGC API, code) registers here;
+the agent sends only the families that are available in the current context.
+"""
+
+from __future__ import annotations
+
+from geogpt_qgis.tools.base import ToolContext, ToolFamily, ToolFunction
+from geogpt_qgis.tools.capabilities import CapabilityTools
+from geogpt_qgis.tools.project import ProjectTools
+
+FAMILY_TYPES: tuple[type[ToolFamily], ...] = (ProjectTools,)
+
+
+def build_families(ctx: ToolContext) -> list[ToolFamily]:
+    """Instantiate every family for ``ctx``, plus the capability tool that describes them."""
+    families: list[ToolFamily] = [family_type(ctx) for family_type in FAMILY_TYPES]
+    return [*families, CapabilityTools(ctx, families)]
+
+
+def active_tools(families: list[ToolFamily]) -> list[ToolFunction]:
+    """The tool functions of the families that are available now."""
+    tools: list[ToolFunction] = []
+    for family in families:
+        if family.unavailable_reason() is None:
+            tools.extend(family.tools())
+    return tools

@@ -1,0 +1,111 @@
+"""Assemble the plugin folder, zip it for the plugin repository, or install it into a QGIS profile.
+
+    python scripts/plugin_dist.py package dist/            # dist/geogpt_qgis-<version>.zip
+    python scripts/plugin_dist.py install --profiles-path .qgis-profile [--profile geogpt] [--set key=value ...]
+
+The installed or zipped folder is what QGIS expects: the package with
+``metadata.txt``, ``resources/``, ``i18n/`` (compiled translations) and the
+licence inside, no caches, no tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import zipfile
+from configparser import ConfigParser
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = "geogpt_qgis"
+SKIP_DIRS = {"__pycache__"}
+SKIP_SUFFIXES = {".pyc", ".pyo", ".ts", ".pro"}
+
+
+def version() -> str:
+    parser = ConfigParser(interpolation=None)
+    parser.read(REPO / "metadata.txt", encoding="utf-8")
+    return parser["general"]["version"]
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if any(part in SKIP_DIRS for part in relative.parts) or path.suffix in SKIP_SUFFIXES:
+            continue
+        destination = target / relative
+        if path.is_dir():
+            destination.mkdir(parents=True, exist_ok=True)
+        else:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, destination)
+
+
+def assemble(target: Path) -> Path:
+    """Write the plugin folder at ``target/geogpt_qgis`` (replacing it) and return it."""
+    folder = target / PACKAGE
+    if folder.is_symlink() or folder.is_file():
+        folder.unlink()
+    elif folder.exists():
+        shutil.rmtree(folder)
+    _copy_tree(REPO / PACKAGE, folder)
+    _copy_tree(REPO / "resources", folder / "resources")
+    _copy_tree(REPO / "i18n", folder / "i18n")
+    for name in ("metadata.txt", "LICENSE", "requirements.txt"):
+        if (REPO / name).is_file():
+            shutil.copy2(REPO / name, folder / name)
+    return folder
+
+
+def package(out_dir: Path) -> Path:
+    """The zip for plugins.qgis.org: one top-level folder named like the package."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = out_dir / "staging"
+    folder = assemble(staging)
+    archive = out_dir / f"{PACKAGE}-{version()}.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                zipped.write(path, path.relative_to(staging))
+    shutil.rmtree(staging)
+    return archive
+
+
+def install(profiles_path: Path, profile: str, settings: dict[str, str]) -> Path:
+    """Copy the plugin into a QGIS profile, enable it, and store plugin settings."""
+    profile_dir = profiles_path / "profiles" / profile
+    plugin_dir = assemble(profile_dir / "python" / "plugins")
+    from qgis.PyQt.QtCore import QSettings
+
+    ini = QSettings(str(profile_dir / "QGIS" / "QGIS3.ini"), QSettings.Format.IniFormat)
+    ini.setValue(f"PythonPlugins/{PACKAGE}", True)
+    ini.setValue("app/plugin_installer/checkOnStart", False)  # no network calls at start
+    ini.setValue("qgis/checkVersion", False)
+    ini.setValue(f"{PACKAGE}/dock_visible", True)
+    for key, value in settings.items():
+        ini.setValue(f"{PACKAGE}/{key}", value)
+    ini.sync()
+    return plugin_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    pack = commands.add_parser("package", help="build the plugin zip")
+    pack.add_argument("out_dir", type=Path)
+    inst = commands.add_parser("install", help="install into a QGIS profile and enable it")
+    inst.add_argument("--profiles-path", type=Path, required=True)
+    inst.add_argument("--profile", default="geogpt")
+    inst.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a plugin setting")
+    args = parser.parse_args(argv)
+    if args.command == "package":
+        print(package(args.out_dir))
+    else:
+        settings = dict(item.split("=", 1) for item in args.set)
+        print(install(args.profiles_path, args.profile, settings))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

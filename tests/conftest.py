@@ -1,0 +1,71 @@
+"""Shared fixtures: real QGIS (pytest-qgis), the demo town, the scripted model server."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import keyring
+import pytest
+
+from tests.support.keyring_backend import MemoryKeyring
+from tests.support.model_server import ScriptedModelServer
+
+keyring.set_keyring(MemoryKeyring())
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with default plugin settings, no API key in the environment, an empty keychain."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    backend = keyring.get_keyring()
+    if isinstance(backend, MemoryKeyring):
+        backend.store.clear()
+    from qgis.core import QgsSettings
+
+    settings = QgsSettings()
+    settings.remove("geogpt_qgis")
+    yield
+    settings.remove("geogpt_qgis")
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedModelServer]:
+    """A scripted Ollama/OpenAI server on 127.0.0.1; script it with ``.script([...])``."""
+    with ScriptedModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def demo_project(qgis_app, tmp_path: Path):
+    """The demo town, copied to a temporary folder and open in ``QgsProject.instance()``."""
+    from qgis.core import QgsProject
+
+    from tests.support.demo import copy_demo
+
+    path = copy_demo(tmp_path / "demo")
+    project = QgsProject.instance()
+    project.clear()
+    assert project.read(str(path)), project.error()
+    yield project
+    project.clear()
+
+
+@pytest.fixture
+def bridge(qgis_app):
+    from geogpt_qgis.tools.bridge import MainThreadBridge
+
+    created = MainThreadBridge()
+    yield created
+    created.close()
+
+
+@pytest.fixture
+def tool_ctx(demo_project, bridge, qgis_iface):
+    from geogpt_qgis.tools.base import ToolContext
+
+    return ToolContext(project=demo_project, bridge=bridge, iface=qgis_iface)

@@ -1,0 +1,153 @@
+"""The headless command, run as a real subprocess against the scripted model server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from qgis.core import QgsProject
+
+from tests.support.demo import copy_demo
+from tests.support.model_server import ToolCall, Turn
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ask(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    environment.update({"QT_QPA_PLATFORM": "offscreen", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "geogpt_qgis", "ask", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment,
+    )
+
+
+@pytest.fixture
+def project_file(tmp_path) -> Path:
+    return copy_demo(tmp_path / "demo")
+
+
+def test_answer_streams_to_stdout_steps_to_stderr_and_the_project_is_saved(model_server, project_file, tmp_path):
+    answer = "The parks layer is now called **green_spaces**."
+    model_server.script(
+        [
+            Turn(tool_calls=[ToolCall("describe_layer", {"layer": "parks"})]),
+            Turn(tool_calls=[ToolCall("rename_layer", {"layer": "parks", "new_name": "green_spaces"})]),
+            Turn(text=answer),
+        ]
+    )
+    out = tmp_path / "out.qgz"
+    done = ask(
+        "Rename the parks layer to green_spaces",
+        "--project",
+        str(project_file),
+        "--base-url",
+        model_server.url,
+        "--model",
+        "qwen3:8b",
+        "--save",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == answer + "\n"
+    assert '→ describe_layer(layer="parks")' in done.stderr
+    assert '→ rename_layer(layer="parks", new_name="green_spaces")' in done.stderr
+    assert "✓" in done.stderr and "Renamed 'parks' to 'green_spaces'." in done.stderr
+    saved = QgsProject()
+    assert saved.read(str(out))
+    names = sorted(layer.name() for layer in saved.mapLayers().values())
+    assert names == ["districts", "green_spaces", "hospitals", "landuse", "rivers", "roads", "schools"]
+    saved.clear()
+    request = model_server.chat_requests()[0]
+    assert request.body["options"]["num_ctx"] == 8192  # set explicitly, from the settings' default
+
+
+def test_openai_compatible_server_with_a_key_from_the_environment(model_server, project_file):
+    model_server.api_key = "sk-env-key"
+    model_server.script([Turn(text="Seven layers.")])
+    done = ask(
+        "How many layers?",
+        "--project",
+        str(project_file),
+        "--provider",
+        "openai",
+        "--base-url",
+        model_server.url + "/v1",
+        "--model",
+        "qwen3:8b",
+        env={"OPENAI_API_KEY": "sk-env-key"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Seven layers.\n"
+    assert model_server.chat_requests()[0].headers["authorization"] == "Bearer sk-env-key"
+
+
+def test_a_dead_server_exits_non_zero_with_the_reason(project_file):
+    done = ask("hello", "--project", str(project_file), "--base-url", "http://127.0.0.1:9", "--model", "qwen3:8b")
+    assert done.returncode == 1
+    assert "error: Cannot reach the Ollama server at http://127.0.0.1:9" in done.stderr
+
+
+def test_a_missing_project_is_a_usage_error(tmp_path):
+    done = ask("hello", "--project", str(tmp_path / "nope.qgz"), "--model", "m")
+    assert done.returncode == 2
+    assert "no project file at" in done.stderr
+
+
+def test_the_step_cap_is_reported(model_server, project_file):
+    model_server.script([Turn(tool_calls=[ToolCall("list_layers")]) for _ in range(5)])
+    done = ask(
+        "loop",
+        "--project",
+        str(project_file),
+        "--base-url",
+        model_server.url,
+        "--model",
+        "qwen3:8b",
+        "--max-steps",
+        "2",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[warning] I stopped after 2 steps without reaching an answer." in done.stderr
+    assert len(model_server.chat_requests()) == 2
+
+
+def test_ctrl_c_stops_the_run(model_server, project_file):
+    model_server.script([Turn(text="slow " * 1000, chunk_delay=0.02)])
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "geogpt_qgis",
+            "ask",
+            "write",
+            "--project",
+            str(project_file),
+            "--base-url",
+            model_server.url,
+            "--model",
+            "qwen3:8b",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+    assert process.stdout is not None
+    assert process.stdout.read(5) == "slow "
+    pressed = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    code = process.wait(timeout=10)
+    assert code == 130
+    assert time.monotonic() - pressed < 3.0
+    assert "Stopped." in process.stderr.read()

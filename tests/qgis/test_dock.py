@@ -1,0 +1,235 @@
+"""The chat dock in real QGIS widgets: type, watch it stream, open tool steps, stop, start over."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from qgis.PyQt.QtCore import Qt
+from qgis.PyQt.QtGui import QFont, QTextCursor
+from qgis.PyQt.QtTest import QTest
+from qgis.PyQt.QtWidgets import QLabel
+
+from geogpt_qgis.gui import dock as dock_module
+from geogpt_qgis.gui.dock import ChatDock
+from geogpt_qgis.gui.markdown_view import MarkdownView
+from geogpt_qgis.gui.tool_step import ToolStepWidget
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from tests.support.model_server import ToolCall, Turn
+from tests.support.runs import wait_until
+
+ANSWER = (
+    "There are **16 primary schools** in *Elvbury*.\n\n"
+    "| district | schools |\n|---|---|\n| Centre | 3 |\n| Nordby | 2 |\n\n"
+    "- selected in the map\n- zoomed to them\n"
+)
+
+
+def configure(server, provider: str = "ollama") -> None:
+    PlgOptionsManager.set_value("provider", provider)
+    if provider == "ollama":
+        PlgOptionsManager.set_value("ollama_url", server.url)
+        PlgOptionsManager.set_value("ollama_model", "qwen3:8b")
+    else:
+        PlgOptionsManager.set_value("openai_base_url", server.url + "/v1")
+        PlgOptionsManager.set_value("openai_model", "qwen3:8b")
+    PlgOptionsManager.set_value("request_timeout", 10.0)
+
+
+@pytest.fixture
+def chat_dock(qgis_iface, demo_project, tmp_path, model_server):
+    configure(model_server)
+    created = ChatDock(qgis_iface, demo_project, store_path=tmp_path / "store.sqlite")
+    created.resize(420, 700)
+    created.show()
+    statuses: list[str] = []
+    created.run_finished.connect(statuses.append)
+    created.statuses = statuses
+    yield created
+    created.shutdown()
+    created.deleteLater()
+
+
+def type_and_send(dock: ChatDock, text: str) -> None:
+    dock.input.setFocus()
+    QTest.keyClicks(dock.input, text)
+    QTest.keyClick(dock.input, Qt.Key.Key_Return)
+
+
+def items_of(dock: ChatDock, kind: type) -> list:
+    return [w for w in dock.chat.items() if isinstance(w, kind)]
+
+
+def test_a_typed_question_streams_an_answer_with_tool_steps(chat_dock, model_server, demo_project):
+    model_server.script(
+        [
+            Turn(tool_calls=[ToolCall("describe_layer", {"layer": "schools"})]),
+            Turn(tool_calls=[ToolCall("select_features", {"layer": "schools", "expression": "\"type\" = 'primary'"})]),
+            Turn(text=ANSWER, chunk_delay=0.002),
+        ]
+    )
+    type_and_send(chat_dock, "Which schools are primary?")
+    assert chat_dock.input.toPlainText() == ""
+    assert chat_dock.send_button.text() == "Stop"
+    wait_until(lambda: chat_dock.statuses == ["finished"], 20)
+    assert chat_dock.send_button.text() == "Send"
+    assert chat_dock.status.text() == "Done."
+
+    user = [w for w in items_of(chat_dock, QLabel) if w.objectName() == "geogptUserMessage"]
+    assert [w.text() for w in user] == ["Which schools are primary?"]
+    steps = items_of(chat_dock, ToolStepWidget)
+    assert [s.name for s in steps] == ["describe_layer", "select_features"]
+    assert all(s.ok for s in steps)
+    assert "✓" in steps[1].header.text() and 'select_features(layer="schools"' in steps[1].header.text()
+    # Steps start collapsed; a click shows the arguments and the result.
+    assert not steps[1].body.isVisible()
+    QTest.mouseClick(steps[1].header, Qt.MouseButton.LeftButton)
+    assert steps[1].body.isVisible()
+    assert "Selected 16 of 31 features in 'schools'" in steps[1].text.toPlainText()
+    assert demo_project.mapLayersByName("schools")[0].selectedFeatureCount() == 16
+
+    views = items_of(chat_dock, MarkdownView)
+    assert len(views) == 1
+    view = views[0]
+    assert view.source_text == ANSWER
+    plain = view.toPlainText()
+    assert "**" not in plain and "|---|" not in plain  # rendered, not raw Markdown
+    assert "There are 16 primary schools in Elvbury." in plain
+    assert _is_bold(view, "16 primary schools")
+    tables = [frame for frame in view.document().rootFrame().childFrames() if frame.__class__.__name__ == "QTextTable"]
+    assert len(tables) == 1 and tables[0].rows() == 3 and tables[0].columns() == 2
+
+
+def _is_bold(view: MarkdownView, text: str) -> bool:
+    cursor = view.document().find(text)
+    assert not cursor.isNull(), text
+    probe = QTextCursor(view.document())
+    probe.setPosition(cursor.selectionStart() + 1)
+    return probe.charFormat().fontWeight() >= QFont.Weight.Bold
+
+
+def test_incremental_rendering_matches_rendering_the_whole_answer(qgis_app):
+    streamed = MarkdownView()
+    for index in range(0, len(ANSWER), 3):
+        streamed.append_stream(ANSWER[index : index + 3])
+    streamed.finish_stream()
+    whole = MarkdownView()
+    whole.set_markdown(ANSWER)
+    assert streamed.toPlainText().split() == whole.toPlainText().split()
+    assert streamed.source_text == ANSWER
+
+
+def test_stop_button_ends_a_streaming_answer_and_the_next_message_works(chat_dock, model_server):
+    model_server.script([Turn(text="token " * 500, chunk_delay=0.02)])
+    type_and_send(chat_dock, "Write a long essay")
+    wait_until(
+        lambda: (
+            bool(items_of(chat_dock, MarkdownView)) and "token" in items_of(chat_dock, MarkdownView)[0].toPlainText()
+        ),
+        10,
+    )
+    pressed = time.monotonic()
+    QTest.mouseClick(chat_dock.send_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: chat_dock.statuses == ["cancelled"], 5)
+    assert time.monotonic() - pressed < 1.0
+    assert chat_dock.send_button.text() == "Send"
+    notices = [w.text() for w in items_of(chat_dock, QLabel) if w.property("level") == "warning"]
+    assert notices == ["Stopped."]
+    partial = items_of(chat_dock, MarkdownView)[0].source_text
+    wait_until(lambda: time.monotonic() - pressed > 0.5)
+    assert items_of(chat_dock, MarkdownView)[0].source_text == partial  # nothing more arrives
+    model_server.script([Turn(text="Short.")])
+    type_and_send(chat_dock, "Short answer please")
+    wait_until(lambda: chat_dock.statuses == ["cancelled", "finished"], 10)
+    assert items_of(chat_dock, MarkdownView)[-1].source_text == "Short."
+
+
+def _closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def test_a_dead_server_is_reported_and_the_dock_stays_usable(chat_dock, model_server):
+    PlgOptionsManager.set_value("ollama_url", f"http://127.0.0.1:{_closed_port()}")
+    type_and_send(chat_dock, "Hello?")
+    wait_until(lambda: chat_dock.statuses == ["failed"], 10)
+    errors = [w.text() for w in items_of(chat_dock, QLabel) if w.property("level") == "error"]
+    assert len(errors) == 1 and errors[0].startswith("Cannot reach the Ollama server at http://127.0.0.1:")
+    assert chat_dock.send_button.text() == "Send" and chat_dock.input.isEnabled()
+    PlgOptionsManager.set_value("ollama_url", model_server.url)
+    model_server.script([Turn(text="I am here.")])
+    type_and_send(chat_dock, "Hello again")
+    wait_until(lambda: chat_dock.statuses == ["failed", "finished"], 10)
+    assert items_of(chat_dock, MarkdownView)[-1].source_text == "I am here."
+
+
+def test_shift_enter_adds_a_line_instead_of_sending(chat_dock, model_server):
+    QTest.keyClicks(chat_dock.input, "first line")
+    QTest.keyClick(chat_dock.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    QTest.keyClicks(chat_dock.input, "second line")
+    assert chat_dock.input.toPlainText() == "first line\nsecond line"
+    assert chat_dock.run_id is None
+
+
+def test_new_conversation_clears_the_view_and_the_memory(chat_dock, model_server):
+    model_server.script([Turn(text="Hello, Ann."), Turn(text="Hi.")])
+    type_and_send(chat_dock, "My name is Ann")
+    wait_until(lambda: chat_dock.statuses == ["finished"], 10)
+    QTest.mouseClick(chat_dock.new_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: not chat_dock.chat.items())
+    type_and_send(chat_dock, "Who am I?")
+    wait_until(lambda: chat_dock.statuses == ["finished", "finished"], 10)
+    sent = [m["content"] for m in model_server.chat_requests()[-1].body["messages"][1:]]
+    assert sent == ["Who am I?"]
+
+
+def test_missing_packages_are_named_and_nothing_runs(chat_dock, model_server, monkeypatch):
+    monkeypatch.setitem(dock_module.REQUIRED_MODULES, "geogpt_no_such_module", "geogpt-no-such-package")
+    assert chat_dock.send("hello") is None
+    errors = [w.text() for w in items_of(chat_dock, QLabel) if w.property("level") == "error"]
+    assert errors and "geogpt-no-such-package" in errors[-1]
+    assert model_server.chat_requests() == []
+
+
+def test_model_bar_lists_models_tests_the_connection_and_saves_choices(chat_dock, model_server):
+    bar = chat_dock.model_bar
+    bar.refresh_models()
+    wait_until(lambda: bar.model_combo.count() == 2, 5)
+    assert [bar.model_combo.itemText(i) for i in range(2)] == ["llama3.2:3b", "qwen3:8b"]
+    bar.model_combo.setCurrentText("llama3.2:3b")
+    assert PlgOptionsManager.get_plg_settings().ollama_model == "llama3.2:3b"
+    bar.test_connection()
+    wait_until(lambda: bar.status_label.text().startswith("Connected"), 5)
+    assert bar.status_label.text() == "Connected: 2 models available."
+    model_server.capabilities = ("completion",)
+    bar.model_combo.setCurrentText("qwen3:8b")
+    wait_until(lambda: "cannot call tools" in bar.status_label.text(), 5)
+
+
+def test_api_keys_go_to_the_keychain_never_to_settings(chat_dock, model_server):
+    import keyring
+    from qgis.core import QgsSettings
+
+    from geogpt_qgis.toolbelt.secrets import SERVICE, account_for
+
+    configure(model_server, "openai")
+    bar = chat_dock.model_bar
+    bar.provider_combo.setCurrentIndex(bar.provider_combo.findData("openai"))
+    assert not bar.key_edit.isHidden()  # shown for OpenAI-compatible servers (inside the fold-out)
+    bar.key_edit.setText("sk-planted-secret-123")
+    bar.key_edit.editingFinished.emit()
+    assert keyring.get_password(SERVICE, account_for(model_server.url + "/v1")) == "sk-planted-secret-123"
+    assert bar.key_edit.text() == ""
+    settings = QgsSettings()
+    settings.sync()
+    with open(settings.fileName(), encoding="utf-8", errors="replace") as handle:
+        assert "sk-planted-secret-123" not in handle.read()
+    model_server.api_key = "sk-planted-secret-123"
+    model_server.script([Turn(text="authorised")])
+    type_and_send(chat_dock, "hi")
+    wait_until(lambda: chat_dock.statuses == ["finished"], 10)
+    assert model_server.chat_requests()[-1].headers["authorization"] == "Bearer sk-planted-secret-123"

@@ -1,0 +1,271 @@
+"""The project tools on the real demo project in real QGIS.
+
+Expected values are read straight from the GeoPackage with sqlite3, not
+through QGIS, so a tool that misreports would be caught.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from qgis.core import QgsRasterLayer, QgsSingleSymbolRenderer, QgsVectorLayer
+
+from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
+from geogpt_qgis.tools.base import ToolContext, ToolError
+from geogpt_qgis.tools.project import ProjectTools, project_brief
+from geogpt_qgis.tools.registry import build_families
+from tests.support.big_layers import BIG_COUNT, SLOW_EXPRESSION_MATCHING_ALL, write_big_points
+from tests.support.runs import wait_until
+
+LAYERS_TOP_DOWN = ["schools", "hospitals", "roads", "rivers", "parks", "districts", "landuse"]
+
+
+@pytest.fixture
+def gpkg(demo_project) -> sqlite3.Connection:
+    path = Path(demo_project.fileName()).with_name("elvbury.gpkg")
+    connection = sqlite3.connect(path)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def tools(tool_ctx) -> ProjectTools:
+    return ProjectTools(tool_ctx)
+
+
+@pytest.fixture(scope="session")
+def big_gpkg(tmp_path_factory) -> Path:
+    return write_big_points(tmp_path_factory.mktemp("big") / "big.gpkg")
+
+
+@pytest.fixture
+def big_layer(demo_project, big_gpkg) -> QgsVectorLayer:
+    layer = QgsVectorLayer(f"{big_gpkg}|layername=big", "big", "ogr")
+    assert layer.isValid()
+    demo_project.addMapLayer(layer)
+    return layer
+
+
+def _count(db: sqlite3.Connection, sql: str) -> int:
+    return db.execute(sql).fetchone()[0]
+
+
+def test_list_layers_reports_every_layer_in_tree_order(tools, gpkg, demo_project):
+    text = tools.list_layers()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| name")]
+    assert [row.split(" | ")[0].lstrip("| ") for row in rows] == LAYERS_TOP_DOWN
+    for row, name in zip(rows, LAYERS_TOP_DOWN, strict=False):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        layer = demo_project.mapLayersByName(name)[0]
+        assert cells[1] == layer.id()
+        assert cells[4] == "EPSG:25832"
+        assert cells[5] == f"{_count(gpkg, f'SELECT count(*) FROM {name}'):,}"
+        assert cells[6] == "yes"
+    assert "| schools |" in text and "| Point |" in text and "| Polygon |" in text
+    assert text.startswith("7 layers (project CRS EPSG:25832)")
+
+
+def test_describe_layer_gives_fields_shares_crs_and_extent(tools, gpkg):
+    text = tools.describe_layer("schools")
+    total = _count(gpkg, "SELECT count(*) FROM schools")
+    assert f"Point, {total} features" in text
+    assert "CRS: EPSG:25832 (ETRS89 / UTM zone 32N), units: meters, projected" in text
+    minx, miny, maxx, maxy = gpkg.execute(
+        "SELECT min(minx), min(miny), max(maxx), max(maxy) FROM rtree_schools_geom"
+    ).fetchone()
+    extent = re.search(r"Extent: ([\d.]+), ([\d.]+) : ([\d.]+), ([\d.]+)", text)
+    assert extent is not None
+    assert [float(v) for v in extent.groups()] == pytest.approx(
+        [minx, miny, maxx, maxy], abs=1.0
+    )  # the R-tree stores float32 bounds
+    shares = gpkg.execute("SELECT type, count(*) FROM schools GROUP BY type ORDER BY count(*) DESC").fetchall()
+    expected = ", ".join(f"{kind} {n / total:.1%}" for kind, n in shares)
+    assert f"- type (String): {expected}" in text
+    low, high = gpkg.execute("SELECT min(pupils), max(pupils) FROM schools").fetchone()
+    assert f"- pupils (Integer): min {low:,}, max {high:,}" in text
+    assert "- fid (Integer64, primary key)" in text
+    assert f"values from all {total} features" in text
+
+
+def test_describe_layer_samples_big_layers(tools, big_layer):
+    text = tools.describe_layer("big")
+    assert f"values from the first 5,000 of {BIG_COUNT:,} features" in text
+    assert "- kind (String): " in text
+
+
+def test_describe_raster_layer(tools, demo_project, tmp_path):
+    from osgeo import gdal, osr
+
+    path = tmp_path / "dem.tif"
+    dataset = gdal.GetDriverByName("GTiff").Create(str(path), 40, 30, 1, gdal.GDT_Float32)
+    dataset.SetGeoTransform((560000, 25, 0, 6206000, 0, -25))
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(25832)
+    dataset.SetProjection(srs.ExportToWkt())
+    dataset.GetRasterBand(1).SetNoDataValue(-9999)
+    dataset = None
+    raster = QgsRasterLayer(str(path), "dem")
+    demo_project.addMapLayer(raster)
+    text = tools.describe_layer("dem")
+    assert "raster" in text and "Size: 40 x 30 pixels, pixel size 25 x 25" in text
+    assert "No-data value (band 1): -9999" in text
+    with pytest.raises(ToolError, match="'dem' is a raster layer; this needs a vector layer"):
+        tools.select_features("dem", "1")
+    with pytest.raises(ToolError, match="needs a vector layer"):
+        tools.set_layer_color("dem", "red")
+
+
+def test_unknown_and_ambiguous_layers_say_what_exists(tools, demo_project):
+    with pytest.raises(ToolError, match=r"no layer 'schols'; did you mean 'schools'\?"):
+        tools.describe_layer("schols")
+    demo_project.addMapLayer(QgsVectorLayer("Point?crs=EPSG:25832", "schools", "memory"))
+    with pytest.raises(ToolError, match="several layers are named 'schools'"):
+        tools.describe_layer("schools")
+    school_id = demo_project.mapLayersByName("schools")[0].id()
+    assert f"(id {school_id})" in tools.describe_layer(school_id)
+    assert "Layer 'rivers'" in tools.describe_layer("RIVERS")
+
+
+def test_select_features_selects_exactly_the_matching_features(tools, gpkg, demo_project):
+    result = tools.select_features("schools", '"type" = \'primary\' AND "pupils" > 300')
+    expected = {row[0] for row in gpkg.execute("SELECT fid FROM schools WHERE type = 'primary' AND pupils > 300")}
+    layer = demo_project.mapLayersByName("schools")[0]
+    assert set(layer.selectedFeatureIds()) == expected
+    assert result.startswith(f"Selected {len(expected)} of 31 features in 'schools'")
+    # A geometry expression works too (needs the geometry, so no NoGeometry flag).
+    tools.select_features("schools", "$x > 564000")
+    assert len(layer.selectedFeatureIds()) == _count(
+        gpkg, "SELECT count(*) FROM rtree_schools_geom WHERE minx > 564000"
+    )
+    assert tools.select_features("schools", "  ") == "Cleared the selection of 'schools'."
+    assert layer.selectedFeatureCount() == 0
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ('"type" = ', "invalid expression: syntax error"),
+        ("\"typ\" = 'primary'", "no field in 'schools' 'typ'; did you mean 'type'?"),
+        ("\"pupils\" + 'many' > 3", "the expression fails on 'schools': Cannot convert 'many' to double"),
+    ],
+)
+def test_bad_expressions_come_back_with_the_reason_and_change_nothing(tools, demo_project, expression, message):
+    layer = demo_project.mapLayersByName("schools")[0]
+    layer.selectByIds([1, 2])
+    with pytest.raises(ToolError) as info:
+        tools.select_features("schools", expression)
+    assert message in str(info.value)
+    assert sorted(layer.selectedFeatureIds()) == [1, 2]
+
+
+def test_zoom_to_layer_and_to_selection(tools, demo_project, qgis_iface):
+    canvas = qgis_iface.mapCanvas()
+    canvas.setDestinationCrs(demo_project.crs())
+    schools = demo_project.mapLayersByName("schools")[0]
+    with pytest.raises(ToolError, match="has no selected features"):
+        tools.zoom_to_layer("schools", selected_only=True)
+    assert tools.zoom_to_layer("districts") == "Zoomed the map to layer 'districts'."
+    assert canvas.extent().contains(demo_project.mapLayersByName("districts")[0].extent())
+    schools.selectByIds([3])
+    tools.zoom_to_layer("schools", selected_only=True)
+    point = schools.getFeature(3).geometry().asPoint()
+    assert canvas.extent().contains(point)
+    assert canvas.extent().width() < 2000
+
+
+def test_zoom_without_a_map_window_sets_the_project_view(demo_project, bridge):
+    headless = ProjectTools(ToolContext(project=demo_project, bridge=bridge, iface=None))
+    message = headless.zoom_to_layer("parks")
+    assert "no map window in headless mode" in message
+    view = demo_project.viewSettings().defaultViewExtent()
+    assert view.contains(demo_project.mapLayersByName("parks")[0].extent())
+
+
+def test_visibility_rename_and_colour(tools, demo_project):
+    root = demo_project.layerTreeRoot()
+    parks = demo_project.mapLayersByName("parks")[0]
+    assert tools.set_layer_visibility("parks", False) == "Hid layer 'parks'."
+    assert not root.findLayer(parks.id()).isVisible()
+    tools.set_layer_visibility("parks", True)
+    assert root.findLayer(parks.id()).isVisible()
+    assert tools.rename_layer("parks", "green spaces") == "Renamed 'parks' to 'green spaces'."
+    assert parks.name() == "green spaces"
+    assert "also named 'roads'" in tools.rename_layer("green spaces", "roads")
+    tools.rename_layer(parks.id(), "parks")
+    with pytest.raises(ToolError, match="the new name is empty"):
+        tools.rename_layer("parks", "  ")
+    result = tools.set_layer_color("parks", "#1f78b4", 0.5)
+    assert result == "Styled 'parks' with a single colour #1f78b4 at opacity 0.5."
+    renderer = parks.renderer()
+    assert isinstance(renderer, QgsSingleSymbolRenderer)
+    assert renderer.symbol().color().name() == "#1f78b4"
+    assert renderer.symbol().opacity() == pytest.approx(0.5)
+    with pytest.raises(ToolError, match="'blurple' is not a colour"):
+        tools.set_layer_color("parks", "blurple")
+    with pytest.raises(ToolError, match="opacity must be between 0 and 1"):
+        tools.set_layer_color("parks", "red", 3)
+    assert renderer.symbol().color().name() == "#1f78b4"
+
+
+def test_tools_called_from_a_worker_thread_go_through_the_main_thread(tools, demo_project):
+    results: dict[str, object] = {}
+
+    def work() -> None:
+        results["thread"] = threading.current_thread().name
+        results["list"] = tools.list_layers()
+        results["rename"] = tools.rename_layer("roads", "streets")
+
+    thread = threading.Thread(target=work, name="agent-worker")
+    thread.start()
+    wait_until(lambda: not thread.is_alive(), 10)
+    assert results["thread"] == "agent-worker"
+    assert "| roads |" in str(results["list"])
+    assert demo_project.mapLayersByName("streets")
+
+
+def test_stop_interrupts_a_long_selection_and_selects_nothing(tools, big_layer):
+    token = CancelToken()
+    outcome: dict[str, object] = {}
+
+    def work() -> None:
+        current_cancel_token.set(token)
+        started = time.monotonic()
+        try:
+            tools.select_features("big", SLOW_EXPRESSION_MATCHING_ALL)
+            outcome["result"] = "finished"
+        except RunCancelled:
+            outcome["result"] = "cancelled"
+        outcome["seconds"] = time.monotonic() - started
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    started = time.monotonic()
+    wait_until(lambda: time.monotonic() - started > 0.5)  # the scan is under way (the main thread stays live)
+    assert thread.is_alive()
+    stop_pressed = time.monotonic()
+    token.cancel()
+    wait_until(lambda: not thread.is_alive(), 5)
+    assert outcome["result"] == "cancelled"
+    assert time.monotonic() - stop_pressed < 1.0
+    assert big_layer.selectedFeatureCount() == 0
+
+
+def test_project_brief_and_capabilities_come_from_the_live_project(tool_ctx, demo_project):
+    brief = project_brief(demo_project)
+    assert brief.startswith("Open project: Elvbury demo town; CRS EPSG:25832; 7 layers: schools (Point, 31 features)")
+    capabilities = build_families(tool_ctx)[-1].describe_capabilities()
+    for name in (
+        "list_layers",
+        "describe_layer",
+        "select_features",
+        "zoom_to_layer",
+        "set_layer_visibility",
+        "rename_layer",
+        "set_layer_color",
+    ):
+        assert f"- {name}: " in capabilities

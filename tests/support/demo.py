@@ -1,0 +1,29 @@
+"""The demo town for tests: generated once per session, copied per test."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_DIR = REPO / "demo"
+GPKG = DEMO_DIR / "elvbury.gpkg"
+PROJECT = DEMO_DIR / "elvbury.qgz"
+
+
+def ensure_demo() -> Path:
+    """Generate the demo data if it is missing (``make demo`` normally did it)."""
+    if not (GPKG.is_file() and PROJECT.is_file()):
+        subprocess.run([sys.executable, str(REPO / "scripts" / "make_demo_data.py"), str(DEMO_DIR)], check=True)
+    return DEMO_DIR
+
+
+def copy_demo(target: Path) -> Path:
+    """Copy the demo project and GeoPackage into ``target``; return the project path."""
+    ensure_demo()
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(GPKG, target / GPKG.name)
+    shutil.copy2(PROJECT, target / PROJECT.name)
+    return target / PROJECT.name

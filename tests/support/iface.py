@@ -1,0 +1,65 @@
+"""A QgisInterface stand-in whose menus, toolbars and docks are real widgets on a real main window.
+
+pytest-qgis's stub ignores ``addPluginToMenu`` and friends; this one does what
+QGIS does with them, so a test can check that unloading really removes them.
+It needs nothing but a QgsApplication, so benchmarks and subprocesses use it too.
+"""
+
+from __future__ import annotations
+
+from qgis.gui import QgsMapCanvas
+from qgis.PyQt.QtCore import QObject, Qt
+from qgis.PyQt.QtWidgets import QAction, QDockWidget, QMainWindow, QMenu, QToolBar
+
+
+class FaithfulIface(QObject):
+    """Plugin menu, plugin toolbar, dock area and map canvas, implemented like QGIS does."""
+
+    def __init__(self, main_window: QMainWindow | None = None) -> None:
+        super().__init__()
+        self._window = main_window or QMainWindow()
+        self._canvas = QgsMapCanvas(self._window)
+        self._window.setCentralWidget(self._canvas)
+        self.plugin_menu = self._window.menuBar().addMenu("&Plugins")
+        self.plugin_toolbar = QToolBar("Plugins", self._window)
+        self.plugin_toolbar.setObjectName("mPluginToolBar")
+        self._window.addToolBar(self.plugin_toolbar)
+
+    def mainWindow(self) -> QMainWindow:
+        return self._window
+
+    def mapCanvas(self) -> QgsMapCanvas:
+        return self._canvas
+
+    def layerTreeView(self) -> None:
+        return None
+
+    def _submenu(self, name: str, create: bool) -> QMenu | None:
+        for action in self.plugin_menu.actions():
+            if action.menu() is not None and action.text() == name:
+                return action.menu()
+        return self.plugin_menu.addMenu(name) if create else None
+
+    def addPluginToMenu(self, name: str, action: QAction) -> None:
+        self._submenu(name, True).addAction(action)
+
+    def removePluginMenu(self, name: str, action: QAction) -> None:
+        menu = self._submenu(name, False)
+        if menu is None:
+            return
+        menu.removeAction(action)
+        if not menu.actions():
+            self.plugin_menu.removeAction(menu.menuAction())
+            menu.deleteLater()
+
+    def addToolBarIcon(self, action: QAction) -> None:
+        self.plugin_toolbar.addAction(action)
+
+    def removeToolBarIcon(self, action: QAction) -> None:
+        self.plugin_toolbar.removeAction(action)
+
+    def addDockWidget(self, area: Qt.DockWidgetArea, dock: QDockWidget) -> None:
+        self._window.addDockWidget(area, dock)
+
+    def removeDockWidget(self, dock: QDockWidget) -> None:
+        self._window.removeDockWidget(dock)

@@ -1,0 +1,54 @@
+"""Drive agent runs from tests: collect events, wait with the Qt loop running."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from qgis.PyQt.QtCore import QCoreApplication, QEventLoop
+
+from geogpt_qgis.core.events import RunFinished, TextDelta, ToolFinished, ToolStarted
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> float:
+    """Process Qt events until ``predicate()`` holds; return the seconds waited, fail on timeout."""
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"condition not met within {timeout} s")
+        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+        time.sleep(0.002)
+    return time.monotonic() - started
+
+
+class RunRecorder:
+    """Records every event a worker emits, by run."""
+
+    def __init__(self, worker: Any) -> None:
+        self.events: list[tuple[int, object]] = []
+        self.finished: dict[int, RunFinished] = {}
+        self.finished_at: dict[int, float] = {}
+        worker.event.connect(self._record)
+
+    def _record(self, run_id: int, event: object) -> None:
+        self.events.append((run_id, event))
+        if isinstance(event, RunFinished):
+            self.finished[run_id] = event
+            self.finished_at[run_id] = time.monotonic()
+
+    def wait(self, run_id: int, timeout: float = 20.0) -> RunFinished:
+        wait_until(lambda: run_id in self.finished, timeout)
+        return self.finished[run_id]
+
+    def of(self, run_id: int, kind: type | None = None) -> list[Any]:
+        return [e for rid, e in self.events if rid == run_id and (kind is None or isinstance(e, kind))]
+
+    def text(self, run_id: int) -> str:
+        return "".join(e.text for e in self.of(run_id, TextDelta))
+
+    def tool_results(self, run_id: int) -> list[ToolFinished]:
+        return self.of(run_id, ToolFinished)
+
+    def tool_names(self, run_id: int) -> list[str]:
+        return [e.name for e in self.of(run_id, ToolStarted)]
