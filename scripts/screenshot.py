@@ -10,7 +10,6 @@ demo data), and the main window is grabbed once the answer has streamed in.
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 import sys
 import tempfile
@@ -21,6 +20,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.support.demo import GPKG, copy_demo, ensure_demo  # noqa: E402 - after the path set-up
 from tests.support.desktop import run_qgis_session  # noqa: E402 - after the path set-up
+from tests.support.net import free_port  # noqa: E402 - after the path set-up
 
 QUESTION = "Which schools have more than 500 pupils? Select them and zoom to them."
 
@@ -48,12 +48,6 @@ def conversation() -> list[dict]:
     ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "docs" / "screenshot.png").resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -61,7 +55,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as work:
         workdir = Path(work)
         project = copy_demo(workdir / "demo")
-        port = _free_port()
+        port = free_port()
         report = run_qgis_session(
             workdir,
             project,

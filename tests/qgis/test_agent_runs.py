@@ -4,7 +4,6 @@ clients talking HTTP to the scripted model server, real tools on the demo projec
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
@@ -21,7 +20,8 @@ from geogpt_qgis.core.events import (
 )
 from tests.support.big_layers import SLOW_EXPRESSION, write_big_points
 from tests.support.model_server import ToolCall, Turn
-from tests.support.runs import RunRecorder, wait_until
+from tests.support.net import free_port
+from tests.support.runs import PROJECT_TOOL_NAMES, RunRecorder, wait_until
 
 PROVIDERS = ["ollama", "openai"]
 
@@ -84,16 +84,7 @@ def test_a_question_runs_real_tools_and_streams_the_answer(provider, model_serve
     assert first[0]["role"] == "system" and "expert GIS analyst" in first[0]["content"]
     assert "Open project: Elvbury demo town; CRS EPSG:25832; 7 layers" in first[0]["content"]
     assert first[-1] == {"role": "user", "content": "How many primary schools are there? Select them."}
-    assert sent_tool_names(requests[0]) == [
-        "list_layers",
-        "describe_layer",
-        "select_features",
-        "zoom_to_layer",
-        "set_layer_visibility",
-        "rename_layer",
-        "set_layer_color",
-        "describe_capabilities",
-    ]
+    assert sent_tool_names(requests[0]) == [*PROJECT_TOOL_NAMES, "describe_capabilities"]
     # Each tool result went back to the model in the next request.
     assert "| schools |" in tool_messages(requests[1])[-1]["content"]
     assert "31 features" in tool_messages(requests[2])[-1]["content"]
@@ -187,18 +178,10 @@ def test_the_step_cap_stops_a_looping_model_and_the_conversation_goes_on(model_s
     assert recorder.text(run) == "Seven layers."
 
 
-def _closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
-
-
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_dead_server_fails_clearly_and_the_next_message_works(provider, model_server, worker, recorder):
     dead = make_config(
-        model_server, provider, base_url=f"http://127.0.0.1:{_closed_port()}" + ("/v1" if provider == "openai" else "")
+        model_server, provider, base_url=f"http://127.0.0.1:{free_port()}" + ("/v1" if provider == "openai" else "")
     )
     run = worker.submit("hello", dead)
     finished = recorder.wait(run)

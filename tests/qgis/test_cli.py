@@ -31,6 +31,11 @@ def ask(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
     )
 
 
+def ask_ollama(question: str, project: Path, server, *extra: str) -> subprocess.CompletedProcess:
+    """``ask`` against the scripted server speaking Ollama's protocol."""
+    return ask(question, "--project", str(project), "--base-url", server.url, "--model", "qwen3:8b", *extra)
+
+
 @pytest.fixture
 def project_file(tmp_path) -> Path:
     return copy_demo(tmp_path / "demo")
@@ -46,17 +51,7 @@ def test_answer_streams_to_stdout_steps_to_stderr_and_the_project_is_saved(model
         ]
     )
     out = tmp_path / "out.qgz"
-    done = ask(
-        "Rename the parks layer to green_spaces",
-        "--project",
-        str(project_file),
-        "--base-url",
-        model_server.url,
-        "--model",
-        "qwen3:8b",
-        "--save",
-        str(out),
-    )
+    done = ask_ollama("Rename the parks layer to green_spaces", project_file, model_server, "--save", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stdout == answer + "\n"
     assert '→ describe_layer(layer="parks")' in done.stderr
@@ -105,17 +100,7 @@ def test_a_missing_project_is_a_usage_error(tmp_path):
 
 def test_the_step_cap_is_reported(model_server, project_file):
     model_server.script([Turn(tool_calls=[ToolCall("list_layers")]) for _ in range(5)])
-    done = ask(
-        "loop",
-        "--project",
-        str(project_file),
-        "--base-url",
-        model_server.url,
-        "--model",
-        "qwen3:8b",
-        "--max-steps",
-        "2",
-    )
+    done = ask_ollama("loop", project_file, model_server, "--max-steps", "2")
     assert done.returncode == 0, done.stderr
     assert "[warning] I stopped after 2 steps without reaching an answer." in done.stderr
     assert len(model_server.chat_requests()) == 2

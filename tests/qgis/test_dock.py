@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -17,6 +16,7 @@ from geogpt_qgis.gui.markdown_view import MarkdownView
 from geogpt_qgis.gui.tool_step import ToolStepWidget
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from tests.support.model_server import ToolCall, Turn
+from tests.support.net import free_port
 from tests.support.runs import wait_until
 
 ANSWER = (
@@ -145,16 +145,8 @@ def test_stop_button_ends_a_streaming_answer_and_the_next_message_works(chat_doc
     assert items_of(chat_dock, MarkdownView)[-1].source_text == "Short."
 
 
-def _closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
-
-
 def test_a_dead_server_is_reported_and_the_dock_stays_usable(chat_dock, model_server):
-    PlgOptionsManager.set_value("ollama_url", f"http://127.0.0.1:{_closed_port()}")
+    PlgOptionsManager.set_value("ollama_url", f"http://127.0.0.1:{free_port()}")
     type_and_send(chat_dock, "Hello?")
     wait_until(lambda: chat_dock.statuses == ["failed"], 10)
     errors = [w.text() for w in items_of(chat_dock, QLabel) if w.property("level") == "error"]

@@ -20,7 +20,7 @@ from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.project import ProjectTools, project_brief
 from geogpt_qgis.tools.registry import build_families
 from tests.support.big_layers import BIG_COUNT, SLOW_EXPRESSION_MATCHING_ALL, write_big_points
-from tests.support.runs import wait_until
+from tests.support.runs import PROJECT_TOOL_NAMES, wait_until
 
 LAYERS_TOP_DOWN = ["schools", "hospitals", "roads", "rivers", "parks", "districts", "landuse"]
 
@@ -259,13 +259,5 @@ def test_project_brief_and_capabilities_come_from_the_live_project(tool_ctx, dem
     brief = project_brief(demo_project)
     assert brief.startswith("Open project: Elvbury demo town; CRS EPSG:25832; 7 layers: schools (Point, 31 features)")
     capabilities = build_families(tool_ctx)[-1].describe_capabilities()
-    for name in (
-        "list_layers",
-        "describe_layer",
-        "select_features",
-        "zoom_to_layer",
-        "set_layer_visibility",
-        "rename_layer",
-        "set_layer_color",
-    ):
+    for name in PROJECT_TOOL_NAMES:
         assert f"- {name}: " in capabilities

@@ -10,6 +10,17 @@ from qgis.PyQt.QtCore import QCoreApplication, QEventLoop
 
 from geogpt_qgis.core.events import RunFinished, TextDelta, ToolFinished, ToolStarted
 
+# The project tools, in the order the registry offers them.
+PROJECT_TOOL_NAMES = [
+    "list_layers",
+    "describe_layer",
+    "select_features",
+    "zoom_to_layer",
+    "set_layer_visibility",
+    "rename_layer",
+    "set_layer_color",
+]
+
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> float:
     """Process Qt events until ``predicate()`` holds; return the seconds waited, fail on timeout."""

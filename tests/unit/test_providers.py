@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig, ModelSetupError
@@ -16,14 +14,7 @@ from geogpt_qgis.agent.providers import (
     ollama_model_info,
 )
 from tests.support.model_server import Turn
-
-
-def _closed_port_url() -> str:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}"
+from tests.support.net import free_port
 
 
 def _failure(config: ModelConfig) -> str:
@@ -64,7 +55,7 @@ def test_num_ctx_is_always_sent_to_ollama(model_server):
 
 
 def test_server_down_is_explained_for_ollama_and_openai():
-    url = _closed_port_url()
+    url = f"http://127.0.0.1:{free_port()}"
     message = _failure(ModelConfig(model="qwen3:8b", base_url=url, timeout=5))
     assert message.startswith(f"Cannot reach the Ollama server at {url}")
     assert "ollama serve" in message
