@@ -36,8 +36,10 @@ log = logging.getLogger(__name__)
 class AgentWorker(QThread):
     """Owns the event loop, the checkpointer and the session; one run at a time."""
 
-    # run id, event object (a ``core.events`` dataclass)
+    # run id, event object (a ``core.events`` dataclass); delivered on the main thread
     event = pyqtSignal(int, object)
+    # the same, posted from any thread; ``_deliver`` filters it on the main thread
+    _posted = pyqtSignal(int, object)
 
     def __init__(self, ctx: ToolContext, store_path: Path | None = None, parent: Any = None) -> None:
         super().__init__(parent)
@@ -47,12 +49,13 @@ class AgentWorker(QThread):
         self._ready = threading.Event()
         self._ids = itertools.count(1)
         self._runs: dict[int, tuple[Future, CancelToken]] = {}
-        self._finished: set[int] = set()
-        self._finish_lock = threading.Lock()
+        self._closed_runs: set[int] = set()  # runs whose RunFinished was delivered (main thread only)
         self._session: AgentSession | None = None
         self._checkpointer: Any = None
         self._closer: Any = None
         self._thread_id: str | None = None
+        # This QObject lives on the main thread: events posted from the worker are queued to it.
+        self._posted.connect(self._deliver)
 
     # -- thread body --------------------------------------------------------
     def run(self) -> None:  # QThread entry point, on the worker thread
@@ -118,11 +121,19 @@ class AgentWorker(QThread):
         )
 
     def _emit(self, run_id: int, event: Event) -> None:
+        """Post an event from any thread; it reaches ``event`` on the main thread, in order."""
+        self._posted.emit(run_id, event)
+
+    def _deliver(self, run_id: int, event: Event) -> None:
+        """Main thread: pass events on, but nothing of a run after its ``RunFinished``.
+
+        When Stop is pressed the run ends at once (its ``RunFinished`` is delivered
+        from the main thread); tokens the worker posted just before are dropped.
+        """
+        if run_id in self._closed_runs:
+            return
         if isinstance(event, RunFinished):
-            with self._finish_lock:
-                if run_id in self._finished:
-                    return
-                self._finished.add(run_id)
+            self._closed_runs.add(run_id)
         self.event.emit(run_id, event)
 
     def cancel(self, run_id: int) -> None:

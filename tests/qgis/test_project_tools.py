@@ -245,7 +245,7 @@ def test_stop_interrupts_a_long_selection_and_selects_nothing(tools, big_layer):
     thread = threading.Thread(target=work)
     thread.start()
     started = time.monotonic()
-    wait_until(lambda: time.monotonic() - started > 0.5)  # the scan is under way (the main thread stays live)
+    wait_until(lambda: time.monotonic() - started > 0.3)  # the scan is under way (the main thread stays live)
     assert thread.is_alive()
     stop_pressed = time.monotonic()
     token.cancel()
