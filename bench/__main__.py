@@ -57,11 +57,13 @@ def bench_startup() -> dict:
         )
         reports.append(json.loads(done.stdout.strip().splitlines()[-1]))
     load_ms = [r["load_seconds"] * 1000 for r in reports]
+    panel_ms = [r["panel_seconds"] * 1000 for r in reports]
     agent_ms = [r["agent_import_seconds"] * 1000 for r in reports]
     return {
         "runs": STARTUP_RUNS,
         "plugin_load_ms_median": round(statistics.median(load_ms), 1),
         "plugin_load_ms_min": round(min(load_ms), 1),
+        "dock_first_show_ms_median": round(statistics.median(panel_ms), 1),
         "agent_stack_import_ms_median": round(statistics.median(agent_ms), 1),
         "heavy_modules_at_start": sorted({m for r in reports for m in r["heavy"]}),
         "goal_ms": GOAL_STARTUP_MS,
@@ -98,7 +100,7 @@ def bench_responsiveness() -> dict:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(REPO))
     from qgis.core import QgsApplication, QgsProject, QgsVectorLayer
-    from qgis.PyQt.QtCore import QTimer
+    from qgis.PyQt.QtCore import QCoreApplication, QEvent, QTimer
 
     app = QgsApplication([], True)
     app.initQgis()
@@ -124,13 +126,14 @@ def bench_responsiveness() -> dict:
             dock = ChatDock(iface, project, store_path=work_dir / "store.sqlite")
             dock.resize(480, 800)
             dock.show()
+            panel = dock.panel
             statuses: list[str] = []
-            dock.run_finished.connect(statuses.append)
+            panel.run_finished.connect(statuses.append)
 
             def run(turns: list, question: str) -> dict:
                 server.script(turns)
-                dock.new_conversation()
-                dock.render_seconds = 0.0
+                panel.new_conversation()
+                panel.render_seconds = 0.0
                 ticks: list[float] = []
                 heartbeat = QTimer()
                 heartbeat.setInterval(5)
@@ -138,7 +141,7 @@ def bench_responsiveness() -> dict:
                 heartbeat.start()
                 started = time.perf_counter()
                 count = len(statuses)
-                dock.send(question)
+                panel.send(question)
                 wait_until(lambda: len(statuses) > count, 300)
                 elapsed = time.perf_counter() - started
                 heartbeat.stop()
@@ -146,7 +149,7 @@ def bench_responsiveness() -> dict:
                 return {
                     "status": statuses[-1],
                     "wall_seconds": round(elapsed, 3),
-                    "render_ms": round(dock.render_seconds * 1000, 1),
+                    "render_ms": round(panel.render_seconds * 1000, 1),
                     "longest_stall_ms": round(max(gaps) * 1000, 1) if gaps else None,
                     "heartbeats": len(ticks),
                 }
@@ -168,6 +171,10 @@ def bench_responsiveness() -> dict:
             selected, scanned = big.selectedFeatureCount(), big.featureCount()
             dock.shutdown()
             project.clear()
+            # Widgets must go before QGIS does, or their late destruction crashes the process.
+            dock.deleteLater()
+            iface.mainWindow().deleteLater()
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         ratio = large["render_ms"] / small["render_ms"] if small["render_ms"] else None
         return {
             "tokens": {"small": len(split_tokens(small_text)), "large": len(split_tokens(large_text))},
@@ -194,8 +201,9 @@ def main() -> int:
     startup = results["startup"]
     print(
         f"start-up: classFactory+initGui median {startup['plugin_load_ms_median']} ms "
-        f"(goal <= {GOAL_STARTUP_MS:g} ms); "
-        f"agent stack import {startup['agent_stack_import_ms_median']} ms (on the worker, first message); "
+        f"(goal <= {GOAL_STARTUP_MS:g} ms); the dock's first show (builds the chat panel) "
+        f"{startup['dock_first_show_ms_median']} ms; importing the agent stack "
+        f"{startup['agent_stack_import_ms_median']} ms (on the worker, with the first message); "
         f"heavy modules at start: {startup['heavy_modules_at_start'] or 'none'}"
     )
     results["responsiveness"] = bench_responsiveness()

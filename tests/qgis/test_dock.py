@@ -10,7 +10,8 @@ from qgis.PyQt.QtGui import QFont, QTextCursor
 from qgis.PyQt.QtTest import QTest
 from qgis.PyQt.QtWidgets import QLabel
 
-from geogpt_qgis.gui import dock as dock_module
+from geogpt_qgis.gui import chat_panel as panel_module
+from geogpt_qgis.gui.chat_panel import ChatPanel
 from geogpt_qgis.gui.dock import ChatDock
 from geogpt_qgis.gui.markdown_view import MarkdownView
 from geogpt_qgis.gui.tool_step import ToolStepWidget
@@ -38,30 +39,32 @@ def configure(server, provider: str = "ollama") -> None:
 
 
 @pytest.fixture
-def chat_dock(qgis_iface, demo_project, tmp_path, model_server):
+def panel(qgis_iface, demo_project, tmp_path, model_server):
+    """The chat panel of a shown dock; ``panel.statuses`` collects how runs ended."""
     configure(model_server)
-    created = ChatDock(qgis_iface, demo_project, store_path=tmp_path / "store.sqlite")
-    created.resize(420, 700)
-    created.show()
+    dock = ChatDock(qgis_iface, demo_project, store_path=tmp_path / "store.sqlite")
+    dock.resize(420, 700)
+    dock.show()
+    created = dock.panel
     statuses: list[str] = []
     created.run_finished.connect(statuses.append)
     created.statuses = statuses
     yield created
-    created.shutdown()
-    created.deleteLater()
+    dock.shutdown()
+    dock.deleteLater()
 
 
-def type_and_send(dock: ChatDock, text: str) -> None:
-    dock.input.setFocus()
-    QTest.keyClicks(dock.input, text)
-    QTest.keyClick(dock.input, Qt.Key.Key_Return)
+def type_and_send(panel: ChatPanel, text: str) -> None:
+    panel.input.setFocus()
+    QTest.keyClicks(panel.input, text)
+    QTest.keyClick(panel.input, Qt.Key.Key_Return)
 
 
-def items_of(dock: ChatDock, kind: type) -> list:
-    return [w for w in dock.chat.items() if isinstance(w, kind)]
+def items_of(panel: ChatPanel, kind: type) -> list:
+    return [w for w in panel.chat.items() if isinstance(w, kind)]
 
 
-def test_a_typed_question_streams_an_answer_with_tool_steps(chat_dock, model_server, demo_project):
+def test_a_typed_question_streams_an_answer_with_tool_steps(panel, model_server, demo_project):
     model_server.script(
         [
             Turn(tool_calls=[ToolCall("describe_layer", {"layer": "schools"})]),
@@ -69,16 +72,16 @@ def test_a_typed_question_streams_an_answer_with_tool_steps(chat_dock, model_ser
             Turn(text=ANSWER, chunk_delay=0.002),
         ]
     )
-    type_and_send(chat_dock, "Which schools are primary?")
-    assert chat_dock.input.toPlainText() == ""
-    assert chat_dock.send_button.text() == "Stop"
-    wait_until(lambda: chat_dock.statuses == ["finished"], 20)
-    assert chat_dock.send_button.text() == "Send"
-    assert chat_dock.status.text() == "Done."
+    type_and_send(panel, "Which schools are primary?")
+    assert panel.input.toPlainText() == ""
+    assert panel.send_button.text() == "Stop"
+    wait_until(lambda: panel.statuses == ["finished"], 20)
+    assert panel.send_button.text() == "Send"
+    assert panel.status.text() == "Done."
 
-    user = [w for w in items_of(chat_dock, QLabel) if w.objectName() == "geogptUserMessage"]
+    user = [w for w in items_of(panel, QLabel) if w.objectName() == "geogptUserMessage"]
     assert [w.text() for w in user] == ["Which schools are primary?"]
-    steps = items_of(chat_dock, ToolStepWidget)
+    steps = items_of(panel, ToolStepWidget)
     assert [s.name for s in steps] == ["describe_layer", "select_features"]
     assert all(s.ok for s in steps)
     assert "✓" in steps[1].header.text() and 'select_features(layer="schools"' in steps[1].header.text()
@@ -89,7 +92,7 @@ def test_a_typed_question_streams_an_answer_with_tool_steps(chat_dock, model_ser
     assert "Selected 16 of 31 features in 'schools'" in steps[1].text.toPlainText()
     assert demo_project.mapLayersByName("schools")[0].selectedFeatureCount() == 16
 
-    views = items_of(chat_dock, MarkdownView)
+    views = items_of(panel, MarkdownView)
     assert len(views) == 1
     view = views[0]
     assert view.source_text == ANSWER
@@ -109,6 +112,16 @@ def _is_bold(view: MarkdownView, text: str) -> bool:
     return probe.charFormat().fontWeight() >= QFont.Weight.Bold
 
 
+def test_the_panel_is_built_only_when_the_dock_is_first_shown(qgis_iface, demo_project, tmp_path):
+    dock = ChatDock(qgis_iface, demo_project, store_path=tmp_path / "store.sqlite")
+    assert dock._panel is None
+    assert dock.widget() is None
+    dock.show()
+    assert isinstance(dock.widget(), ChatPanel)
+    dock.shutdown()
+    dock.deleteLater()
+
+
 def test_incremental_rendering_matches_rendering_the_whole_answer(qgis_app):
     streamed = MarkdownView()
     for index in range(0, len(ANSWER), 3):
@@ -120,75 +133,73 @@ def test_incremental_rendering_matches_rendering_the_whole_answer(qgis_app):
     assert streamed.source_text == ANSWER
 
 
-def test_stop_button_ends_a_streaming_answer_and_the_next_message_works(chat_dock, model_server):
+def test_stop_button_ends_a_streaming_answer_and_the_next_message_works(panel, model_server):
     model_server.script([Turn(text="token " * 500, chunk_delay=0.02)])
-    type_and_send(chat_dock, "Write a long essay")
+    type_and_send(panel, "Write a long essay")
     wait_until(
-        lambda: (
-            bool(items_of(chat_dock, MarkdownView)) and "token" in items_of(chat_dock, MarkdownView)[0].toPlainText()
-        ),
+        lambda: bool(items_of(panel, MarkdownView)) and "token" in items_of(panel, MarkdownView)[0].toPlainText(),
         10,
     )
     pressed = time.monotonic()
-    QTest.mouseClick(chat_dock.send_button, Qt.MouseButton.LeftButton)
-    wait_until(lambda: chat_dock.statuses == ["cancelled"], 5)
+    QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: panel.statuses == ["cancelled"], 5)
     assert time.monotonic() - pressed < 1.0
-    assert chat_dock.send_button.text() == "Send"
-    notices = [w.text() for w in items_of(chat_dock, QLabel) if w.property("level") == "warning"]
+    assert panel.send_button.text() == "Send"
+    notices = [w.text() for w in items_of(panel, QLabel) if w.property("level") == "warning"]
     assert notices == ["Stopped."]
-    partial = items_of(chat_dock, MarkdownView)[0].source_text
+    partial = items_of(panel, MarkdownView)[0].source_text
     wait_until(lambda: time.monotonic() - pressed > 0.5)
-    assert items_of(chat_dock, MarkdownView)[0].source_text == partial  # nothing more arrives
+    assert items_of(panel, MarkdownView)[0].source_text == partial  # nothing more arrives
     model_server.script([Turn(text="Short.")])
-    type_and_send(chat_dock, "Short answer please")
-    wait_until(lambda: chat_dock.statuses == ["cancelled", "finished"], 10)
-    assert items_of(chat_dock, MarkdownView)[-1].source_text == "Short."
+    type_and_send(panel, "Short answer please")
+    wait_until(lambda: panel.statuses == ["cancelled", "finished"], 10)
+    assert items_of(panel, MarkdownView)[-1].source_text == "Short."
 
 
-def test_a_dead_server_is_reported_and_the_dock_stays_usable(chat_dock, model_server):
+def test_a_dead_server_is_reported_and_the_dock_stays_usable(panel, model_server):
     PlgOptionsManager.set_value("ollama_url", f"http://127.0.0.1:{free_port()}")
-    type_and_send(chat_dock, "Hello?")
-    wait_until(lambda: chat_dock.statuses == ["failed"], 10)
-    errors = [w.text() for w in items_of(chat_dock, QLabel) if w.property("level") == "error"]
+    type_and_send(panel, "Hello?")
+    wait_until(lambda: panel.statuses == ["failed"], 10)
+    errors = [w.text() for w in items_of(panel, QLabel) if w.property("level") == "error"]
     assert len(errors) == 1 and errors[0].startswith("Cannot reach the Ollama server at http://127.0.0.1:")
-    assert chat_dock.send_button.text() == "Send" and chat_dock.input.isEnabled()
+    assert panel.send_button.text() == "Send" and panel.input.isEnabled()
     PlgOptionsManager.set_value("ollama_url", model_server.url)
     model_server.script([Turn(text="I am here.")])
-    type_and_send(chat_dock, "Hello again")
-    wait_until(lambda: chat_dock.statuses == ["failed", "finished"], 10)
-    assert items_of(chat_dock, MarkdownView)[-1].source_text == "I am here."
+    type_and_send(panel, "Hello again")
+    wait_until(lambda: panel.statuses == ["failed", "finished"], 10)
+    assert items_of(panel, MarkdownView)[-1].source_text == "I am here."
 
 
-def test_shift_enter_adds_a_line_instead_of_sending(chat_dock, model_server):
-    QTest.keyClicks(chat_dock.input, "first line")
-    QTest.keyClick(chat_dock.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-    QTest.keyClicks(chat_dock.input, "second line")
-    assert chat_dock.input.toPlainText() == "first line\nsecond line"
-    assert chat_dock.run_id is None
+def test_shift_enter_adds_a_line_instead_of_sending(panel, model_server):
+    QTest.keyClicks(panel.input, "first line")
+    QTest.keyClick(panel.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    QTest.keyClicks(panel.input, "second line")
+    assert panel.input.toPlainText() == "first line\nsecond line"
+    assert panel.run_id is None
 
 
-def test_new_conversation_clears_the_view_and_the_memory(chat_dock, model_server):
+def test_new_conversation_clears_the_view_and_the_memory(panel, model_server):
     model_server.script([Turn(text="Hello, Ann."), Turn(text="Hi.")])
-    type_and_send(chat_dock, "My name is Ann")
-    wait_until(lambda: chat_dock.statuses == ["finished"], 10)
-    QTest.mouseClick(chat_dock.new_button, Qt.MouseButton.LeftButton)
-    wait_until(lambda: not chat_dock.chat.items())
-    type_and_send(chat_dock, "Who am I?")
-    wait_until(lambda: chat_dock.statuses == ["finished", "finished"], 10)
+    type_and_send(panel, "My name is Ann")
+    wait_until(lambda: panel.statuses == ["finished"], 10)
+    QTest.mouseClick(panel.new_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: not panel.chat.items())
+    type_and_send(panel, "Who am I?")
+    wait_until(lambda: panel.statuses == ["finished", "finished"], 10)
     sent = [m["content"] for m in model_server.chat_requests()[-1].body["messages"][1:]]
     assert sent == ["Who am I?"]
 
 
-def test_missing_packages_are_named_and_nothing_runs(chat_dock, model_server, monkeypatch):
-    monkeypatch.setitem(dock_module.REQUIRED_MODULES, "geogpt_no_such_module", "geogpt-no-such-package")
-    assert chat_dock.send("hello") is None
-    errors = [w.text() for w in items_of(chat_dock, QLabel) if w.property("level") == "error"]
+def test_missing_packages_are_named_and_nothing_runs(panel, model_server, monkeypatch):
+    monkeypatch.setitem(panel_module.REQUIRED_MODULES, "geogpt_no_such_module", "geogpt-no-such-package")
+    assert panel.send("hello") is None
+    errors = [w.text() for w in items_of(panel, QLabel) if w.property("level") == "error"]
     assert errors and "geogpt-no-such-package" in errors[-1]
     assert model_server.chat_requests() == []
 
 
-def test_model_bar_lists_models_tests_the_connection_and_saves_choices(chat_dock, model_server):
-    bar = chat_dock.model_bar
+def test_model_bar_lists_models_tests_the_connection_and_saves_choices(panel, model_server):
+    bar = panel.model_bar
     bar.refresh_models()
     wait_until(lambda: bar.model_combo.count() == 2, 5)
     assert [bar.model_combo.itemText(i) for i in range(2)] == ["llama3.2:3b", "qwen3:8b"]
@@ -202,14 +213,14 @@ def test_model_bar_lists_models_tests_the_connection_and_saves_choices(chat_dock
     wait_until(lambda: "cannot call tools" in bar.status_label.text(), 5)
 
 
-def test_api_keys_go_to_the_keychain_never_to_settings(chat_dock, model_server):
+def test_api_keys_go_to_the_keychain_never_to_settings(panel, model_server):
     import keyring
     from qgis.core import QgsSettings
 
     from geogpt_qgis.toolbelt.secrets import SERVICE, account_for
 
     configure(model_server, "openai")
-    bar = chat_dock.model_bar
+    bar = panel.model_bar
     bar.provider_combo.setCurrentIndex(bar.provider_combo.findData("openai"))
     assert not bar.key_edit.isHidden()  # shown for OpenAI-compatible servers (inside the fold-out)
     bar.key_edit.setText("sk-planted-secret-123")
@@ -222,6 +233,6 @@ def test_api_keys_go_to_the_keychain_never_to_settings(chat_dock, model_server):
         assert "sk-planted-secret-123" not in handle.read()
     model_server.api_key = "sk-planted-secret-123"
     model_server.script([Turn(text="authorised")])
-    type_and_send(chat_dock, "hi")
-    wait_until(lambda: chat_dock.statuses == ["finished"], 10)
+    type_and_send(panel, "hi")
+    wait_until(lambda: panel.statuses == ["finished"], 10)
     assert model_server.chat_requests()[-1].headers["authorization"] == "Bearer sk-planted-secret-123"

@@ -52,6 +52,8 @@ def test_load_then_unload_leaves_nothing_behind(real_iface, tmp_path, monkeypatc
     }
     plugin = classFactory(real_iface)
     plugin.initGui()
+    window.show()  # shows the dock, which builds its chat panel
+    assert plugin.dock.widget() is plugin.dock.panel
     loaded = _ours(window)
     assert len(loaded["docks"]) == 1 and len(loaded["actions"]) == 1 and len(loaded["menus"]) == 1
     dock = loaded["docks"][0]
@@ -84,12 +86,12 @@ def test_unload_during_a_run_stops_it_cleanly(real_iface, tmp_path, monkeypatch,
     model_server.script([Turn(text="slow " * 300, chunk_delay=0.02)])
     plugin = classFactory(real_iface)
     plugin.initGui()
-    dock = plugin.dock
+    panel = plugin.dock.panel
     statuses: list[str] = []
-    dock.run_finished.connect(statuses.append)
-    dock.send("write slowly")
+    panel.run_finished.connect(statuses.append)
+    panel.send("write slowly")
     wait_until(lambda: len(model_server.chat_requests()) == 1, 10)
-    worker = dock.worker
+    worker = panel.worker
     plugin.unload()
     assert not worker.isRunning()
     assert statuses == ["cancelled"]

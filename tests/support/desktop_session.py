@@ -64,14 +64,15 @@ def start() -> None:
             fail("no GeoGPT dock in the main window")
             return
         report["dock_visible"] = dock.isVisible()
-        state["dock"] = dock
+        panel = dock.panel
+        state["panel"] = panel
         if os.environ.get("GEOGPT_DESKTOP_SCREENSHOT"):
-            dock.model_bar.refresh_models()
+            panel.model_bar.refresh_models()
             width = int(os.environ.get("GEOGPT_DESKTOP_DOCK_WIDTH", "560"))
             iface.mainWindow().resizeDocks([dock], [width], Qt.Orientation.Horizontal)
-        dock.run_finished.connect(answered)
-        dock.input.setPlainText(os.environ.get("GEOGPT_DESKTOP_QUESTION", "What layers are in the project?"))
-        dock.send_current()
+        panel.run_finished.connect(answered)
+        panel.input.setPlainText(os.environ.get("GEOGPT_DESKTOP_QUESTION", "What layers are in the project?"))
+        panel.send_current()
     except Exception:  # noqa: BLE001 - reported to the test
         fail(traceback.format_exc())
 
@@ -85,8 +86,7 @@ def report_answer(status: str) -> None:
         from geogpt_qgis.gui.markdown_view import MarkdownView
         from geogpt_qgis.gui.tool_step import ToolStepWidget
 
-        dock = state["dock"]
-        items = dock.chat.items()
+        items = state["panel"].chat.items()
         report["status"] = status
         report["answer"] = "\n".join(w.source_text for w in items if isinstance(w, MarkdownView))
         report["answer_rendered"] = "\n".join(w.toPlainText() for w in items if isinstance(w, MarkdownView))

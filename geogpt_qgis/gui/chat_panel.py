@@ -1,0 +1,270 @@
+"""The chat panel: type a question, watch the agent work, stop it at any moment.
+
+The panel owns the agent worker (created on the first message, so QGIS
+start-up never pays for it) and renders the worker's events.  Streamed tokens
+are buffered and painted on a short timer, so a fast model cannot flood the
+main thread.  It lives inside ``ChatDock``, which builds it on first show.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import time
+from typing import TYPE_CHECKING, Any
+
+from qgis.core import QgsProject
+from qgis.PyQt.QtCore import QEvent, QObject, Qt, QTimer, pyqtSignal
+from qgis.PyQt.QtGui import QKeyEvent
+from qgis.PyQt.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from geogpt_qgis.core.events import (
+    ModelCallFinished,
+    Notice,
+    ReasoningDelta,
+    RunFinished,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from geogpt_qgis.gui.chat_view import ChatView
+from geogpt_qgis.gui.model_bar import ModelBar
+from geogpt_qgis.toolbelt.i18n import tr
+from geogpt_qgis.tools.base import ToolContext
+from geogpt_qgis.tools.bridge import MainThreadBridge
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from qgis.gui import QgisInterface
+
+    from geogpt_qgis.agent.worker import AgentWorker
+
+# Top-level modules only: finding a submodule's spec would import its parents.
+REQUIRED_MODULES = {
+    "langgraph": "langgraph",
+    "aiosqlite": "langgraph-checkpoint-sqlite",
+    "langchain_core": "langchain-core",
+    "langchain_ollama": "langchain-ollama",
+    "langchain_openai": "langchain-openai",
+}
+FLUSH_INTERVAL_MS = 40
+
+
+def missing_packages() -> list[str]:
+    """Python packages the agent needs that this QGIS cannot import."""
+    missing = []
+    for module, package in REQUIRED_MODULES.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(package)
+    return missing
+
+
+class _EnterSends(QObject):
+    """Enter sends; Shift+Enter inserts a new line."""
+
+    def __init__(self, send: Any, parent: QObject) -> None:
+        super().__init__(parent)
+        self._send = send
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        is_enter = (
+            event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+            and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        )
+        if is_enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self._send()
+            return True
+        return False
+
+
+class ChatPanel(QWidget):
+    """Model picker, transcript, input and buttons, and the agent worker behind them."""
+
+    run_finished = pyqtSignal(str)  # status, for tests and scripts
+
+    def __init__(
+        self,
+        iface: QgisInterface | None,
+        project: QgsProject | None = None,
+        store_path: Path | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("GeoGptChatPanel")
+        self.iface = iface
+        self.project = project or QgsProject.instance()
+        self.store_path = store_path
+        self.bridge = MainThreadBridge(self)
+        self.worker: AgentWorker | None = None
+        self.run_id: int | None = None
+        self._pending_text: list[str] = []
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
+        self._flush_timer.timeout.connect(self._flush_text)
+        self.render_seconds = 0.0  # main-thread time spent on run events (benchmarked)
+        self._build_ui()
+        self.project.cleared.connect(self._project_cleared)
+
+    # -- layout --------------------------------------------------------------
+    def _build_ui(self) -> None:
+        self.model_bar = ModelBar(self)
+        self.chat = ChatView(self)
+        self.input = QPlainTextEdit(self)
+        self.input.setPlaceholderText(tr("Ask about your map… (Enter sends, Shift+Enter for a new line)"))
+        self.input.setMaximumHeight(90)
+        self.input.installEventFilter(_EnterSends(self.send_current, self.input))
+        self.send_button = QPushButton(tr("Send"), self)
+        self.send_button.setObjectName("geogptSend")
+        self.send_button.clicked.connect(self._send_or_stop)
+        self.new_button = QPushButton(tr("New conversation"), self)
+        self.new_button.setObjectName("geogptNew")
+        self.new_button.clicked.connect(self.new_conversation)
+        self.status = QLabel(self)
+        self.status.setObjectName("geogptStatus")
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.new_button)
+        buttons.addWidget(self.send_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.model_bar)
+        layout.addWidget(self.chat, 1)
+        layout.addWidget(self.input)
+        layout.addLayout(buttons)
+        missing = missing_packages()
+        if missing:
+            self.chat.add_notice(
+                tr(
+                    "GeoGPT needs these Python packages, which this QGIS cannot import: {p}. "
+                    "Install them into QGIS's Python (for example: python3 -m pip install {p})."
+                ).format(p=" ".join(missing)),
+                "error",
+            )
+
+    # -- running -------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self.run_id is not None
+
+    def _ensure_worker(self) -> AgentWorker:
+        if self.worker is None:
+            from geogpt_qgis.agent.worker import AgentWorker
+
+            ctx = ToolContext(project=self.project, bridge=self.bridge, iface=self.iface)
+            self.worker = AgentWorker(ctx, self.store_path, self)
+            self.worker.event.connect(self._on_event)
+        return self.worker
+
+    def _send_or_stop(self) -> None:
+        if self.busy:
+            self.stop()
+        else:
+            self.send_current()
+
+    def send_current(self) -> None:
+        text = self.input.toPlainText().strip()
+        if text and not self.busy:
+            self.input.clear()
+            self.send(text)
+
+    def send(self, text: str) -> int | None:
+        """Send ``text`` to the agent; returns the run id (``None`` if it could not start)."""
+        if self.busy:
+            return None
+        self.chat.add_user_message(text)
+        missing = missing_packages()
+        if missing:
+            self.chat.add_notice(tr("Cannot run: missing Python packages: {p}.").format(p=", ".join(missing)), "error")
+            return None
+        config = self.model_bar.current_config()
+        worker = self._ensure_worker()
+        self.run_id = worker.submit(text, config)
+        self._set_busy(True, tr("Thinking… ({m})").format(m=config.model or tr("no model")))
+        return self.run_id
+
+    def stop(self) -> None:
+        """Stop the current run now."""
+        if self.worker is not None and self.run_id is not None:
+            self.worker.cancel(self.run_id)
+
+    def new_conversation(self) -> None:
+        self.stop()
+        if self.worker is not None:
+            self.worker.new_conversation()
+        self._pending_text.clear()
+        self.chat.clear()
+        self.status.setText(tr("New conversation."))
+
+    def _set_busy(self, busy: bool, status: str = "") -> None:
+        self.send_button.setText(tr("Stop") if busy else tr("Send"))
+        self.send_button.setObjectName("geogptStop" if busy else "geogptSend")
+        self.status.setText(status)
+
+    # -- events from the worker ------------------------------------------------
+    def _on_event(self, run_id: int, event: object) -> None:
+        if run_id != self.run_id:
+            return  # a stopped run still winding down
+        started = time.perf_counter()
+        if isinstance(event, TextDelta):
+            self._pending_text.append(event.text)
+            if not self._flush_timer.isActive():
+                self._flush_timer.start()
+        else:
+            self._paint_pending()
+            self._handle(event)
+        self.render_seconds += time.perf_counter() - started
+
+    def _handle(self, event: object) -> None:
+        if isinstance(event, ReasoningDelta):
+            self.chat.append_reasoning(event.text)
+        elif isinstance(event, ToolStarted):
+            self.chat.tool_started(event.call_id, event.name, event.args)
+            self.status.setText(tr("Running {tool}…").format(tool=event.name))
+        elif isinstance(event, ToolFinished):
+            self.chat.tool_finished(event.call_id, event.ok, event.result, event.seconds)
+            self.status.setText(tr("Thinking…"))
+        elif isinstance(event, Notice):
+            self.chat.add_notice(event.text, event.level)
+        elif isinstance(event, ModelCallFinished):
+            pass
+        elif isinstance(event, RunFinished):
+            self.chat.end_turn(event.status, event.error)
+            self.run_id = None
+            labels = {"finished": tr("Done."), "cancelled": tr("Stopped."), "failed": tr("Failed.")}
+            self._set_busy(False, labels[event.status])
+            self.run_finished.emit(event.status)
+
+    def _flush_text(self) -> None:
+        started = time.perf_counter()
+        self._paint_pending()
+        self.render_seconds += time.perf_counter() - started
+
+    def _paint_pending(self) -> None:
+        if self._pending_text:
+            text = "".join(self._pending_text)
+            self._pending_text.clear()
+            self.chat.append_text(text)
+
+    # -- lifecycle -------------------------------------------------------------
+    def _project_cleared(self) -> None:
+        """The project was closed: a running agent must not touch its layers."""
+        self.stop()
+
+    def shutdown(self) -> None:
+        """Stop the agent thread and release everything (plugin unload, QGIS exit)."""
+        with contextlib.suppress(TypeError):
+            self.project.cleared.disconnect(self._project_cleared)
+        self.bridge.close()
+        if self.worker is not None:
+            self.worker.shutdown()
+            self.worker.event.disconnect(self._on_event)
+            self.worker = None
+        self._flush_timer.stop()
