@@ -106,6 +106,9 @@ def run_ask(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sy
 
     app = QgsApplication([], False)
     app.initQgis()
+    from geogpt_qgis.tools.processing.catalog import ensure_processing
+
+    ensure_processing()
     try:
         project = QgsProject.instance()
         if not project.read(str(project_path)):

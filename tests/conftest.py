@@ -18,6 +18,14 @@ from tests.support.model_server import ScriptedModelServer
 keyring.set_keyring(MemoryKeyring())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def processing_algorithms(qgis_app) -> int:
+    """QGIS Processing loaded once, as in QGIS desktop, so every test sees the same tool families."""
+    from geogpt_qgis.tools.processing.catalog import ensure_processing
+
+    return ensure_processing()
+
+
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts with default plugin settings, no API key in the environment, an empty keychain."""

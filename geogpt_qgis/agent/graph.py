@@ -13,6 +13,7 @@ the stream as ``ToolStarted``/``ToolFinished`` events.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
@@ -24,7 +25,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 from geogpt_qgis.agent.memory import estimate_tokens, fit_history
-from geogpt_qgis.core.events import ModelCallFinished, Notice, ToolFinished, ToolStarted
+from geogpt_qgis.core.events import ModelCallFinished, Notice, ToolFinished, ToolProgress, ToolStarted
+from geogpt_qgis.core.progress import current_progress
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -91,6 +93,7 @@ def build_graph(
 
     async def run_tools(state: AgentState) -> dict[str, Any]:
         writer = get_stream_writer()
+        loop = asyncio.get_running_loop()
         last = state["messages"][-1]
         if not isinstance(last, AIMessage):  # routing only sends AI messages with tool calls here
             return {"messages": []}
@@ -99,7 +102,16 @@ def build_graph(
             call_id = call["id"] or f"call_{len(results)}"
             writer(ToolStarted(call_id, call["name"], dict(call["args"] or {})))
             started = time.perf_counter()
-            outcome = await toolkit.run(call["name"], call["args"])
+
+            def progress(percent: float, message: str, call_id: str = call_id, name: str = call["name"]) -> None:
+                # Called from the tool's thread: hand the event to the graph's loop.
+                loop.call_soon_threadsafe(writer, ToolProgress(call_id, name, percent, message))
+
+            token = current_progress.set(progress)
+            try:
+                outcome = await toolkit.run(call["name"], call["args"])
+            finally:
+                current_progress.reset(token)
             writer(ToolFinished(call_id, call["name"], outcome.ok, outcome.text, time.perf_counter() - started))
             results.append(_tool_message(outcome.text, call_id, call["name"], outcome.ok))
         for bad in last.invalid_tool_calls:

@@ -26,9 +26,9 @@ Checklist:
 - Asked what you can do: call describe_capabilities and answer from it."""
 
 
-def build_system_prompt(project_brief: str, omitted_messages: int = 0) -> str:
-    """The full system prompt for one model call."""
-    parts = [SYSTEM_PROMPT, "", project_brief]
+def build_system_prompt(project_brief: str, omitted_messages: int = 0, hints: tuple[str, ...] = ()) -> str:
+    """The full system prompt for one model call; ``hints`` come from the active tool families."""
+    parts = [SYSTEM_PROMPT, *(f"- {hint}" for hint in hints), "", project_brief]
     if omitted_messages:
         parts.append(f"({omitted_messages} earlier messages of this conversation are not shown to fit your context.)")
     return "\n".join(parts)

@@ -33,7 +33,7 @@ from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.events import Event, ReasoningDelta, RunFinished, TextDelta
 from geogpt_qgis.core.think import ThinkTagSplitter
 from geogpt_qgis.tools.project import project_brief
-from geogpt_qgis.tools.registry import active_tools, build_families
+from geogpt_qgis.tools.registry import active_families, build_families
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -82,12 +82,15 @@ class AgentSession:
                 )
             num_ctx = effective_context(config, info)
             brief = await asyncio.to_thread(self.ctx.on_main, project_brief, self.ctx.project)
+            families = await asyncio.to_thread(active_families, self.families)
+            hints = tuple(f.prompt_hint for f in families if f.prompt_hint)
+            tools = [tool for family in families for tool in family.tools()]
             model = create_chat_model(config, num_ctx, thinking=bool(info and info.supports_thinking))
             try:
                 graph = build_graph(
                     model,
-                    Toolkit(active_tools(self.families)),
-                    lambda omitted: build_system_prompt(brief, omitted),
+                    Toolkit(tools),
+                    lambda omitted: build_system_prompt(brief, omitted, hints),
                     max_steps=config.max_steps,
                     context_tokens=num_ctx,
                     checkpointer=self.checkpointer,

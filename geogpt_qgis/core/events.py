@@ -36,6 +36,16 @@ class ToolStarted:
 
 
 @dataclass(frozen=True)
+class ToolProgress:
+    """A long tool reports how far it got (0-100) and what it is doing."""
+
+    call_id: str
+    name: str
+    percent: float
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class ToolFinished:
     """A tool returned; ``result`` is what the model sees (already bounded)."""
 
@@ -71,4 +81,6 @@ class RunFinished:
     error: str | None = None
 
 
-Event = TextDelta | ReasoningDelta | ToolStarted | ToolFinished | ModelCallFinished | Notice | RunFinished
+Event = (
+    TextDelta | ReasoningDelta | ToolStarted | ToolProgress | ToolFinished | ModelCallFinished | Notice | RunFinished
+)

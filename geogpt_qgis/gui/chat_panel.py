@@ -25,6 +25,7 @@ from geogpt_qgis.core.events import (
     RunFinished,
     TextDelta,
     ToolFinished,
+    ToolProgress,
     ToolStarted,
 )
 from geogpt_qgis.gui.chat_view import ChatView
@@ -228,6 +229,9 @@ class ChatPanel(QWidget):
         elif isinstance(event, ToolStarted):
             self.chat.tool_started(event.call_id, event.name, event.args)
             self.status.setText(tr("Running {tool}…").format(tool=event.name))
+        elif isinstance(event, ToolProgress):
+            self.chat.tool_progress(event.call_id, event.percent)
+            self.status.setText(tr("Running {tool}… {percent:.0f}%").format(tool=event.name, percent=event.percent))
         elif isinstance(event, ToolFinished):
             self.chat.tool_finished(event.call_id, event.ok, event.result, event.seconds)
             self.status.setText(tr("Thinking…"))

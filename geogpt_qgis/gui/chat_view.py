@@ -106,6 +106,11 @@ class ChatView(QScrollArea):
         self._add(step)
         return step
 
+    def tool_progress(self, call_id: str, percent: float) -> None:
+        step = self._steps.get(call_id)
+        if step is not None:
+            step.show_progress(percent)
+
     def tool_finished(self, call_id: str, ok: bool, result: str, seconds: float) -> None:
         step = self._steps.get(call_id)
         if step is not None:

@@ -42,6 +42,10 @@ class ToolStepWidget(CollapsibleSection):
             body += f"\n\n{tr('Result')}:\n{self.result}"
         self.text.setPlainText(body)
 
+    def show_progress(self, percent: float) -> None:
+        if self.ok is None:
+            self.set_title(self._title(tr("running… {percent:.0f}%").format(percent=percent)))
+
     def finish(self, ok: bool, result: str, seconds: float) -> None:
         """Show the outcome: a tick or a cross, the time, and the result in the body."""
         self.ok, self.result = ok, result

@@ -64,6 +64,7 @@ class ToolFamily:
     name: str = ""
     title: str = ""
     summary: str = ""
+    prompt_hint: str = ""  # one line for the system prompt when the family is active
 
     def __init__(self, ctx: ToolContext) -> None:
         self.ctx = ctx

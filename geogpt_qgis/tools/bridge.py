@@ -39,6 +39,7 @@ class MainThreadBridge(QObject):
     """Create on the main thread; call ``call`` from any thread."""
 
     _submitted = pyqtSignal(object)
+    _disposed = pyqtSignal(object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -47,6 +48,7 @@ class MainThreadBridge(QObject):
         self._pending: set[_Job] = set()
         self._lock = threading.Lock()
         self._submitted.connect(self._execute, Qt.ConnectionType.QueuedConnection)
+        self._disposed.connect(self._drop, Qt.ConnectionType.QueuedConnection)
 
     def on_owner_thread(self) -> bool:
         return threading.get_ident() == self._owner_ident
@@ -91,6 +93,20 @@ class MainThreadBridge(QObject):
             job.error = exc
         finally:
             job.done.set()
+
+    def dispose(self, obj: object) -> None:
+        """Let the last reference to ``obj`` go on the main thread.
+
+        Processing contexts and algorithms hold layers that live on the main
+        thread; their C++ destructors must run there, even after Stop.
+        """
+        if self.on_owner_thread() or self._closed:
+            return
+        self._disposed.emit(obj)
+
+    @pyqtSlot(object)
+    def _drop(self, obj: object) -> None:
+        del obj
 
     def close(self) -> None:
         """Refuse new jobs and release every waiting worker (used on unload)."""

@@ -181,6 +181,13 @@ def read_sample(plan: VectorReadPlan, limit: int, cancel: CancelToken) -> list[t
     request = QgsFeatureRequest()
     request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
     request.setLimit(limit)
+    return read_rows(plan, request, None, cancel)
+
+
+def read_rows(
+    plan: VectorReadPlan, request: QgsFeatureRequest, columns: list[str] | None, cancel: CancelToken
+) -> list[tuple[Any, ...]]:
+    """Attribute rows (all fields, or ``columns``) of the features ``request`` selects (worker thread)."""
     feedback, release = _feedback_for(cancel)
     request.setFeedback(feedback)
     rows: list[tuple[Any, ...]] = []
@@ -188,7 +195,8 @@ def read_sample(plan: VectorReadPlan, limit: int, cancel: CancelToken) -> list[t
         for index, feature in enumerate(plan.source.getFeatures(request)):
             if index % CANCEL_CHECK_EVERY == 0:
                 cancel.raise_if_cancelled()
-            rows.append(tuple(python_value(v) for v in feature.attributes()))
+            values = [feature[name] for name in columns] if columns else feature.attributes()
+            rows.append(tuple(python_value(v) for v in values))
     finally:
         release()
     cancel.raise_if_cancelled()

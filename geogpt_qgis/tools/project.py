@@ -24,9 +24,10 @@ from qgis.PyQt.QtGui import QColor
 
 from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.fuzzy import did_you_mean
-from geogpt_qgis.core.text import markdown_table
+from geogpt_qgis.core.text import markdown_table, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import (
+    VectorReadPlan,
     collect_matching_ids,
     crs_details,
     crs_label,
@@ -37,12 +38,14 @@ from geogpt_qgis.tools.layers import (
     layer_kind,
     ordered_layers,
     plan_vector_read,
+    read_rows,
     read_sample,
     resolve_layer,
     resolve_vector_layer,
 )
 
 SAMPLE_SIZE = 5000
+MAX_READ_ROWS = 50
 
 
 class ProjectTools(ToolFamily):
@@ -50,12 +53,16 @@ class ProjectTools(ToolFamily):
 
     name = "project"
     title = "Project layers"
-    summary = "list and describe layers; select features by expression; zoom; show/hide, rename and colour layers"
+    summary = (
+        "list and describe layers; read attribute values; select features by expression; zoom; "
+        "show/hide, rename and colour layers"
+    )
 
     def tools(self) -> list[ToolFunction]:
         return [
             self.list_layers,
             self.describe_layer,
+            self.read_features,
             self.select_features,
             self.zoom_to_layer,
             self.set_layer_visibility,
@@ -138,6 +145,51 @@ class ProjectTools(ToolFamily):
             lines.append(f"Selected: {selected:,} features")
         return "\n".join(lines), plan_vector_read(layer)
 
+    def read_features(self, layer: str, fields: list[str] | None = None, expression: str = "", limit: int = 20) -> str:
+        """Read the attribute values of a few features as a table (no geometry).
+
+        Args:
+            layer: Layer name or id.
+            fields: Field names to show (default: all).
+            expression: Optional QGIS filter expression.
+            limit: Most rows (1-50).
+        """
+        limit = max(1, min(int(limit), MAX_READ_ROWS))
+        plan, request, columns = self.ctx.on_main(self._prepare_read, layer, fields or [], expression)
+        request.setLimit(limit + 1)
+        rows = read_rows(plan, request, columns, self.ctx.cancel)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        if not rows:
+            return f"No features in {plan.layer_name!r}" + (f" where {expression}." if expression else ".")
+        where = f" where {expression}" if expression else ""
+        if more:
+            head = f"First {limit} features of {plan.layer_name!r}{where} (more exist; filter or raise limit):"
+        elif expression:
+            head = f"All {len(rows)} features of {plan.layer_name!r}{where}:"
+        else:
+            head = f"All {len(rows)} of {feature_count_label_from(plan.feature_count)} features of {plan.layer_name!r}:"
+        return head + "\n" + markdown_table(columns, [[_cell(v) for v in row] for row in rows])
+
+    def _prepare_read(
+        self, ref: str, fields: list[str], expression: str
+    ) -> tuple[VectorReadPlan, QgsFeatureRequest, list[str]]:
+        vector = resolve_vector_layer(self.ctx.project, ref)
+        names = vector.fields().names()
+        for name in fields:
+            if name not in names:
+                raise ToolError(did_you_mean(name, names, f"field in {vector.name()!r}"))
+        columns = list(fields) or names
+        if expression.strip():
+            request = self._filter_request(vector, expression)  # keeps geometry if the filter needs it
+            needed = set(columns) | set(QgsExpression(expression).referencedColumns())
+            request.setSubsetOfAttributes(sorted(needed), vector.fields())
+        else:
+            request = QgsFeatureRequest()
+            request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
+            request.setSubsetOfAttributes(columns, vector.fields())
+        return plan_vector_read(vector), request, columns
+
     # -- selection ---------------------------------------------------------
     def select_features(self, layer: str, expression: str) -> str:
         """Select the features of a vector layer matching a QGIS expression (replaces the selection).
@@ -157,8 +209,12 @@ class ProjectTools(ToolFamily):
         vector.removeSelection()
         return f"Cleared the selection of {vector.name()!r}."
 
-    def _prepare_selection(self, ref: str, expression: str):
+    def _prepare_selection(self, ref: str, expression: str) -> tuple[VectorReadPlan, QgsFeatureRequest]:
         vector = resolve_vector_layer(self.ctx.project, ref)
+        return plan_vector_read(vector), self._filter_request(vector, expression)
+
+    def _filter_request(self, vector: QgsVectorLayer, expression: str) -> QgsFeatureRequest:
+        """A request for the features matching ``expression``, checked first (main thread)."""
         parsed = QgsExpression(expression)
         if parsed.hasParserError():
             raise ToolError(f"invalid expression: {' '.join(parsed.parserErrorString().split())}")
@@ -175,7 +231,7 @@ class ProjectTools(ToolFamily):
         request.setExpressionContext(context)
         if not parsed.needsGeometry():
             request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
-        return plan_vector_read(vector), request
+        return request
 
     def _apply_selection(self, layer_id: str, ids: list[int], expression: str, total: int) -> str:
         vector = self.ctx.project.mapLayer(layer_id)
@@ -296,6 +352,14 @@ class ProjectTools(ToolFamily):
             if tree_view is not None:
                 tree_view.refreshLayerSymbology(vector.id())
         return f"Styled {vector.name()!r} with a single colour {qcolor.name()} at opacity {opacity:g}."
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return short(value, 40)
 
 
 def feature_count_label_from(count: int) -> str:

@@ -6,11 +6,12 @@ the agent sends only the families that are available in the current context.
 
 from __future__ import annotations
 
-from geogpt_qgis.tools.base import ToolContext, ToolFamily, ToolFunction
+from geogpt_qgis.tools.base import ToolContext, ToolFamily
 from geogpt_qgis.tools.capabilities import CapabilityTools
+from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.project import ProjectTools
 
-FAMILY_TYPES: tuple[type[ToolFamily], ...] = (ProjectTools,)
+FAMILY_TYPES: tuple[type[ToolFamily], ...] = (ProjectTools, ProcessingTools)
 
 
 def build_families(ctx: ToolContext) -> list[ToolFamily]:
@@ -19,10 +20,6 @@ def build_families(ctx: ToolContext) -> list[ToolFamily]:
     return [*families, CapabilityTools(ctx, families)]
 
 
-def active_tools(families: list[ToolFamily]) -> list[ToolFunction]:
-    """The tool functions of the families that are available now."""
-    tools: list[ToolFunction] = []
-    for family in families:
-        if family.unavailable_reason() is None:
-            tools.extend(family.tools())
-    return tools
+def active_families(families: list[ToolFamily]) -> list[ToolFamily]:
+    """The families that can be used in this context (a configured connection, a loaded provider...)."""
+    return [family for family in families if family.unavailable_reason() is None]

@@ -21,7 +21,7 @@ from geogpt_qgis.core.events import (
 from tests.support.big_layers import SLOW_EXPRESSION, write_big_points
 from tests.support.model_server import ToolCall, Turn
 from tests.support.net import free_port
-from tests.support.runs import PROJECT_TOOL_NAMES, RunRecorder, wait_until
+from tests.support.runs import PROCESSING_TOOL_NAMES, PROJECT_TOOL_NAMES, RunRecorder, wait_until
 
 PROVIDERS = ["ollama", "openai"]
 
@@ -84,7 +84,7 @@ def test_a_question_runs_real_tools_and_streams_the_answer(provider, model_serve
     assert first[0]["role"] == "system" and "expert GIS analyst" in first[0]["content"]
     assert "Open project: Elvbury demo town; CRS EPSG:25832; 7 layers" in first[0]["content"]
     assert first[-1] == {"role": "user", "content": "How many primary schools are there? Select them."}
-    assert sent_tool_names(requests[0]) == [*PROJECT_TOOL_NAMES, "describe_capabilities"]
+    assert sent_tool_names(requests[0]) == [*PROJECT_TOOL_NAMES, *PROCESSING_TOOL_NAMES, "describe_capabilities"]
     # Each tool result went back to the model in the next request.
     assert "| schools |" in tool_messages(requests[1])[-1]["content"]
     assert "31 features" in tool_messages(requests[2])[-1]["content"]

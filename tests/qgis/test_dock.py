@@ -170,6 +170,20 @@ def test_a_dead_server_is_reported_and_the_dock_stays_usable(panel, model_server
     assert items_of(panel, MarkdownView)[-1].source_text == "I am here."
 
 
+def test_tool_progress_shows_in_the_step_and_the_status(panel):
+    from geogpt_qgis.core.events import ToolFinished, ToolProgress, ToolStarted
+
+    panel.run_id = 7
+    panel._on_event(7, ToolStarted("c1", "run_algorithm", {"algorithm": "native:buffer"}))
+    panel._on_event(7, ToolProgress("c1", "run_algorithm", 42.0, "native:buffer"))
+    step = items_of(panel, ToolStepWidget)[-1]
+    assert step.header.text().endswith("running… 42%")
+    assert panel.status.text() == "Running run_algorithm… 42%"
+    panel._on_event(7, ToolFinished("c1", "run_algorithm", True, "done", 1.5))
+    assert step.header.text().endswith("✓ 1.50 s")
+    panel.run_id = None
+
+
 def test_shift_enter_adds_a_line_instead_of_sending(panel, model_server):
     QTest.keyClicks(panel.input, "first line")
     QTest.keyClick(panel.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)

@@ -261,3 +261,24 @@ def test_project_brief_and_capabilities_come_from_the_live_project(tool_ctx, dem
     capabilities = build_families(tool_ctx)[-1].describe_capabilities()
     for name in PROJECT_TOOL_NAMES:
         assert f"- {name}: " in capabilities
+
+
+def test_read_features_returns_a_small_table(tools, gpkg):
+    text = tools.read_features("schools", ["name", "pupils"], "\"type\" = 'special'")
+    expected = gpkg.execute("SELECT name, pupils FROM schools WHERE type = 'special' ORDER BY fid").fetchall()
+    assert text.startswith(f"All {len(expected)} features of 'schools' where \"type\" = 'special':")
+    assert "| name | pupils |" in text
+    for name, pupils in expected:
+        assert f"| {name} | {pupils} |" in text
+    limited = tools.read_features("roads", limit=3)
+    assert limited.startswith("First 3 features of 'roads' (more exist; filter or raise limit):")
+    assert len([line for line in limited.splitlines() if line.startswith("| ")]) == 4  # header + 3 rows
+    everything = tools.read_features("hospitals", ["name", "beds"])
+    assert everything.startswith("All 4 of 4 features of 'hospitals':")
+    with pytest.raises(ToolError, match="no field in 'schools' 'pupil'; did you mean 'pupils'"):
+        tools.read_features("schools", ["pupil"])
+    assert (
+        tools.read_features("schools", ["name"], "pupils > 100000") == "No features in 'schools' where pupils > 100000."
+    )
+    east = tools.read_features("schools", ["name"], '$x > 566000 AND "pupils" > 0')  # a filter that needs geometry
+    assert east.startswith("All ") and "| name |" in east

@@ -14,12 +14,14 @@ from geogpt_qgis.core.events import RunFinished, TextDelta, ToolFinished, ToolSt
 PROJECT_TOOL_NAMES = [
     "list_layers",
     "describe_layer",
+    "read_features",
     "select_features",
     "zoom_to_layer",
     "set_layer_visibility",
     "rename_layer",
     "set_layer_color",
 ]
+PROCESSING_TOOL_NAMES = ["search_algorithms", "describe_algorithm", "run_algorithm"]
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> float:
@@ -31,6 +33,26 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> float:
         QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
         time.sleep(0.002)
     return time.monotonic() - started
+
+
+def call_in_thread(fn: Callable[..., Any], *args: Any, timeout: float = 120, **kwargs: Any) -> Any:
+    """Call ``fn`` on a worker thread, as the agent does, keeping the Qt loop running; re-raise its error."""
+    import threading
+
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=work, name="tool-call")
+    thread.start()
+    wait_until(lambda: not thread.is_alive(), timeout)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 class RunRecorder:

@@ -1,0 +1,1 @@
+"""Processing tools: find, describe and run any QGIS processing algorithm."""

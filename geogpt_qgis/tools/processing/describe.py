@@ -1,0 +1,148 @@
+"""Describe an algorithm compactly: what each parameter wants, and what comes out.
+
+One line per parameter: name, type (with the geometry an input needs, the unit
+of a distance, the range of a number, the choices of an enum with their
+indexes), default, and whether it is optional or advanced.  Main thread.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from qgis.core import QgsApplication, QgsProcessingAlgorithm, QgsUnitTypes
+
+from geogpt_qgis.core.fuzzy import closest_names
+from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.processing.compat import (
+    SOURCE_TYPE_NAMES,
+    enum_value,
+    parameter_is_advanced,
+    parameter_is_optional,
+)
+
+HELP_CHARS = 400
+
+_TYPE_LABELS = {
+    "source": "vector layer",
+    "vector": "vector layer",
+    "raster": "raster layer",
+    "layer": "layer",
+    "multilayer": "list of layers",
+    "mesh": "mesh layer",
+    "sink": "vector output",
+    "vectorDestination": "vector output",
+    "rasterDestination": "raster output",
+    "fileDestination": "file output",
+    "folderDestination": "folder output",
+    "field": "field name",
+    "expression": "QGIS expression",
+    "crs": "CRS (e.g. EPSG:25832, or a layer name)",
+    "extent": "extent (xmin,xmax,ymin,ymax [EPSG:code], or a layer name)",
+    "point": "point (x,y [EPSG:code])",
+    "boolean": "true/false",
+    "string": "text",
+    "file": "file path",
+    "matrix": "table (list of values)",
+    "band": "raster band number",
+    "range": "range (min,max)",
+    "datetime": "date/time",
+}
+
+
+def find_algorithm(algorithm_id: str) -> QgsProcessingAlgorithm:
+    """The registered algorithm for an id (or unique display name), else ``ToolError`` with the closest ids."""
+    registry = QgsApplication.processingRegistry()
+    wanted = (algorithm_id or "").strip()
+    algorithm = registry.algorithmById(wanted)
+    if algorithm is not None:
+        return algorithm
+    everything = registry.algorithms()
+    by_name = [a for a in everything if a.displayName().casefold() == wanted.casefold()]
+    if len(by_name) == 1:
+        return by_name[0]
+    ids = [a.id() for a in everything]
+    close = closest_names(wanted, ids, 3)
+    if ":" not in wanted:
+        close = list(dict.fromkeys([*closest_names(f"native:{wanted}", ids, 2), *close]))[:3]
+    hint = f"; did you mean {' or '.join(close)}?" if close else "; use search_algorithms to find one"
+    raise ToolError(f"no algorithm {wanted!r}{hint}")
+
+
+def parameter_type_label(definition: Any, algorithm: QgsProcessingAlgorithm) -> str:
+    """``vector layer (polygon)``, ``distance in the units of INPUT's CRS``, ``enum 0=Round, 1=Flat``."""
+    kind = definition.type()
+    if kind in ("source", "vector", "multilayer") and hasattr(definition, "dataTypes"):
+        types = [SOURCE_TYPE_NAMES.get(enum_value(t), str(t)) for t in definition.dataTypes()]
+        base = _TYPE_LABELS.get(kind, kind)
+        return f"{base} ({', '.join(types)})" if types else base
+    if kind == "distance":
+        parent = definition.parentParameterName()
+        unit = enum_value(definition.defaultUnit()) if hasattr(definition, "defaultUnit") else None
+        unit_name = QgsUnitTypes.toString(definition.defaultUnit()) if unit is not None and unit != 9 else ""
+        where = f"in the units of {parent}'s CRS" if parent else "in layer units"
+        return f"distance {where}" + (f" (default unit: {unit_name})" if unit_name and unit_name != "unknown" else "")
+    if kind == "number":
+        data_type = "integer" if enum_value(definition.dataType()) == 0 else "number"
+        low, high = definition.minimum(), definition.maximum()
+        bounds = []
+        if low > -1e300:
+            bounds.append(f">= {low:g}")
+        if high < 1e300:
+            bounds.append(f"<= {high:g}")
+        return data_type + (f" ({', '.join(bounds)})" if bounds else "")
+    if kind == "enum":
+        options = ", ".join(f"{i}={o}" for i, o in enumerate(definition.options()))
+        many = "one or more of" if definition.allowMultiple() else "one of"
+        return f"enum, {many}: {options}"
+    if kind == "field":
+        parent = definition.parentLayerParameterName()
+        many = "names" if definition.allowMultiple() else "name"
+        return f"field {many} of {parent}" if parent else f"field {many}"
+    if kind == "expression":
+        parent = definition.parentLayerParameterName() if hasattr(definition, "parentLayerParameterName") else ""
+        return f"QGIS expression over {parent}" if parent else "QGIS expression"
+    return _TYPE_LABELS.get(kind, kind)
+
+
+def _default_label(definition: Any) -> str:
+    default = definition.defaultValue()
+    if default is None or default == "" or (hasattr(default, "isNull") and default.isNull()):
+        return ""
+    if definition.type() == "enum" and isinstance(default, int):
+        options = definition.options()
+        if 0 <= default < len(options):
+            return f"; default {default} ({options[default]})"
+    return f"; default {default!r}" if isinstance(default, str) else f"; default {default}"
+
+
+def describe_algorithm_text(algorithm: QgsProcessingAlgorithm) -> str:
+    """The compact description returned to the model."""
+    lines = [f"{algorithm.id()} — {algorithm.displayName()} ({algorithm.group() or algorithm.provider().name()})"]
+    help_text = " ".join(re.sub(r"<[^>]+>", " ", algorithm.shortHelpString() or algorithm.shortDescription()).split())
+    if help_text:
+        lines.append(help_text[:HELP_CHARS] + ("…" if len(help_text) > HELP_CHARS else ""))
+    lines.append("Parameters:")
+    for definition in algorithm.parameterDefinitions():
+        if definition.isDestination():
+            continue
+        notes = []
+        if parameter_is_optional(definition):
+            notes.append("optional")
+        if parameter_is_advanced(definition):
+            notes.append("advanced")
+        note = f" [{', '.join(notes)}]" if notes else ""
+        lines.append(
+            f"- {definition.name()}: {parameter_type_label(definition, algorithm)}"
+            f"{_default_label(definition)}{note} — {definition.description()}"
+        )
+    outputs = [d for d in algorithm.parameterDefinitions() if d.isDestination()]
+    if outputs:
+        lines.append(
+            "Outputs (added to the project as layers; leave them out): "
+            + "; ".join(f"{d.name()} ({_TYPE_LABELS.get(d.type(), d.type())}: {d.description()})" for d in outputs)
+        )
+    other = [o for o in algorithm.outputDefinitions() if o.name() not in {d.name() for d in outputs}]
+    if other:
+        lines.append("Also returns: " + ", ".join(f"{o.name()} ({o.description()})" for o in other))
+    return "\n".join(lines)

@@ -1,0 +1,72 @@
+"""The processing tool family: search, describe and run QGIS processing algorithms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qgis.core import QgsApplication
+
+from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
+from geogpt_qgis.tools.processing.catalog import current_index
+from geogpt_qgis.tools.processing.describe import describe_algorithm_text, find_algorithm
+from geogpt_qgis.tools.processing.runner import ProcessingRunner
+from geogpt_qgis.tools.processing.search import format_matches
+
+MAX_RESULTS = 10
+
+
+class ProcessingTools(ToolFamily):
+    """Any algorithm of the QGIS Processing toolbox, found by intent."""
+
+    name = "processing"
+    title = "Processing"
+    summary = "find, describe and run any QGIS processing algorithm; results become project layers"
+    prompt_hint = (
+        "Analysis: search_algorithms for the task, describe_algorithm for its parameters, then run_algorithm "
+        "with layer names and a descriptive output_name; each result becomes a layer usable in the next step. "
+        "Prefer native: algorithms."
+    )
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._runner = ProcessingRunner(ctx)
+
+    def tools(self) -> list[ToolFunction]:
+        return [self.search_algorithms, self.describe_algorithm, self.run_algorithm]
+
+    def unavailable_reason(self) -> str | None:
+        if QgsApplication.processingRegistry().algorithmById("native:buffer") is None:
+            return "QGIS Processing is not loaded (enable the Processing plugin)"
+        return None
+
+    def search_algorithms(self, query: str, limit: int = 5) -> str:
+        """Find processing algorithms for a task, e.g. "buffer", "count points in polygon", "dissolve by attribute".
+
+        Args:
+            query: The task in plain words.
+            limit: How many matches (1-10).
+        """
+        limit = max(1, min(int(limit), MAX_RESULTS))
+        index = self.ctx.on_main(current_index)
+        matches = index.search(query, limit)
+        if not matches:
+            raise ToolError(f"no algorithm matches {query!r}; try other words (e.g. the operation's name)")
+        return format_matches(matches)
+
+    def describe_algorithm(self, algorithm: str) -> str:
+        """Show an algorithm's parameters (types, defaults, choices, units) and outputs.
+
+        Args:
+            algorithm: Algorithm id, e.g. native:buffer.
+        """
+        return self.ctx.on_main(lambda: describe_algorithm_text(find_algorithm(algorithm)))
+
+    def run_algorithm(self, algorithm: str, parameters: dict[str, Any], output_name: str = "") -> str:
+        """Run a processing algorithm; its result layers are added to the project.
+
+        Args:
+            algorithm: Algorithm id, e.g. native:buffer.
+            parameters: Values by parameter name; layers by project layer name. Leave outputs out.
+            output_name: Name for the result layer, e.g. schools_within_500m_of_rivers.
+        """
+        return self._runner.run(algorithm, parameters or {}, output_name)

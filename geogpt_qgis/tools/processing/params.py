@@ -1,0 +1,376 @@
+"""Check and convert the model's parameter values before an algorithm runs (main thread).
+
+Every problem comes back as a ``ToolError`` the model can act on: unknown
+parameter (the valid names), missing required value, invalid enum value (the
+allowed ones), unknown layer or field (the closest names), a layer of the
+wrong geometry type.  Distances on layers in a geographic CRS are never
+applied as degrees: the layer is scheduled for reprojection to a local UTM
+zone, and the model is told.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsExpression,
+    QgsMapLayer,
+    QgsProcessing,
+    QgsProcessingAlgorithm,
+    QgsProject,
+    QgsRasterLayer,
+    QgsVectorLayer,
+)
+
+from geogpt_qgis.core.fuzzy import closest_names, did_you_mean
+from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.layers import geometry_label, ordered_layers
+from geogpt_qgis.tools.processing.compat import (
+    GEOMETRY_LINE,
+    GEOMETRY_POINT,
+    GEOMETRY_POLYGON,
+    SOURCE_ANY_GEOMETRY,
+    SOURCE_LINE,
+    SOURCE_MAP_LAYER,
+    SOURCE_POINT,
+    SOURCE_POLYGON,
+    SOURCE_RASTER,
+    SOURCE_TYPE_NAMES,
+    SOURCE_VECTOR,
+    enum_value,
+    parameter_is_optional,
+)
+from geogpt_qgis.tools.processing.crs import utm_crs_for_layer
+from geogpt_qgis.tools.processing.describe import parameter_type_label
+
+TEMPORARY_OUTPUT = QgsProcessing.TEMPORARY_OUTPUT
+_TEMPORARY_WORDS = {"temporary_output", "temporary", "memory", "memory:", "temp", ""}
+LAYER_TYPES = {"source", "vector", "raster", "layer", "mesh", "pointcloud"}
+
+# Algorithms that change data in place (tables, files, databases) rather than writing a new output.
+# They need the user's approval, which the agent cannot ask for yet.
+IN_PLACE_ALGORITHMS = frozenset(
+    {
+        "native:truncatetable",
+        "native:createspatialindex",
+        "native:createattributeindex",
+        "qgis:definecurrentprojection",
+        "native:setlayerstyle",
+        "qgis:setstyleforvectorlayer",
+        "qgis:setstyleforrasterlayer",
+        "qgis:importintospatialite",
+        "qgis:importintopostgis",
+        "native:importintopostgis",
+        "native:spatialiteexecutesql",
+        "qgis:spatialiteexecutesql",
+        "native:postgisexecutesql",
+        "qgis:postgisexecutesql",
+        "native:package",
+        "native:printlayouttopdf",
+        "native:printlayouttoimage",
+        "native:atlaslayouttopdf",
+        "native:atlaslayouttoimage",
+        "native:exporttospreadsheet",
+        "native:downloadfile",
+        "native:transferannotationsfrommain",
+    }
+)
+
+
+@dataclass
+class Reprojection:
+    """A geographic-CRS input that must be reprojected before a distance can mean metres."""
+
+    parameter: str
+    layer_id: str
+    layer_name: str
+    target: QgsCoordinateReferenceSystem
+
+
+@dataclass
+class PreparedParameters:
+    """Values ready for QGIS, plus what the model should be told about them."""
+
+    values: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    input_names: dict[str, str] = field(default_factory=dict)  # parameter -> layer name, for output naming
+    reprojections: list[Reprojection] = field(default_factory=list)
+    destinations: list[str] = field(default_factory=list)
+
+
+def check_runnable(algorithm: QgsProcessingAlgorithm) -> None:
+    if algorithm.id() in IN_PLACE_ALGORITHMS:
+        raise ToolError(
+            f"{algorithm.id()} changes data, files or databases in place, which needs the user's approval; "
+            "that is not available yet. Use an algorithm that writes a new layer instead, or ask the user to run it."
+        )
+
+
+def resolve_parameters(
+    algorithm: QgsProcessingAlgorithm, raw: dict[str, Any], project: QgsProject
+) -> PreparedParameters:
+    """Validate ``raw`` against the algorithm's parameters and convert the values for QGIS."""
+    check_runnable(algorithm)
+    definitions = {d.name(): d for d in algorithm.parameterDefinitions()}
+    raw = _canonical_names(algorithm, raw or {}, definitions)
+    prepared = PreparedParameters(values={})
+    resolved_layers: dict[str, QgsMapLayer | None] = {}
+    for name, definition in definitions.items():
+        kind = definition.type()
+        value = raw.get(name)
+        if definition.isDestination():
+            prepared.values[name] = _destination(algorithm, definition, value)
+            prepared.destinations.append(name)
+            continue
+        if value is None or (isinstance(value, str) and not value.strip() and kind not in ("string", "expression")):
+            if not parameter_is_optional(definition) and _no_default(definition):
+                raise ToolError(
+                    f"missing required parameter {name} ({parameter_type_label(definition, algorithm)}: "
+                    f"{definition.description()}) for {algorithm.id()}"
+                )
+            continue
+        if kind in LAYER_TYPES:
+            layer_value, layer = _layer_value(value, definition, project, name)
+            prepared.values[name] = layer_value
+            resolved_layers[name] = layer
+            if layer is not None:
+                prepared.input_names[name] = layer.name()
+        elif kind == "multilayer":
+            items = value if isinstance(value, list) else [value]
+            converted = [_layer_value(item, definition, project, name) for item in items]
+            prepared.values[name] = [v for v, _ in converted]
+            names = [layer.name() for _, layer in converted if layer is not None]
+            if names:
+                prepared.input_names[name] = "_".join(names[:2])
+        else:
+            prepared.values[name] = _scalar_value(algorithm, definition, value, project)
+    _check_fields(algorithm, definitions, prepared, resolved_layers)
+    _plan_reprojections(definitions, prepared, resolved_layers)
+    return prepared
+
+
+def _canonical_names(
+    algorithm: QgsProcessingAlgorithm, raw: dict[str, Any], definitions: dict[str, Any]
+) -> dict[str, Any]:
+    """Accept parameter names in any case; reject unknown ones with the valid names."""
+    by_lower = {name.lower(): name for name in definitions}
+    canonical: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = key if key in definitions else by_lower.get(str(key).lower())
+        if name is None:
+            close = closest_names(str(key), list(definitions), 2)
+            hint = f" Did you mean {' or '.join(close)}?" if close else ""
+            inputs = [n for n, d in definitions.items() if not d.isDestination()]
+            raise ToolError(f"{algorithm.id()} has no parameter {key!r}.{hint} Its parameters: {', '.join(inputs)}.")
+        canonical[name] = value
+    return canonical
+
+
+def _no_default(definition: Any) -> bool:
+    default = definition.defaultValue()
+    return default is None or (hasattr(default, "isNull") and default.isNull())
+
+
+def _destination(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any) -> str:
+    if value is None or (isinstance(value, str) and value.strip().lower() in _TEMPORARY_WORDS):
+        return TEMPORARY_OUTPUT
+    raise ToolError(
+        f"{definition.name()}: writing results to {value!r} needs the user's approval, which is not available yet. "
+        "Leave the output out: the result is added to the project as a temporary layer the user can save."
+    )
+
+
+def _find_project_layer(value: str, project: QgsProject) -> QgsMapLayer | None:
+    layers = ordered_layers(project)
+    for layer in layers:
+        if layer.id() == value:
+            return layer
+    for exact in (True, False):
+        matches = [
+            candidate
+            for candidate in layers
+            if (candidate.name() == value if exact else candidate.name().casefold() == value.casefold())
+        ]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            ids = ", ".join(match.id() for match in matches)
+            raise ToolError(f"several layers are named {value!r} (ids: {ids}); pass the layer id instead")
+    return None
+
+
+def _layer_value(value: Any, definition: Any, project: QgsProject, name: str) -> tuple[str, QgsMapLayer | None]:
+    """A layer parameter value: project layer (by name or id) -> its id; an existing file path -> the path."""
+    if not isinstance(value, str):
+        raise ToolError(f"{name} takes a layer name or id (or a file path), not {value!r}")
+    text = value.strip()
+    layer = _find_project_layer(text, project)
+    if layer is None:
+        if Path(text.split("|", 1)[0]).is_file():
+            return text, None
+        names = [candidate.name() for candidate in ordered_layers(project)]
+        raise ToolError(f"{name}: " + did_you_mean(text, names, "layer"))
+    _check_layer_type(layer, definition, name)
+    return layer.id(), layer
+
+
+def _accepted_types(definition: Any) -> list[int]:
+    if definition.type() == "raster":
+        return [SOURCE_RASTER]
+    if hasattr(definition, "dataTypes"):
+        return [enum_value(t) for t in definition.dataTypes()]
+    if hasattr(definition, "layerType"):
+        return [enum_value(definition.layerType())]
+    return []
+
+
+def _check_layer_type(layer: QgsMapLayer, definition: Any, name: str) -> None:
+    accepted = _accepted_types(definition)
+    if not accepted or SOURCE_MAP_LAYER in accepted:
+        return
+    if isinstance(layer, QgsRasterLayer):
+        if SOURCE_RASTER in accepted:
+            return
+        raise ToolError(f"{name} needs a vector layer; {layer.name()!r} is a raster layer")
+    if not isinstance(layer, QgsVectorLayer):
+        raise ToolError(f"{name} needs a {_wanted(accepted)} layer; {layer.name()!r} is not one")
+    if SOURCE_VECTOR in accepted or (SOURCE_ANY_GEOMETRY in accepted and layer.isSpatial()):
+        return
+    if accepted == [SOURCE_RASTER]:
+        raise ToolError(f"{name} needs a raster layer; {layer.name()!r} is a vector layer")
+    geometry = enum_value(layer.geometryType())
+    wanted = {SOURCE_POINT: GEOMETRY_POINT, SOURCE_LINE: GEOMETRY_LINE, SOURCE_POLYGON: GEOMETRY_POLYGON}
+    if any(wanted.get(t) == geometry for t in accepted):
+        return
+    raise ToolError(f"{name} needs a {_wanted(accepted)} layer; {layer.name()!r} is a {geometry_label(layer)} layer")
+
+
+def _wanted(accepted: list[int]) -> str:
+    return " or ".join(SOURCE_TYPE_NAMES.get(t, str(t)) for t in accepted)
+
+
+def _scalar_value(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any, project: QgsProject) -> Any:
+    name, kind = definition.name(), definition.type()
+    if kind == "enum":
+        return _enum_value(definition, value)
+    if kind in ("number", "distance", "duration", "scale"):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ToolError(f"{name} takes a number, not {value!r}") from None
+        if kind == "number":
+            if number < definition.minimum() or number > definition.maximum():
+                low, high = definition.minimum(), definition.maximum()
+                raise ToolError(f"{name} must be between {low:g} and {high:g}, not {number:g}")
+            if enum_value(definition.dataType()) == 0:
+                if not number.is_integer():
+                    raise ToolError(f"{name} takes a whole number, not {value!r}")
+                return int(number)
+        return number
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if str(value).strip().lower() in ("true", "yes", "1"):
+            return True
+        if str(value).strip().lower() in ("false", "no", "0"):
+            return False
+        raise ToolError(f"{name} takes true or false, not {value!r}")
+    if kind == "expression":
+        parsed = QgsExpression(str(value))
+        if parsed.hasParserError():
+            raise ToolError(f"{name}: invalid expression: {' '.join(parsed.parserErrorString().split())}")
+        return str(value)
+    if kind == "crs":
+        layer = _find_project_layer(str(value), project)
+        if layer is not None:
+            return layer.crs().authid() or layer.crs().toWkt()
+        crs = QgsCoordinateReferenceSystem(str(value))
+        if not crs.isValid():
+            raise ToolError(f"{name}: {value!r} is not a CRS; use an authority id like EPSG:4326 or a layer name")
+        return crs.authid() or str(value)
+    if kind == "extent":
+        layer = _find_project_layer(str(value), project) if isinstance(value, str) else None
+        return layer.id() if layer is not None else value
+    if kind == "field":
+        if definition.allowMultiple():
+            if isinstance(value, str):
+                return [v.strip() for v in value.split(",") if v.strip()]
+            return [str(v) for v in value]
+        return value if isinstance(value, str) else str(value)
+    return value
+
+
+def _enum_value(definition: Any, value: Any) -> int | list[int]:
+    options = definition.options()
+    choices = ", ".join(f"{i}={o}" for i, o in enumerate(options))
+
+    def one(item: Any) -> int:
+        if isinstance(item, bool):
+            raise ToolError(f"{definition.name()}: {item!r} is not one of {choices}")
+        if isinstance(item, (int, float)) and float(item).is_integer() and 0 <= int(item) < len(options):
+            return int(item)
+        text = str(item).strip()
+        if text.isdigit() and int(text) < len(options):
+            return int(text)
+        lowered = [o.casefold() for o in options]
+        if text.casefold() in lowered:
+            return lowered.index(text.casefold())
+        partial = [i for i, o in enumerate(lowered) if text.casefold() and text.casefold() in o]
+        if len(partial) == 1:
+            return partial[0]
+        raise ToolError(f"{definition.name()}: {item!r} is not one of {choices}")
+
+    if definition.allowMultiple():
+        items = value if isinstance(value, list) else [value]
+        return [one(item) for item in items]
+    if isinstance(value, list):
+        if len(value) != 1:
+            raise ToolError(f"{definition.name()} takes one value of {choices}, not a list")
+        value = value[0]
+    return one(value)
+
+
+def _check_fields(
+    algorithm: QgsProcessingAlgorithm,
+    definitions: dict[str, Any],
+    prepared: PreparedParameters,
+    layers: dict[str, QgsMapLayer | None],
+) -> None:
+    for name, definition in definitions.items():
+        if definition.type() != "field" or name not in prepared.values:
+            continue
+        parent = layers.get(definition.parentLayerParameterName())
+        if not isinstance(parent, QgsVectorLayer):
+            continue
+        names = parent.fields().names()
+        value = prepared.values[name]
+        for field_name in value if isinstance(value, list) else [value]:
+            if field_name not in names:
+                raise ToolError(f"{name}: " + did_you_mean(field_name, names, f"field in {parent.name()!r}"))
+
+
+def _plan_reprojections(
+    definitions: dict[str, Any], prepared: PreparedParameters, layers: dict[str, QgsMapLayer | None]
+) -> None:
+    """Distances on geographic layers: reproject the layer to its UTM zone first, and say so."""
+    for name, definition in definitions.items():
+        if definition.type() != "distance" or name not in prepared.values:
+            continue
+        parent_name = definition.parentParameterName()
+        layer = layers.get(parent_name)
+        if layer is None or not layer.crs().isValid() or not layer.crs().isGeographic():
+            continue
+        if not prepared.values[name]:
+            continue
+        if any(r.parameter == parent_name for r in prepared.reprojections):
+            continue
+        target, description = utm_crs_for_layer(layer)
+        prepared.reprojections.append(Reprojection(parent_name, layer.id(), layer.name(), target))
+        prepared.notes.append(
+            f"{layer.name()!r} is in {layer.crs().authid()} (degrees), so {name}={prepared.values[name]:g} would be "
+            f"degrees; it was reprojected to {target.authid()} ({description}) first, so {name} is in metres "
+            "and the result is in that CRS."
+        )

@@ -1,0 +1,266 @@
+"""Run a processing algorithm the way QGIS's own background tasks do, and publish its results.
+
+For each algorithm: ``prepare`` on the main thread, ``runPrepared`` on the
+tool's worker thread (or on the main thread for algorithms flagged
+no-threading), ``postProcess`` on the main thread, exactly like
+``QgsProcessingAlgRunnerTask``.  Stop cancels the ``QgsProcessingFeedback``;
+a failed or cancelled run adds nothing to the project.  Result layers are
+taken from the processing context and added to the project under meaningful
+names, and the tool answers with a short summary of each, never the features.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from qgis.core import (
+    QgsApplication,
+    QgsExpressionContext,
+    QgsExpressionContextUtils,
+    QgsMapLayer,
+    QgsProcessingAlgorithm,
+    QgsProcessingContext,
+    QgsProcessingException,
+    QgsProcessingFeedback,
+    QgsProject,
+    QgsRasterLayer,
+    QgsUnitTypes,
+    QgsVectorLayer,
+)
+from qgis.PyQt.QtCore import Qt
+
+from geogpt_qgis.core.cancel import RunCancelled
+from geogpt_qgis.core.progress import progress_reporter
+from geogpt_qgis.core.text import truncate
+from geogpt_qgis.tools.base import ToolContext, ToolError
+from geogpt_qgis.tools.layers import crs_label, feature_count_label, format_extent, geometry_label, ordered_layers
+from geogpt_qgis.tools.processing.compat import FLAG_NO_THREADING, has_flag
+from geogpt_qgis.tools.processing.describe import find_algorithm
+from geogpt_qgis.tools.processing.naming import slug, suggest_name, unique_name
+from geogpt_qgis.tools.processing.params import TEMPORARY_OUTPUT, PreparedParameters, resolve_parameters
+
+LOG_CHARS = 1200
+_ERROR_LINE = re.compile(r"error|fail|unknown|invalid|cannot|could not|not found|exception", re.IGNORECASE)
+LAYER_OUTPUTS = frozenset({"sink", "vectorDestination", "rasterDestination"})
+MAX_FIELDS_LISTED = 12
+REPROJECT = "native:reprojectlayer"
+
+
+@dataclass
+class RunPlan:
+    """One tool call: the context all its steps share, and what must be released on the main thread."""
+
+    algorithm_id: str
+    prepared: PreparedParameters
+    context: QgsProcessingContext
+    feedback: QgsProcessingFeedback
+    keep: list[Any] = field(default_factory=list)  # algorithm instances, released on the main thread
+
+
+class ProcessingRunner:
+    """Runs algorithms for the processing tools of one ``ToolContext``."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.ctx = ctx
+
+    # -- the whole call (worker thread) ---------------------------------------
+    def run(self, algorithm_id: str, parameters: dict[str, Any], output_name: str = "") -> str:
+        plan = self.ctx.on_main(self._plan, algorithm_id, parameters)
+        release = self.ctx.cancel.on_cancel(plan.feedback.cancel)
+        report = progress_reporter()
+        plan.feedback.progressChanged.connect(
+            lambda percent: report(percent, algorithm_id), Qt.ConnectionType.DirectConnection
+        )
+        try:
+            for reprojection in plan.prepared.reprojections:
+                values = {"INPUT": reprojection.layer_id, "TARGET_CRS": reprojection.target, "OUTPUT": TEMPORARY_OUTPUT}
+                results = self._execute(plan, REPROJECT, values)
+                # The next step runs in a worker-side context that cannot see this context's
+                # temporary layers, so it gets the reprojected layer itself.
+                plan.prepared.values[reprojection.parameter] = self.ctx.on_main(
+                    self._take_layer, plan, results["OUTPUT"]
+                )
+            results = self._execute(plan, plan.algorithm_id, plan.prepared.values)
+            return self.ctx.on_main(self._publish, plan, results, output_name)
+        finally:
+            release()
+            self.ctx.bridge.dispose(plan)
+
+    # -- main thread -----------------------------------------------------------
+    def _plan(self, algorithm_id: str, parameters: dict[str, Any]) -> RunPlan:
+        algorithm = find_algorithm(algorithm_id)
+        prepared = resolve_parameters(algorithm, parameters, self.ctx.project)
+        context = QgsProcessingContext()
+        context.setProject(self.ctx.project)
+        expression_context = QgsExpressionContext()
+        expression_context.appendScope(QgsExpressionContextUtils.globalScope())
+        expression_context.appendScope(QgsExpressionContextUtils.projectScope(self.ctx.project))
+        context.setExpressionContext(expression_context)
+        return RunPlan(algorithm.id(), prepared, context, QgsProcessingFeedback())
+
+    def _take_layer(self, plan: RunPlan, layer_id: str) -> QgsMapLayer:
+        layer = plan.context.takeResultLayer(layer_id)
+        if layer is None:
+            raise ToolError(f"the intermediate layer {layer_id} was not produced")
+        plan.keep.append(layer)
+        return layer
+
+    def _prepare(self, plan: RunPlan, algorithm_id: str, values: dict[str, Any]) -> QgsProcessingAlgorithm:
+        algorithm = QgsApplication.processingRegistry().createAlgorithmById(algorithm_id)
+        if algorithm is None:
+            raise ToolError(f"the algorithm {algorithm_id} is no longer available")
+        plan.keep.append(algorithm)
+        ok, message = algorithm.checkParameterValues(values, plan.context)
+        if not ok:
+            raise ToolError(f"{algorithm_id} refused the parameters: {message}")
+        if not algorithm.prepare(values, plan.context, plan.feedback):
+            raise ToolError(f"{algorithm_id} could not start.{_log_tail(plan.feedback)}")
+        return algorithm
+
+    # -- one algorithm ---------------------------------------------------------
+    def _execute(self, plan: RunPlan, algorithm_id: str, values: dict[str, Any]) -> dict[str, Any]:
+        algorithm = self.ctx.on_main(self._prepare, plan, algorithm_id, values)
+        run = algorithm.runPrepared
+        try:
+            if has_flag(algorithm, FLAG_NO_THREADING):
+                # QGIS forbids running these off the main thread (they touch the project or the GUI).
+                results = self.ctx.on_main(run, values, plan.context, plan.feedback)
+            else:
+                results = run(values, plan.context, plan.feedback)
+        except QgsProcessingException as exc:
+            self.ctx.check_cancelled()
+            raise ToolError(f"{algorithm_id} failed: {exc}{_log_tail(plan.feedback)}") from None
+        if plan.feedback.isCanceled():
+            raise RunCancelled("stopped by the user")
+        post = self.ctx.on_main(algorithm.postProcess, plan.context, plan.feedback)
+        return dict(post or results or {})
+
+    def _publish(self, plan: RunPlan, results: dict[str, Any], output_name: str) -> str:
+        """Add the result layers to the project (main thread); summarise them for the model.
+
+        Every output is resolved before anything is added: an algorithm that
+        reports success but produced no layer (GDAL tools do) fails the call
+        with its log, and the project is left as it was.
+        """
+        algorithm = find_algorithm(plan.algorithm_id)
+        prepared = plan.prepared
+        destinations = {d.name(): d for d in algorithm.parameterDefinitions() if d.isDestination()}
+        resolved = [
+            (name, self._resolve_output(plan, name, definition.type(), results.get(name)))
+            for name, definition in destinations.items()
+            if results.get(name) not in (None, "")
+        ]
+        taken = {layer.name() for layer in ordered_layers(self.ctx.project)}
+        base = (
+            slug(output_name)
+            if output_name.strip()
+            else suggest_name(
+                plan.algorithm_id, prepared.input_names, prepared.values, _distance_suffix(plan, self.ctx.project)
+            )
+        )
+        lines: list[str] = [f"{plan.algorithm_id} finished."]
+        lines += [f"Note: {note}" for note in prepared.notes]
+        for index, (name, output) in enumerate(resolved):
+            if isinstance(output, QgsMapLayer):
+                layer_name = unique_name(base if index == 0 else f"{base}_{slug(name)}", taken)
+                output.setName(layer_name)
+                taken.add(layer_name)
+                self.ctx.project.addMapLayer(output)
+                lines.append(f"{name}: added layer {summarise_layer(output)}")
+            else:
+                lines.append(f"{name}: {output}")
+        values = []
+        for key, value in sorted(results.items()):
+            if key in destinations:
+                continue
+            layer = self.ctx.project.mapLayer(value) if isinstance(value, str) else None
+            if layer is not None:
+                lines.append(f"{key}: {_existing_layer_note(layer)}")
+            else:
+                values.append(f"{key}={_short_value(value)}")
+        if values:
+            lines.append("Values: " + "; ".join(values))
+        return truncate("\n".join(lines))
+
+    def _resolve_output(self, plan: RunPlan, name: str, kind: str, value: Any) -> QgsMapLayer | str:
+        """A new layer to add, or a note about an existing layer or a plain value."""
+        if isinstance(value, str) and self.ctx.project.mapLayer(value) is not None:
+            return _existing_layer_note(self.ctx.project.mapLayer(value))
+        layer = plan.context.takeResultLayer(value) if isinstance(value, str) else None
+        if layer is None and isinstance(value, str):
+            layer = _load_path(value, kind)
+        if layer is not None:
+            plan.keep.append(layer)  # released on the main thread if the call fails before adding it
+            return layer
+        if kind in LAYER_OUTPUTS:
+            raise ToolError(
+                f"{plan.algorithm_id} reported success but produced no {name} layer.{_log_tail(plan.feedback)}"
+            )
+        return _short_value(value)
+
+
+def summarise_layer(layer: QgsMapLayer) -> str:
+    """``'rivers_buffer_500m': Polygon, 2 features, EPSG:25832, extent ..., fields: name (String), ...``"""
+    parts = [repr(layer.name())]
+    if isinstance(layer, QgsVectorLayer):
+        fields = layer.fields()
+        listed = ", ".join(f"{f.name()} ({f.typeName()})" for f in list(fields)[:MAX_FIELDS_LISTED])
+        more = f", … ({fields.count() - MAX_FIELDS_LISTED} more)" if fields.count() > MAX_FIELDS_LISTED else ""
+        parts.append(
+            f": {geometry_label(layer)}, {feature_count_label(layer)} features, {crs_label(layer)}, "
+            f"extent {format_extent(layer.extent(), layer.crs().isGeographic())}, fields: {listed}{more}"
+        )
+    elif isinstance(layer, QgsRasterLayer):
+        parts.append(
+            f": raster {layer.width()} x {layer.height()} pixels, {layer.bandCount()} band(s), {crs_label(layer)}, "
+            f"extent {format_extent(layer.extent(), layer.crs().isGeographic())}"
+        )
+    return "".join(parts)
+
+
+def _existing_layer_note(layer: QgsMapLayer) -> str:
+    """For algorithms that act on a layer already in the project (selections, in-place edits)."""
+    note = f"layer {layer.name()!r} (already in the project)"
+    if isinstance(layer, QgsVectorLayer):
+        note += f" now has {layer.selectedFeatureCount():,} selected features"
+    return note
+
+
+def _load_path(path: str, kind: str) -> QgsMapLayer | None:
+    name = path.rsplit("/", 1)[-1]
+    if kind == "rasterDestination":
+        raster = QgsRasterLayer(path, name)
+        return raster if raster.isValid() else None
+    if kind in ("vectorDestination", "sink"):
+        vector = QgsVectorLayer(path, name, "ogr")
+        return vector if vector.isValid() else None
+    return None
+
+
+def _distance_suffix(plan: RunPlan, project: QgsProject) -> str:
+    """``m`` when distances end up in metres (a projected CRS in metres, or after reprojection)."""
+    if plan.prepared.reprojections:
+        return "m"
+    for layer_id in plan.prepared.values.values():
+        layer = project.mapLayer(layer_id) if isinstance(layer_id, str) else None
+        if layer is not None and layer.crs().isValid():
+            return "m" if QgsUnitTypes.toString(layer.crs().mapUnits()) == "meters" else ""
+    return ""
+
+
+def _short_value(value: Any) -> str:
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _log_tail(feedback: QgsProcessingFeedback) -> str:
+    """The algorithm's own log, trimmed: its error lines first, then how it ended."""
+    lines = [line.rstrip() for line in (feedback.textLog() or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    errors = [line for line in lines if _ERROR_LINE.search(line)][:8]
+    tail = [line for line in lines[-6:] if line not in errors]
+    text = "\n".join([*errors, *(["…"] if errors and tail else []), *tail])
+    return f"\nAlgorithm log (trimmed):\n{text[:LOG_CHARS]}"
