@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from qgis.PyQt.QtCore import QCoreApplication, QEventLoop
+from qgis.PyQt.QtCore import QCoreApplication, QEventLoop, QTimer
 
 from geogpt_qgis.core.events import RunFinished, TextDelta, ToolFinished, ToolStarted
 
@@ -49,7 +49,19 @@ def call_in_thread(fn: Callable[..., Any], *args: Any, timeout: float = 120, **k
 
     thread = threading.Thread(target=work, name="tool-call")
     thread.start()
-    wait_until(lambda: not thread.is_alive(), timeout)
+    # An idle Qt event loop (as in QGIS), woken every few ms to see whether the call ended.
+    loop = QEventLoop()
+    timer = QTimer()
+    timer.timeout.connect(lambda: loop.quit() if not thread.is_alive() else None)
+    timer.start(5)
+    deadline = QTimer()
+    deadline.setSingleShot(True)
+    deadline.timeout.connect(loop.quit)
+    deadline.start(int(timeout * 1000))
+    loop.exec()
+    timer.stop()
+    if thread.is_alive():
+        raise AssertionError(f"the call did not end within {timeout} s")
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]

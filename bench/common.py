@@ -1,0 +1,87 @@
+"""Shared helpers for the benchmark modules: a headless QGIS, the heartbeat, child-process runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+GOAL_STALL_MS = 50.0
+
+
+@contextmanager
+def headless_qgis() -> Iterator[Any]:
+    """A QgsApplication with Processing loaded, exited at the end."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    sys.path.insert(0, str(REPO))
+    from qgis.core import QgsApplication
+
+    app = QgsApplication([], True)
+    app.initQgis()
+    from geogpt_qgis.tools.processing.catalog import ensure_processing
+
+    ensure_processing()
+    try:
+        yield app
+    finally:
+        app.exitQgis()
+
+
+class Heartbeat:
+    """A 5 ms timer on the main thread; the longest gap between its ticks is the longest stall."""
+
+    def __init__(self) -> None:
+        from qgis.PyQt.QtCore import QTimer
+
+        self.ticks: list[float] = []
+        self._timer = QTimer()
+        self._timer.setInterval(5)
+        self._timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+
+    def __enter__(self) -> Heartbeat:
+        self.ticks.clear()
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.stop()
+
+    @property
+    def longest_stall_ms(self) -> float | None:
+        gaps = [b - a for a, b in zip(self.ticks, self.ticks[1:], strict=False)]
+        return round(max(gaps) * 1000, 1) if gaps else None
+
+
+def idle_stall_ms(seconds: float = 2.0) -> float | None:
+    """The longest main-thread stall while nothing at all runs: this machine's noise floor."""
+    from qgis.PyQt.QtCore import QEventLoop, QTimer
+
+    with Heartbeat() as heartbeat:
+        loop = QEventLoop()
+        QTimer.singleShot(int(seconds * 1000), loop.quit)
+        loop.exec()
+    return heartbeat.longest_stall_ms
+
+
+def run_child(module: str, timeout: float = 900) -> dict[str, Any]:
+    """Run ``python -m module`` (one QGIS per process) and return the JSON it prints last."""
+    done = subprocess.run(
+        [sys.executable, "-m", module],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+    lines = [line for line in done.stdout.strip().splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{module} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1])

@@ -1,0 +1,109 @@
+"""Processing tool overhead, main-thread stalls during a run, and search speed.
+
+1. Buffer a 100,000-point layer through the run_algorithm tool (called from a
+   worker thread, as the agent does) and directly with ``processing.run`` on
+   the same job; runs alternate.  The overhead is the ratio of the fastest
+   runs (the least disturbed on a shared machine; goal: under 5%), with the
+   ratio of the medians beside it.  A heartbeat records the longest main-thread stall
+   during the tool's run (goal: 50 ms or less).
+2. Search: the time to rank every installed algorithm for a query, averaged
+   over the analyst queries of the test suite (goal: under 50 ms), and the
+   one-off cost of building the index.
+
+    python -m bench.processing     prints one JSON line
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import GOAL_STALL_MS, Heartbeat, headless_qgis, idle_stall_ms
+
+FEATURES = 100_000
+ROUNDS = 5
+PARAMETERS = {"DISTANCE": 5, "SEGMENTS": 8}
+GOAL_OVERHEAD = 0.05
+GOAL_SEARCH_MS = 50.0
+
+
+def measure() -> dict[str, Any]:
+    import processing
+    from qgis.core import QgsProject, QgsVectorLayer
+
+    from geogpt_qgis.tools.base import ToolContext
+    from geogpt_qgis.tools.bridge import MainThreadBridge
+    from geogpt_qgis.tools.processing import catalog
+    from geogpt_qgis.tools.processing.family import ProcessingTools
+    from tests.support.big_layers import write_big_points
+    from tests.support.runs import call_in_thread
+    from tests.support.search_queries import SEARCH_CASES
+
+    project = QgsProject.instance()
+    with tempfile.TemporaryDirectory() as work:
+        path = write_big_points(Path(work) / "points.gpkg", FEATURES)
+        layer = QgsVectorLayer(f"{path}|layername=big", "points", "ogr")
+        project.addMapLayer(layer)
+        tools = ProcessingTools(ToolContext(project=project, bridge=MainThreadBridge(), iface=None))
+        idle = idle_stall_ms()
+        direct_seconds, tool_seconds, stalls = [], [], []
+        for round_ in range(ROUNDS):
+            started = time.perf_counter()
+            result = processing.run("native:buffer", {"INPUT": layer, **PARAMETERS, "OUTPUT": "TEMPORARY_OUTPUT"})
+            direct_seconds.append(time.perf_counter() - started)
+            assert result["OUTPUT"].featureCount() == FEATURES
+            del result
+            name = f"buffered_{round_}"
+            with Heartbeat() as heartbeat:
+                started = time.perf_counter()
+                call_in_thread(tools.run_algorithm, "native:buffer", {"INPUT": "points", **PARAMETERS}, name)
+                tool_seconds.append(time.perf_counter() - started)
+            stalls.append(heartbeat.longest_stall_ms)
+            added = project.mapLayersByName(name)[0]
+            assert added.featureCount() == FEATURES
+            project.removeMapLayer(added.id())
+        catalog._cache.clear()
+        started = time.perf_counter()
+        index = catalog.current_index()
+        build_ms = (time.perf_counter() - started) * 1000
+        timings = []
+        for query, _ in SEARCH_CASES:
+            started = time.perf_counter()
+            index.search(query, 5)
+            timings.append((time.perf_counter() - started) * 1000)
+        project.clear()
+    direct, tool = statistics.median(direct_seconds), statistics.median(tool_seconds)
+    overhead = min(tool_seconds) / min(direct_seconds) - 1
+    return {
+        "features": FEATURES,
+        "rounds": ROUNDS,
+        "direct_processing_run_seconds": [round(s, 3) for s in direct_seconds],
+        "tool_seconds": [round(s, 3) for s in tool_seconds],
+        "median_direct_seconds": round(direct, 3),
+        "median_tool_seconds": round(tool, 3),
+        "tool_overhead": round(overhead, 4),
+        "tool_overhead_of_medians": round(tool / direct - 1, 4),
+        "goal_overhead": GOAL_OVERHEAD,
+        "meets_overhead_goal": overhead < GOAL_OVERHEAD,
+        "longest_stall_ms_during_tool_runs": max(s for s in stalls if s is not None),
+        "median_longest_stall_ms_per_run": statistics.median(s for s in stalls if s is not None),
+        "idle_longest_stall_ms": idle,
+        "goal_stall_ms": GOAL_STALL_MS,
+        "meets_stall_goal": statistics.median(s for s in stalls if s is not None) <= GOAL_STALL_MS,
+        "algorithms_indexed": len(index.entries),
+        "index_build_ms": round(build_ms, 1),
+        "search_queries": len(timings),
+        "search_mean_ms": round(statistics.mean(timings), 2),
+        "search_max_ms": round(max(timings), 2),
+        "goal_search_ms": GOAL_SEARCH_MS,
+        "meets_search_goal": max(timings) < GOAL_SEARCH_MS,
+    }
+
+
+if __name__ == "__main__":
+    with headless_qgis():
+        print(json.dumps(measure()))
