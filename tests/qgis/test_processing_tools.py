@@ -16,12 +16,11 @@ from qgis.core import QgsCoordinateReferenceSystem, QgsProject, QgsVectorLayer
 from shapely.geometry import Point
 from shapely.ops import unary_union
 
-from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from tests.support.big_layers import write_big_points
 from tests.support.gpkg import read_layer
-from tests.support.runs import call_in_thread, wait_until
+from tests.support.runs import call_in_thread, stop_midway, wait_until
 
 
 @pytest.fixture
@@ -287,30 +286,13 @@ def test_stop_cancels_a_long_run_and_adds_nothing(tools, demo_project, tmp_path)
     big = QgsVectorLayer(f"{write_big_points(tmp_path / 'big.gpkg')}|layername=big", "big", "ogr")
     demo_project.addMapLayer(big)
     before = sorted(demo_project.mapLayers())
-    token = CancelToken()
-    outcome: dict[str, object] = {}
-
-    def work() -> None:
-        current_cancel_token.set(token)
-        try:
-            tools.run_algorithm("native:buffer", {"INPUT": "big", "DISTANCE": 5, "SEGMENTS": 30})
-            outcome["result"] = "finished"
-        except RunCancelled:
-            outcome["result"] = "cancelled"
-
-    import threading
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    started = time.monotonic()
-    wait_until(lambda: time.monotonic() - started > 0.5)
-    assert thread.is_alive()
-    pressed = time.monotonic()
-    token.cancel()
-    wait_until(lambda: not thread.is_alive(), 10)
-    assert outcome["result"] == "cancelled"
-    assert time.monotonic() - pressed < 1.0
-    wait_until(lambda: time.monotonic() - pressed > 0.3)  # let any stray main-thread job arrive
+    ended, seconds = stop_midway(
+        tools.run_algorithm, "native:buffer", {"INPUT": "big", "DISTANCE": 5, "SEGMENTS": 30}, "", after=0.5
+    )
+    assert ended == "cancelled"
+    assert seconds < 1.0
+    stopped = time.monotonic()
+    wait_until(lambda: time.monotonic() - stopped > 0.3)  # let any stray main-thread job arrive
     assert sorted(demo_project.mapLayers()) == before
 
 

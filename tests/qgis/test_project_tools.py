@@ -9,18 +9,16 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from qgis.core import QgsRasterLayer, QgsSingleSymbolRenderer, QgsVectorLayer
 
-from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.project import ProjectTools, project_brief
 from geogpt_qgis.tools.registry import build_families
 from tests.support.big_layers import BIG_COUNT, SLOW_EXPRESSION_MATCHING_ALL, write_big_points
-from tests.support.runs import PROJECT_TOOL_NAMES, wait_until
+from tests.support.runs import PROJECT_TOOL_NAMES, stop_midway, wait_until
 
 LAYERS_TOP_DOWN = ["schools", "hospitals", "roads", "rivers", "parks", "districts", "landuse"]
 
@@ -229,29 +227,9 @@ def test_tools_called_from_a_worker_thread_go_through_the_main_thread(tools, dem
 
 
 def test_stop_interrupts_a_long_selection_and_selects_nothing(tools, big_layer):
-    token = CancelToken()
-    outcome: dict[str, object] = {}
-
-    def work() -> None:
-        current_cancel_token.set(token)
-        started = time.monotonic()
-        try:
-            tools.select_features("big", SLOW_EXPRESSION_MATCHING_ALL)
-            outcome["result"] = "finished"
-        except RunCancelled:
-            outcome["result"] = "cancelled"
-        outcome["seconds"] = time.monotonic() - started
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    started = time.monotonic()
-    wait_until(lambda: time.monotonic() - started > 0.3)  # the scan is under way (the main thread stays live)
-    assert thread.is_alive()
-    stop_pressed = time.monotonic()
-    token.cancel()
-    wait_until(lambda: not thread.is_alive(), 5)
-    assert outcome["result"] == "cancelled"
-    assert time.monotonic() - stop_pressed < 1.0
+    ended, seconds = stop_midway(tools.select_features, "big", SLOW_EXPRESSION_MATCHING_ALL)
+    assert ended == "cancelled"
+    assert seconds < 1.0
     assert big_layer.selectedFeatureCount() == 0
 
 

@@ -67,6 +67,38 @@ def call_in_thread(fn: Callable[..., Any], *args: Any, timeout: float = 120, **k
     return outcome["value"]
 
 
+def stop_midway(fn: Callable[..., Any], *args: Any, after: float = 0.3) -> tuple[str, float]:
+    """Start ``fn`` on a worker thread with its own cancel token, press Stop after ``after`` seconds.
+
+    Returns how it ended ("finished", "cancelled") and the seconds from Stop to the end.
+    The call must still be running when Stop is pressed.
+    """
+    import threading
+
+    from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
+
+    token = CancelToken()
+    outcome: dict[str, str] = {}
+
+    def work() -> None:
+        current_cancel_token.set(token)
+        try:
+            fn(*args)
+            outcome["result"] = "finished"
+        except RunCancelled:
+            outcome["result"] = "cancelled"
+
+    thread = threading.Thread(target=work, name="stopped-call")
+    thread.start()
+    started = time.monotonic()
+    wait_until(lambda: time.monotonic() - started > after)  # under way; the main thread stays live
+    assert thread.is_alive(), "the call ended before Stop could be pressed"
+    pressed = time.monotonic()
+    token.cancel()
+    wait_until(lambda: not thread.is_alive(), 10)
+    return outcome["result"], time.monotonic() - pressed
+
+
 class RunRecorder:
     """Records every event a worker emits, by run."""
 

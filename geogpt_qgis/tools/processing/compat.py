@@ -60,22 +60,20 @@ def has_flag(algorithm: QgsProcessingAlgorithm, flag: int) -> bool:
     return bool(enum_value(algorithm.flags()) & flag)
 
 
-def parameter_is_optional(definition: Any) -> bool:
-    """Whether a parameter definition is flagged optional."""
+def _parameter_flag(definition: Any, *members: str) -> bool:
+    """Whether a parameter definition carries a flag (named differently in 3.22 and 4.x)."""
     flags = enum_value(definition.flags())
     for owner, name in ((Qgis, "ProcessingParameterFlag"), (type(definition), "Flag")):
         enum = getattr(owner, name, None)
-        for member in ("Optional", "FlagOptional"):
+        for member in members:
             if enum is not None and hasattr(enum, member):
                 return bool(flags & enum_value(getattr(enum, member)))
     return False
+
+
+def parameter_is_optional(definition: Any) -> bool:
+    return _parameter_flag(definition, "Optional", "FlagOptional")
 
 
 def parameter_is_advanced(definition: Any) -> bool:
-    flags = enum_value(definition.flags())
-    for owner, name in ((Qgis, "ProcessingParameterFlag"), (type(definition), "Flag")):
-        enum = getattr(owner, name, None)
-        for member in ("Advanced", "FlagAdvanced"):
-            if enum is not None and hasattr(enum, member):
-                return bool(flags & enum_value(getattr(enum, member)))
-    return False
+    return _parameter_flag(definition, "Advanced", "FlagAdvanced")
