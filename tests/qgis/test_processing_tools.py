@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from pyproj import Transformer
-from qgis.core import QgsCoordinateReferenceSystem, QgsProject, QgsVectorLayer
+from qgis.core import QgsCoordinateReferenceSystem, QgsFeature, QgsGeometry, QgsProject, QgsVectorLayer
 from shapely.geometry import Point
 from shapely.ops import unary_union
 
@@ -314,3 +314,23 @@ def test_no_threading_algorithms_run_on_the_main_thread(tools, tool_ctx, demo_pr
     assert schools.selectedFeatureCount() > 0
     assert f"'schools' (already in the project) now has {schools.selectedFeatureCount()} selected features" in result
     assert Counter(calls)["runPrepared"] == 1
+
+
+def test_inputs_can_be_files_and_numbers_are_range_checked(tools, demo_project, gpkg):
+    result = run(tools, "native:centroids", {"INPUT": f"{gpkg}|layername=parks"}, "park_centres")
+    assert "added layer 'park_centres': Point, 14 features" in result
+    with pytest.raises(ToolError, match="SEGMENTS must be between 1 and"):
+        run(tools, "native:buffer", {"INPUT": "rivers", "DISTANCE": 5, "SEGMENTS": 0})
+    with pytest.raises(ToolError, match="SEGMENTS takes a whole number"):
+        run(tools, "native:buffer", {"INPUT": "rivers", "DISTANCE": 5, "SEGMENTS": 2.5})
+
+
+def test_no_utm_zone_near_the_poles(tools, demo_project):
+    polar = QgsVectorLayer("Point?crs=EPSG:4326&field=name:string", "stations", "memory")
+    feature = QgsFeature(polar.fields())
+    feature.setGeometry(QgsGeometry.fromWkt("POINT(10 88)"))
+    polar.dataProvider().addFeatures([feature])
+    polar.updateExtents()
+    demo_project.addMapLayer(polar)
+    with pytest.raises(ToolError, match=r"lies near a pole .* UTM zones do not exist"):
+        run(tools, "native:buffer", {"INPUT": "stations", "DISTANCE": 100})
