@@ -10,6 +10,8 @@
   2,000 tokens.
 - Processing (``bench.processing``): run_algorithm versus ``processing.run`` on
   a 100,000-feature buffer, the main-thread stall meanwhile, and search speed.
+- PostGIS (``bench.postgis``): a million-geometry query result as a layer versus
+  a GeoJSON round trip; describing a ten-million-row table.
 
 These machines are shared and noisy: compare ratios from one run, not absolute
 times across runs.
@@ -72,6 +74,14 @@ def main() -> int:
         f"search: ranking {p['algorithms_indexed']} algorithms takes {p['search_mean_ms']} ms on average, "
         f"{p['search_max_ms']} ms at most over {p['search_queries']} queries (goal < {p['goal_search_ms']:g} ms); "
         f"building the index once {p['index_build_ms']} ms"
+    )
+    g = results["postgis"] = run_child("bench.postgis", timeout=1800)
+    print(
+        f"postgis: a query returning {g['result_rows']:,} geometries added as a layer backed by the query in "
+        f"{g['median_query_layer_seconds']} s (median of {g['rounds']}; goal <= {g['goal_seconds']:g} s); "
+        f"exporting the same result to GeoJSON and loading the file: {g['median_geojson_seconds']} s "
+        f"({g['geojson_vs_query_layer_ratio']}x slower); describing a {g['table_rows']:,}-row table: "
+        f"{g['median_describe_10m_seconds']} s (goal <= {g['goal_seconds']:g} s)"
     )
     RESULTS.write_text(json.dumps(results, indent=2))
     print(f"wrote {RESULTS.relative_to(REPO)}")

@@ -36,6 +36,10 @@ pg_isready -q -h 127.0.0.1 -p "$PG_PORT" || { echo "PostgreSQL did not start on 
 if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = '$ROLE'")" != 1 ]; then
     psql_admin -c "CREATE ROLE $ROLE LOGIN PASSWORD '$PASSWORD'"
 fi
+# A second role that may connect but reads only what it is granted (for permission tests).
+if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = '${ROLE}_reader'")" != 1 ]; then
+    psql_admin -c "CREATE ROLE ${ROLE}_reader LOGIN PASSWORD 'reader'"
+fi
 if [ "$(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]; then
     psql_admin -c "CREATE DATABASE $DB OWNER $ROLE"
 fi
@@ -44,6 +48,8 @@ psql_admin -d "$DB" -c "SET client_min_messages = warning; CREATE EXTENSION IF N
 if [ ! -f "$STAMP" ] || [ "$GPKG" -nt "$STAMP" ] || [ "$(psql_admin -d "$DB" -c "SELECT to_regclass('public.schools') IS NOT NULL")" != t ]; then
     ogr2ogr -f PostgreSQL "PG:host=127.0.0.1 port=$PG_PORT dbname=$DB user=$ROLE password=$PASSWORD" "$GPKG" \
         -overwrite -lco GEOMETRY_NAME=geom -lco FID=fid -lco SPATIAL_INDEX=GIST
+    # Statistics now, so that describing tables does not depend on autovacuum's timing.
+    psql_admin -d "$DB" -c "ANALYZE"
     mkdir -p "$(dirname "$STAMP")"
     touch "$STAMP"
 fi

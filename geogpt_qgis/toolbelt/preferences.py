@@ -33,6 +33,10 @@ class PlgSettings:
     request_timeout: float = 120.0
     debug_mode: bool = False
     dock_visible: bool = True
+    # Saved PostgreSQL connections the agent may use: "*" for all, else names separated by commas.
+    postgis_connections: str = "*"
+    sql_timeout: float = 30.0
+    sql_row_cap: int = 1_000_000
 
     @property
     def base_url(self) -> str:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from geogpt_qgis.tools.base import ToolContext, ToolFamily
 from geogpt_qgis.tools.capabilities import CapabilityTools
+from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.project import ProjectTools
 
-FAMILY_TYPES: tuple[type[ToolFamily], ...] = (ProjectTools, ProcessingTools)
+FAMILY_TYPES: tuple[type[ToolFamily], ...] = (ProjectTools, ProcessingTools, PostgisTools)
 
 
 def build_families(ctx: ToolContext) -> list[ToolFamily]:

@@ -1,0 +1,1 @@
+"""PostGIS tools: the user's saved PostgreSQL connections, queried safely."""

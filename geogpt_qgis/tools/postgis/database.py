@@ -1,0 +1,189 @@
+"""A read-only, time-limited, cancellable session on one saved connection (worker thread).
+
+Every statement runs inside a ``READ ONLY`` transaction with a statement
+timeout, so the database itself refuses writes (even one hidden in a CTE or
+inside a function) and runaway queries.  Stop cancels the running statement
+on the server.  Errors become messages the model can act on: PostgreSQL's
+text, the position of a syntax error, the closest names for unknown tables
+and columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from geogpt_qgis.core.cancel import CancelToken, RunCancelled
+from geogpt_qgis.core.fuzzy import closest_names
+from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.postgis.connections import SavedConnection
+from geogpt_qgis.tools.postgis.sql_text import caret, referenced_tables
+
+CONNECT_TIMEOUT = 5
+
+# SQLSTATE codes that get their own explanation.
+SYNTAX_ERROR = "42601"
+UNDEFINED_TABLE = "42P01"
+UNDEFINED_COLUMN = "42703"
+UNDEFINED_FUNCTION = "42883"
+INSUFFICIENT_PRIVILEGE = "42501"
+READ_ONLY_TRANSACTION = "25006"
+QUERY_CANCELED = "57014"
+
+WRITE_REFUSED = (
+    "this statement writes to the database (or calls a function that does), and writes need the user's "
+    "approval, which is not available yet; only read-only queries can run"
+)
+
+
+class Database:
+    """Use as a context manager around the statements of one tool call."""
+
+    def __init__(self, connection: SavedConnection, cancel: CancelToken, timeout_seconds: float) -> None:
+        self.connection = connection
+        self.cancel = cancel
+        self.timeout_ms = max(1, int(timeout_seconds * 1000))
+        self._pg: Any = None
+        self._release = lambda: None
+
+    def __enter__(self) -> Database:
+        import psycopg2
+
+        self.cancel.raise_if_cancelled()
+        try:
+            self._pg = psycopg2.connect(
+                self.connection.conninfo, connect_timeout=CONNECT_TIMEOUT, application_name="GeoGPT for QGIS"
+            )
+        except psycopg2.OperationalError as exc:
+            raise ToolError(
+                f"cannot connect to {self.connection.name!r} ({self.connection.label}): {_first_line(str(exc))}"
+            ) from None
+        self._pg.set_session(readonly=True, autocommit=False)
+        self._release = self.cancel.on_cancel(self._cancel_server_side)
+        self.execute(f"SET LOCAL statement_timeout = {self.timeout_ms}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._release()
+        if self._pg is not None:
+            try:
+                self._pg.rollback()
+                self._pg.close()
+            except Exception:  # noqa: BLE001, S110 - the connection may already be gone
+                pass
+            self._pg = None
+
+    def _cancel_server_side(self) -> None:
+        if self._pg is not None:
+            self._pg.cancel()
+
+    # -- statements ----------------------------------------------------------
+    def execute(
+        self, sql: str, params: Sequence[Any] | None = None, statement: str | None = None, offset: int = 0
+    ) -> Any:
+        """Run ``sql``; return the cursor.
+
+        ``statement`` is the user's SQL, embedded in ``sql`` after ``offset``
+        characters, so a syntax error's position can be shown in it.
+        """
+        import psycopg2
+
+        cursor = self._pg.cursor()
+        try:
+            cursor.execute(sql, params)
+        except psycopg2.Error as exc:
+            self._raise(exc, statement, offset)
+        return cursor
+
+    def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        return self.execute(sql, params).fetchall()
+
+    def _raise(self, exc: Exception, statement: str | None, offset: int = 0) -> None:
+        import psycopg2
+
+        code = getattr(exc, "pgcode", None)
+        if code == QUERY_CANCELED:
+            if self.cancel.cancelled:
+                raise RunCancelled("stopped by the user") from None
+            raise ToolError(
+                f"the query ran longer than {self.timeout_ms / 1000:g} s (the statement timeout) and was stopped; "
+                "make it cheaper: filter before joining or aggregating, add a LIMIT, use indexed columns"
+            ) from None
+        if isinstance(exc, (psycopg2.OperationalError, psycopg2.InterfaceError)) and code is None:
+            if self.cancel.cancelled:
+                raise RunCancelled("stopped by the user") from None
+            raise ToolError(
+                f"the connection to {self.connection.name!r} was lost: {_first_line(str(exc))}; try again"
+            ) from None
+        message = _first_line(getattr(exc, "pgerror", None) or str(exc)).removeprefix("ERROR:").strip()
+        if self._pg is not None and not self._pg.closed:
+            self._pg.rollback()
+            self.execute(f"SET LOCAL statement_timeout = {self.timeout_ms}")
+        diag = getattr(exc, "diag", None)
+        hint = getattr(diag, "message_hint", None)
+        if code == READ_ONLY_TRANSACTION:
+            raise ToolError(f"{WRITE_REFUSED} (PostgreSQL: {message})") from None
+        if code == SYNTAX_ERROR and statement:
+            position = int(getattr(diag, "statement_position", None) or 0) - offset
+            pointer = caret(statement, position)
+            raise ToolError(f"{message} (position {position})\n{pointer}" if pointer else message) from None
+        if code == UNDEFINED_TABLE:
+            raise ToolError(f"{message}; {self._table_suggestion(message)}") from None
+        if code == UNDEFINED_COLUMN:
+            raise ToolError(f"{message}; {self._column_suggestion(message, statement or '')}") from None
+        if code == INSUFFICIENT_PRIVILEGE:
+            raise ToolError(f"{message}: the database role of {self.connection.name!r} may not read this") from None
+        raise ToolError(message + (f" (hint: {hint})" if hint else "")) from None
+
+    # -- suggestions -----------------------------------------------------------
+    def readable_tables(self) -> list[str]:
+        """``schema.table`` for every table or view this role can read (system schemas excluded)."""
+        return [
+            f"{schema}.{name}"
+            for schema, name in self.rows(
+                "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relkind IN ('r','v','m','f','p') AND n.nspname NOT IN ('pg_catalog','information_schema') "
+                "AND n.nspname NOT LIKE 'pg_toast%%' AND has_table_privilege(c.oid, 'SELECT') ORDER BY 1, 2"
+            )
+        ]
+
+    def _table_suggestion(self, message: str) -> str:
+        wanted = _quoted(message) or ""
+        tables = self.readable_tables()
+        bare = {t.split(".", 1)[1]: t for t in tables}
+        close = closest_names(wanted.split(".")[-1], list(bare), 3)
+        if close:
+            return "did you mean " + " or ".join(bare[c] for c in close) + "?"
+        return "readable tables: " + ", ".join(tables[:15]) + (", ..." if len(tables) > 15 else "")
+
+    def _column_suggestion(self, message: str, statement: str) -> str:
+        wanted = (_quoted(message) or "").split(".")[-1]
+        tables = list(referenced_tables(statement))
+        columns: list[str] = []
+        for table in tables:
+            oid = self.rows("SELECT to_regclass(%s)::oid", [table])[0][0]
+            if oid is not None:
+                columns += [
+                    f"{table}.{name}"
+                    for (name,) in self.rows(
+                        "SELECT attname FROM pg_attribute WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped",
+                        [oid],
+                    )
+                ]
+        short = {c.split(".")[-1]: c for c in columns}
+        close = closest_names(wanted, list(short), 3)
+        if close:
+            return "did you mean " + " or ".join(short[c] for c in close) + "?"
+        if columns:
+            return "columns of " + ", ".join(tables) + ": " + ", ".join(short)
+        return "check the column names with describe_table"
+
+
+def _quoted(message: str) -> str | None:
+    start = message.find('"')
+    end = message.find('"', start + 1)
+    return message[start + 1 : end] if 0 <= start < end else None
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text.strip())

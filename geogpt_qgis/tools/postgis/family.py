@@ -1,0 +1,134 @@
+"""The PostGIS tool family: saved connections, their tables, and read-only SQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qgis.core import QgsVectorLayer, QgsWkbTypes
+
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
+from geogpt_qgis.tools.layers import ordered_layers
+from geogpt_qgis.tools.postgis import catalog
+from geogpt_qgis.tools.postgis.connections import (
+    SavedConnection,
+    allowed_connection_names,
+    describe_connections,
+    resolve_connection,
+)
+from geogpt_qgis.tools.postgis.database import Database
+from geogpt_qgis.tools.postgis.layers import query_layer
+from geogpt_qgis.tools.postgis.query import QueryResult, format_result, run_query
+from geogpt_qgis.tools.postgis.sql_text import referenced_tables
+from geogpt_qgis.tools.processing.naming import slug, unique_name
+
+MAX_PREVIEW = 50
+MAX_DESCRIBED = 5
+
+
+class PostgisTools(ToolFamily):
+    """Read-only SQL on the user's saved PostgreSQL/PostGIS connections."""
+
+    name = "postgis"
+    title = "PostGIS"
+    summary = "list the saved database connections and their tables, describe tables, run read-only SQL"
+    prompt_hint = (
+        "Databases: list_connections, list_tables, describe_table before writing SQL; run_sql runs one read-only "
+        "statement (filter and aggregate in SQL); a result with geometry becomes a layer backed by the query."
+    )
+
+    def _settings(self) -> Any:
+        return PlgOptionsManager.get_plg_settings()
+
+    def _allowed(self) -> list[str]:
+        return allowed_connection_names(self._settings().postgis_connections)
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            import psycopg2  # noqa: F401 - only checks that it is there
+        except ImportError:
+            return "the psycopg2 Python package is missing"
+        if not self._allowed():
+            return "no saved PostgreSQL connection is enabled"
+        return None
+
+    def tools(self) -> list[ToolFunction]:
+        return [self.list_connections, self.list_tables, self.describe_table, self.run_sql]
+
+    def _connection(self, name: str) -> SavedConnection:
+        return self.ctx.on_main(lambda: resolve_connection(name, self._allowed()))
+
+    def _database(self, name: str) -> Database:
+        return Database(self._connection(name), self.ctx.cancel, self._settings().sql_timeout)
+
+    def list_connections(self) -> str:
+        """List the saved PostgreSQL connections you may use."""
+        return self.ctx.on_main(lambda: describe_connections(self._allowed()))
+
+    def list_tables(self, connection: str, schema_name: str = "") -> str:
+        """List tables and views: geometry column (type, SRID), estimated rows, comment.
+
+        Args:
+            connection: Saved connection name.
+            schema_name: Only this schema (default: all).
+        """
+        with self._database(connection) as db:
+            return catalog.list_tables(db, schema_name.strip())
+
+    def describe_table(self, connection: str, tables: list[str]) -> str:
+        """Describe tables: columns with types and comments, keys, common values, geometry.
+
+        Args:
+            connection: Saved connection name.
+            tables: Table or view names, e.g. ["public.schools"].
+        """
+        if not tables:
+            raise ToolError("name at least one table")
+        if len(tables) > MAX_DESCRIBED:
+            raise ToolError(f"describe at most {MAX_DESCRIBED} tables per call")
+        with self._database(connection) as db:
+            return "\n\n".join(catalog.describe_table(db, table) for table in tables)
+
+    def run_sql(
+        self, connection: str, sql: str, output_name: str = "", add_table: bool = False, limit: int = 20
+    ) -> str:
+        """Run one read-only SQL statement; show the first rows and the count. Geometry results become layers.
+
+        Args:
+            connection: Saved connection name.
+            sql: One SELECT (or WITH ... SELECT) statement.
+            output_name: Name for the result layer.
+            add_table: Also add a result without geometry to the project as a table.
+            limit: Rows to show (1-50).
+        """
+        settings = self._settings()
+        saved = self._connection(connection)
+        with Database(saved, self.ctx.cancel, settings.sql_timeout) as db:
+            result = run_query(db, sql, max(1, min(int(limit), MAX_PREVIEW)), settings.sql_row_cap)
+        text = format_result(result)
+        if (result.geometry and result.total > 0) or (add_table and result.total > 0 and result.geometry is None):
+            tables = referenced_tables(result.statement)
+            base = slug(output_name) or f"{slug(tables[0].split('.')[-1]) if tables else 'query'}_sql"
+            layer = query_layer(saved, result, base)
+            layer.moveToThread(self.ctx.bridge.thread())
+            name = self.ctx.on_main(self._add_layer, layer, base)
+            text += "\n" + layer_summary(name, result)
+        return text
+
+    def _add_layer(self, layer: QgsVectorLayer, base: str) -> str:
+        layer.setName(unique_name(base, {other.name() for other in ordered_layers(self.ctx.project)}))
+        self.ctx.project.addMapLayer(layer)
+        return layer.name()
+
+
+def layer_summary(name: str, result: QueryResult) -> str:
+    """What was added, from what the query pass learned (the layer itself is not scanned)."""
+    fields = ", ".join(c for c in result.columns if not result.geometry or c != result.geometry.column)
+    if result.geometry is None:
+        return f"Added table {name!r}: {result.total:,} rows, fields: {fields} (read from the database by the query)."
+    box = ", ".join(f"{v:.1f}" for v in result.extent) if result.extent else "unknown"
+    kind = QgsWkbTypes.displayString(QgsWkbTypes.parseType(result.geometry.wkb_type))
+    return (
+        f"Added layer {name!r}: {kind}, {result.total:,} features, EPSG:{result.geometry.srid}, extent {box}, "
+        f"fields: {fields} (read from the database by the query)."
+    )

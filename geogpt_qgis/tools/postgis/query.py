@@ -1,0 +1,226 @@
+"""Run one read-only query: check it, preview it, count it, and plan a layer backed by it (worker thread).
+
+PostgreSQL validates the query first (``EXPLAIN`` plans it without running
+it), so syntax errors and unknown names are reported before any work is
+done.  The preview is the first rows only; the count stops at the row cap;
+features are never copied through Python: a geometry result becomes a layer
+whose source is the query itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from dataclasses import dataclass
+from typing import Any
+
+from geogpt_qgis.core.text import markdown_table, short
+from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.postgis.database import WRITE_REFUSED, Database
+from geogpt_qgis.tools.postgis.sql_text import is_write_statement, leading_keyword, split_statements
+
+UID = "_uid"
+_FAMILIES = {"POINT": "point", "LINESTRING": "line", "POLYGON": "polygon"}
+
+
+@dataclass
+class GeometryColumn:
+    """The result's geometry: which column, and what the layer must declare."""
+
+    column: str
+    srid: int
+    wkb_type: str  # e.g. MULTIPOLYGON
+    expression: str  # SQL for the layer's geometry column (casts, ST_Multi)
+    layer_column: str
+
+
+@dataclass
+class QueryResult:
+    statement: str
+    columns: list[str]
+    preview: list[tuple[Any, ...]]
+    total: int
+    capped: bool
+    row_cap: int
+    geometry: GeometryColumn | None
+    notes: list[str]
+    extent: tuple[float, float, float, float] | None = None
+
+    def layer_sql(self) -> str:
+        """The query a QGIS layer reads (a unique key added, capped like the count)."""
+        extra = ""
+        if self.geometry and self.geometry.expression != f'q."{self.geometry.column}"':
+            extra = f', {self.geometry.expression} AS "{self.geometry.layer_column}"'
+        limit = f" LIMIT {self.row_cap}" if self.capped else ""
+        return f"SELECT row_number() OVER () AS {UID}, q.*{extra} FROM ({self.statement}) q{limit}"
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def single_statement(sql: str) -> str:
+    statements = split_statements(sql or "")
+    if not statements:
+        raise ToolError("the SQL is empty")
+    if len(statements) > 1:
+        raise ToolError(f"send one statement at a time (got {len(statements)})")
+    statement = statements[0]
+    if is_write_statement(statement):
+        raise ToolError(f"{leading_keyword(statement).upper()} statement refused: {WRITE_REFUSED}")
+    return statement
+
+
+def _plan_writes(plan: Any) -> bool:
+    """Whether an EXPLAIN (FORMAT JSON) plan modifies a table (a data-modifying CTE, say)."""
+    if isinstance(plan, dict):
+        if plan.get("Node Type") == "ModifyTable":
+            return True
+        return any(_plan_writes(value) for value in plan.values())
+    if isinstance(plan, list):
+        return any(_plan_writes(item) for item in plan)
+    return False
+
+
+def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryResult:
+    statement = single_statement(sql)
+    keyword = leading_keyword(statement)
+    if keyword in ("show", "explain"):
+        cursor = db.execute(statement, statement=statement)
+        rows = cursor.fetchmany(preview_rows)
+        return QueryResult(statement, [d[0] for d in cursor.description], rows, len(rows), False, row_cap, None, [])
+    # PostgreSQL plans the query without running it: syntax and names are checked first.
+    prefix = "EXPLAIN (FORMAT JSON) "
+    plan = db.execute(prefix + statement, statement=statement, offset=len(prefix)).fetchone()[0]
+    if _plan_writes(plan):
+        # A write inside a query: run it as written, in the read-only transaction, for the database to refuse.
+        db.execute(statement, statement=statement)
+    prefix = "SELECT * FROM ("
+    cursor = db.execute(f"{prefix}{statement}) q LIMIT 0", statement=statement, offset=len(prefix))
+    columns = [d[0] for d in cursor.description]
+    types = dict(db.rows("SELECT oid, typname FROM pg_type WHERE typname IN ('geometry', 'geography')"))
+    spatial = [(d[0], types[d[1]]) for d in cursor.description if d[1] in types]
+    notes = []
+    if len(spatial) > 1:
+        notes.append(f"the result has {len(spatial)} geometry columns; the layer uses {spatial[0][0]!r}")
+    previews = [
+        f"GeometryType(q.{_quote(name)}::geometry) || ' (SRID ' || ST_SRID(q.{_quote(name)}::geometry) || ')'"
+        if name in dict(spatial)
+        else f"q.{_quote(name)}"
+        for name in columns
+    ]
+    preview = db.execute(
+        f"SELECT {', '.join(previews)} FROM ({statement}) q LIMIT {int(preview_rows)}",
+        statement=statement,
+    ).fetchall()
+    geometry, extent = None, None
+    bounded = f"FROM ({statement}) q LIMIT {int(row_cap) + 1}"
+    if spatial:
+        name, kind = spatial[0]
+        value = f"q.{_quote(name)}" + ("::geometry" if kind == "geography" else "")
+        declared = _declared_geometry(db, next(d for d in cursor.description if d[0] == name))
+        if declared:
+            # A table column typed geometry(Point, 25832): one SRID and one type by construction.
+            total, box = db.rows(f"SELECT count(*), ST_Extent(g)::box2d::text FROM (SELECT {value} AS g {bounded}) s")[
+                0
+            ]
+            srids, kinds = ([declared[0]], [declared[1]]) if total else ([], [])
+        else:
+            # A computed geometry: one pass of plain aggregates (no DISTINCT sort) finds mixtures.
+            total, low_srid, high_srid, low_type, high_type, box = db.rows(
+                "SELECT count(*), min(ST_SRID(g)), max(ST_SRID(g)), min(GeometryType(g)), max(GeometryType(g)), "
+                f"ST_Extent(g)::box2d::text FROM (SELECT {value} AS g {bounded}) s"
+            )[0]
+            kinds = [k for k in {low_type, high_type} if k]
+            if low_type != high_type:
+                kinds = [
+                    k
+                    for (k,) in db.rows(f"SELECT DISTINCT GeometryType(g) FROM (SELECT {value} AS g {bounded}) s")
+                    if k
+                ]
+            srids = sorted({srid for srid in (low_srid, high_srid) if srid is not None})
+        geometry = _plan_geometry(name, kind, value, srids, kinds)
+        extent = _parse_box(box)
+    else:
+        total = db.rows(f"SELECT count(*) FROM (SELECT 1 {bounded}) s")[0][0]
+    capped = total > row_cap
+    return QueryResult(statement, columns, preview, min(total, row_cap), capped, row_cap, geometry, notes, extent)
+
+
+def _declared_geometry(db: Database, column: Any) -> tuple[int, str] | None:
+    """``(srid, TYPE)`` when the result column is a table column declared with both, else ``None``."""
+    table, attnum = getattr(column, "table_oid", None), getattr(column, "table_column", None)
+    if not table or not attnum:
+        return None
+    found = db.rows(
+        "SELECT postgis_typmod_srid(atttypmod), upper(postgis_typmod_type(atttypmod)) FROM pg_attribute "
+        "WHERE attrelid = %s AND attnum = %s AND atttypmod > 0",
+        [table, attnum],
+    )
+    if not found or not found[0][0] or found[0][1] in (None, "GEOMETRY", "GEOMETRYCOLLECTION", "GEOGRAPHY"):
+        return None
+    srid, kind = found[0]
+    return srid, kind
+
+
+def _parse_box(box: str | None) -> tuple[float, float, float, float] | None:
+    """``BOX(1 2,3 4)`` -> (1, 2, 3, 4)."""
+    if not box:
+        return None
+    numbers = box[box.find("(") + 1 : box.rfind(")")].replace(",", " ").split()
+    xmin, ymin, xmax, ymax = (float(n) for n in numbers)
+    return xmin, ymin, xmax, ymax
+
+
+def _plan_geometry(name: str, kind: str, value: str, srids: list[int], kinds: list[str]) -> GeometryColumn | None:
+    if not srids:
+        return None  # no geometries at all: nothing to map
+    if len(srids) > 1:
+        listed = " and ".join(str(s) for s in sorted(srids))
+        raise ToolError(
+            f"the geometry column {name!r} mixes SRIDs {listed}; a layer needs one: "
+            f"use ST_Transform({name}, {sorted(srids)[-1]}) (or filter on ST_SRID)"
+        )
+    srid = srids[0]
+    if srid == 0:
+        raise ToolError(f"the geometries in {name!r} have no SRID (0); set it with ST_SetSRID({name}, <EPSG code>)")
+    families = {_FAMILIES.get(k.removeprefix("MULTI"), k) for k in kinds}
+    if len(families) > 1:
+        raise ToolError(
+            f"the geometry column {name!r} mixes {', '.join(sorted(kinds))}; a layer holds one kind: "
+            "filter with GeometryType() or split the query"
+        )
+    wkb_type = sorted(kinds)[0] if len(kinds) == 1 else "MULTI" + next(iter(kinds)).removeprefix("MULTI")
+    layer_column, expression = name, value
+    if len(kinds) > 1:  # single and multi parts together: the layer takes the multi type
+        layer_column, expression = f"{name}_multi", f"ST_Multi({value})"
+    elif kind == "geography":
+        layer_column = f"{name}_geom"
+    return GeometryColumn(name, srid, wkb_type, expression, layer_column)
+
+
+def format_result(result: QueryResult) -> str:
+    if result.capped:
+        count = f"more than {result.row_cap:,} rows (capped at {result.row_cap:,}; refine the query)"
+    else:
+        count = f"{result.total:,} row{'s' if result.total != 1 else ''}"
+    head = f"{count}; first {len(result.preview)}:" if result.total > len(result.preview) else f"{count}:"
+    if not result.preview:
+        return f"{count}."
+    table = markdown_table(result.columns, [[_cell(v) for v in row] for row in result.preview])
+    lines = [head, table, *(f"Note: {note}" for note in result.notes)]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, decimal.Decimal):
+        return f"{value:f}".rstrip("0").rstrip(".") if "." in f"{value:f}" else f"{value:f}"
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, (bytes, memoryview)):
+        return "<binary>"
+    return short(value, 50)

@@ -1,0 +1,369 @@
+"""PostGIS tools against the real PostGIS server of the test set-up, through saved QGIS connections."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from qgis.core import QgsApplication, QgsAuthMethodConfig, QgsWkbTypes
+
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.postgis.family import PostgisTools
+from tests.support.model_server import ToolCall, Turn
+from tests.support.net import free_port
+from tests.support.postgis import READER_PASSWORD, connect, saved_connection
+from tests.support.runs import call_in_thread, stop_midway, wait_until
+
+pytestmark = pytest.mark.postgis
+
+
+@pytest.fixture(scope="module")
+def fixtures_in_db():
+    """Objects the tests need beyond the demo town: a function that writes, a table the reader may not read."""
+    with connect() as pg, pg.cursor() as cursor:
+        cursor.execute(
+            """
+            CREATE SCHEMA IF NOT EXISTS geogpt_test;
+            CREATE TABLE IF NOT EXISTS geogpt_test.audit (at timestamptz DEFAULT now(), note text);
+            CREATE OR REPLACE FUNCTION geogpt_test.count_and_log() RETURNS bigint LANGUAGE sql VOLATILE AS
+              $$ INSERT INTO geogpt_test.audit (note) VALUES ('called'); SELECT count(*) FROM geogpt_test.audit $$;
+            CREATE TABLE IF NOT EXISTS geogpt_test.salaries (name text, salary int);
+            REVOKE ALL ON geogpt_test.salaries FROM PUBLIC;
+            GRANT USAGE ON SCHEMA geogpt_test TO geogpt_reader;
+            GRANT SELECT ON public.schools TO geogpt_reader;
+            COMMENT ON TABLE public.schools IS 'Schools of Elvbury';
+            COMMENT ON COLUMN public.schools.pupils IS 'pupils enrolled in 2026';
+            """
+        )
+        pg.commit()
+    yield
+    with connect() as pg, pg.cursor() as cursor:
+        cursor.execute("DROP SCHEMA geogpt_test CASCADE; COMMENT ON TABLE public.schools IS NULL;")
+        pg.commit()
+
+
+@pytest.fixture
+def elvbury(fixtures_in_db):
+    with saved_connection("elvbury") as name:
+        yield name
+
+
+@pytest.fixture
+def pg(tool_ctx, elvbury) -> PostgisTools:
+    return PostgisTools(tool_ctx)
+
+
+def call(tool, *args, **kwargs):
+    return call_in_thread(tool, *args, **kwargs)
+
+
+def sleeping_in_database() -> bool:
+    """Whether a ``pg_sleep(30)`` query is running on the server."""
+    with connect() as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+            "AND query LIKE '%%pg_sleep(30)%%' AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0] > 0
+
+
+def audit_rows() -> int:
+    with connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM geogpt_test.audit")
+        return cursor.fetchone()[0]
+
+
+# -- connections -------------------------------------------------------------------
+def test_saved_connections_are_found_and_can_be_restricted(pg, elvbury):
+    assert pg.unavailable_reason() is None
+    text = call(pg.list_connections)
+    assert "- elvbury: geogpt@127.0.0.1:5432/geogpt_demo" in text
+    assert "password" not in text
+    PlgOptionsManager.set_value("postgis_connections", "another")
+    assert pg.unavailable_reason() == "no saved PostgreSQL connection is enabled"
+    with pytest.raises(ToolError, match="the connection 'elvbury' is not enabled for GeoGPT"):
+        call(pg.list_tables, "elvbury")
+    PlgOptionsManager.set_value("postgis_connections", "elvbury")
+    with pytest.raises(ToolError, match="no connection 'elvbry'; did you mean 'elvbury'"):
+        call(pg.list_tables, "elvbry")
+
+
+def test_a_connection_with_an_authentication_configuration(tool_ctx, fixtures_in_db):
+    manager = QgsApplication.authManager()
+    if not manager.masterPasswordIsSet():
+        assert manager.setMasterPassword("geogpt-test-master", True)
+    config = QgsAuthMethodConfig()
+    config.setName("geogpt test")
+    config.setMethod("Basic")
+    config.setConfig("username", "geogpt")
+    config.setConfig("password", "geogpt")
+    assert manager.storeAuthenticationConfig(config)[0]
+    try:
+        with saved_connection("elvbury-auth", authcfg=config.id()) as name:
+            result = call(PostgisTools(tool_ctx).run_sql, name, "SELECT count(*) AS n FROM schools")
+            assert "| 31 |" in result
+    finally:
+        manager.removeAuthenticationConfig(config.id())
+
+
+# -- catalogue -----------------------------------------------------------------------
+def test_list_tables_shows_geometry_srid_estimates_and_comments(pg, elvbury):
+    text = call(pg.list_tables, elvbury)
+    assert "| public.schools | table | geom (POINT, SRID 25832) | ~31 | Schools of Elvbury |" in text
+    assert "| public.roads | table | geom (LINESTRING, SRID 25832) | ~417 |" in text
+    assert "spatial_ref_sys" not in text
+    assert "geogpt_test.salaries" in text
+    only = call(pg.list_tables, elvbury, "geogpt_test")
+    assert "public." not in only
+    with pytest.raises(ToolError, match="no schema 'publc'; did you mean 'public'"):
+        call(pg.list_tables, elvbury, "publc")
+
+
+def test_describe_table_from_statistics(pg, elvbury):
+    text = call(pg.describe_table, elvbury, ["schools"])
+    assert text.startswith("Table public.schools: ~31 rows — Schools of Elvbury")
+    assert "Primary key: fid" in text
+    assert "- type: character varying: primary 51.6%, secondary 38.7%, special 9.7%" in text
+    assert "- pupils: integer — pupils enrolled in 2026: from 84 to 1188" in text
+    assert "- geom: geometry(Point,25832): POINT, SRID 25832, 2D, extent ~BOX(" in text
+    assert "(Values from the database's statistics.)" in text
+    with pytest.raises(ToolError, match=r"no table or view 'schol'; did you mean 'public\.schools'"):
+        call(pg.describe_table, elvbury, ["schol"])
+
+
+def test_describe_samples_a_table_never_analysed(pg, elvbury):
+    with connect() as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "DROP TABLE IF EXISTS geogpt_test.fresh; CREATE TABLE geogpt_test.fresh AS "
+            "SELECT i AS id, (ARRAY['oak','oak','oak','beech','beech','pine'])[1 + i % 6] AS species "
+            "FROM generate_series(1, 300) i"
+        )
+        conn.commit()
+    text = call(pg.describe_table, elvbury, ["geogpt_test.fresh"])
+    assert "- species: text: oak 50.0%, beech 33.3%, pine 16.7%" in text
+    assert "(Values sampled from up to 10,000 rows.)" in text
+
+
+# -- queries ------------------------------------------------------------------------
+def test_a_query_returns_a_table_and_the_total(pg, elvbury):
+    sql = (
+        "SELECT d.name, count(s.fid) AS schools FROM districts d "
+        "LEFT JOIN schools s ON ST_Contains(d.geom, s.geom) GROUP BY d.name ORDER BY schools DESC, d.name"
+    )
+    text = call(pg.run_sql, elvbury, sql, limit=3)
+    with connect() as conn, conn.cursor() as cursor:
+        cursor.execute(sql)
+        expected = cursor.fetchall()
+    assert text.startswith(f"{len(expected)} rows; first 3:")
+    for name, count in expected[:3]:
+        assert f"| {name} | {count} |" in text
+    assert expected[3][0] not in text
+
+
+def test_a_geometry_result_becomes_a_layer_backed_by_the_query(pg, elvbury, demo_project):
+    text = call(pg.run_sql, elvbury, "SELECT name, pupils, geom FROM schools WHERE type = 'secondary'", "secondary_db")
+    layer = demo_project.mapLayersByName("secondary_db")[0]
+    assert layer.isValid()
+    assert layer.providerType() == "postgres"
+    assert layer.crs().authid() == "EPSG:25832"
+    assert QgsWkbTypes.displayString(layer.wkbType()) == "Point"
+    with connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM schools WHERE type = 'secondary'")
+        expected = cursor.fetchone()[0]
+    assert layer.featureCount() == expected == len(list(layer.getFeatures()))
+    assert f"Added layer 'secondary_db': Point, {expected} features, EPSG:25832" in text
+    assert "SELECT row_number() OVER ()" in layer.source()  # the query is the layer's source
+    assert "| POINT (SRID 25832) |" in text
+
+
+def test_mixed_single_and_multi_parts_become_a_multi_layer(pg, elvbury, demo_project):
+    sql = (
+        "SELECT 'single' AS kind, geom FROM parks WHERE fid = 1 "
+        "UNION ALL SELECT 'multi', ST_Multi(geom) FROM parks WHERE fid = 2"
+    )
+    call(pg.run_sql, elvbury, sql, "mixed_parts")
+    layer = demo_project.mapLayersByName("mixed_parts")[0]
+    assert QgsWkbTypes.displayString(layer.wkbType()) == "MultiPolygon"
+    assert layer.featureCount() == 2
+
+
+def test_non_spatial_results_can_be_added_as_a_table(pg, elvbury, demo_project):
+    call(pg.run_sql, elvbury, "SELECT type, count(*) AS n FROM schools GROUP BY type", "school_types", add_table=True)
+    table = demo_project.mapLayersByName("school_types")[0]
+    assert not table.isSpatial()
+    assert sorted(f["type"] for f in table.getFeatures()) == ["primary", "secondary", "special"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELEC name FROM schools", 'syntax error at or near "SELEC" (position 1)\nSELEC name FROM schools\n^'),
+        (  # "WHER" reads as a table alias: PostgreSQL stumbles on the next word
+            "SELECT name FROM schools WHER type = 'x'",
+            'at or near "type" (position 31)\n'
+            "SELECT name FROM schools WHER type = 'x'\n                              ^",
+        ),
+        ("SELECT * FROM schol", 'relation "schol" does not exist; did you mean public.schools?'),
+        ("SELECT pupil FROM schools", 'column "pupil" does not exist; did you mean schools.pupils?'),
+        ("SELECT 1; SELECT 2", "send one statement at a time (got 2)"),
+        ("DELETE FROM schools", "DELETE statement refused: this statement writes to the database"),
+        ("DROP TABLE schools", "DROP statement refused"),
+        (
+            "WITH gone AS (DELETE FROM schools RETURNING *) SELECT count(*) FROM gone",
+            "writes need the user's approval, which is not available yet; only read-only queries can run "
+            "(PostgreSQL: cannot execute",
+        ),
+        ("SELECT geogpt_test.count_and_log()", "(PostgreSQL: cannot execute INSERT in a read-only transaction)"),
+        (
+            "SELECT ST_SetSRID(ST_MakePoint(10, 56), 4326) AS g "
+            "UNION ALL SELECT ST_SetSRID(ST_MakePoint(560000, 6200000), 25832)",
+            "the geometry column 'g' mixes SRIDs 4326 and 25832; a layer needs one: use ST_Transform(g, 25832)",
+        ),
+    ],
+)
+def test_bad_queries_are_explained_and_change_nothing(pg, elvbury, demo_project, sql, message):
+    before_layers, before_audit = sorted(demo_project.mapLayers()), audit_rows()
+    with pytest.raises(ToolError) as info:
+        call(pg.run_sql, elvbury, sql)
+    assert message in str(info.value)
+    assert sorted(demo_project.mapLayers()) == before_layers
+    assert audit_rows() == before_audit
+    with connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM schools")
+        assert cursor.fetchone()[0] == 31
+
+
+def test_permission_denied(tool_ctx, fixtures_in_db):
+    with saved_connection("reader", user="geogpt_reader", password=READER_PASSWORD) as name:
+        tools = PostgisTools(tool_ctx)
+        assert "| 31 |" in call(tools.run_sql, name, "SELECT count(*) FROM schools")
+        with pytest.raises(
+            ToolError, match="permission denied for table salaries: the database role of 'reader' may not read this"
+        ):
+            call(tools.run_sql, name, "SELECT * FROM geogpt_test.salaries")
+
+
+def test_connection_refused_and_dropped(tool_ctx, fixtures_in_db):
+    refused = r"cannot connect to 'nowhere' \(geogpt@127.0.0.1:\d+/geogpt_demo\):"
+    with saved_connection("nowhere", port=str(free_port())) as name, pytest.raises(ToolError, match=refused):
+        call(PostgisTools(tool_ctx).run_sql, name, "SELECT 1")
+    with saved_connection("elvbury-drop") as name:
+        tools = PostgisTools(tool_ctx)
+        import threading
+
+        def kill_soon() -> None:
+            time.sleep(0.5)
+            with connect() as conn, conn.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = 'GeoGPT for QGIS' AND query LIKE '%pg_sleep%'"
+                )
+
+        threading.Thread(target=kill_soon).start()
+        with pytest.raises(ToolError, match="the connection to 'elvbury-drop' was lost"):
+            call(tools.run_sql, name, "SELECT pg_sleep(5) AS slept")
+
+
+def test_a_huge_result_is_capped_and_the_model_is_told(pg, elvbury, demo_project):
+    PlgOptionsManager.set_value("sql_row_cap", 100_000)
+    sql = (
+        "SELECT i AS id, ST_SetSRID(ST_MakePoint(560000 + i % 1000, 6200000 + i / 1000), 25832) AS geom "
+        "FROM generate_series(1, 10000000) i"
+    )
+    started = time.monotonic()
+    text = call(pg.run_sql, elvbury, sql, "ten_million")
+    assert time.monotonic() - started < 20
+    assert text.startswith("more than 100,000 rows (capped at 100,000; refine the query); first 20:")
+    layer = demo_project.mapLayersByName("ten_million")[0]
+    assert layer.featureCount() == 100_000
+
+
+def test_a_statement_timeout_is_explained(pg, elvbury):
+    PlgOptionsManager.set_value("sql_timeout", 1.0)
+    with pytest.raises(ToolError, match=r"the query ran longer than 1 s \(the statement timeout\) and was stopped"):
+        call(pg.run_sql, elvbury, "SELECT pg_sleep(3)")
+
+
+def test_stop_cancels_the_query_in_the_database(pg, elvbury):
+    ended, seconds = stop_midway(pg.run_sql, elvbury, "SELECT pg_sleep(30) AS slept", after=0.5)
+    assert ended == "cancelled"
+    assert seconds < 1.0
+    time.sleep(0.3)
+    assert not sleeping_in_database()  # the server stopped it, not just the client
+
+
+# -- through the agent -----------------------------------------------------------------
+@pytest.fixture
+def worker(tool_ctx, tmp_path):
+    from geogpt_qgis.agent.worker import AgentWorker
+
+    created = AgentWorker(tool_ctx, store_path=tmp_path / "store.sqlite")
+    yield created
+    created.shutdown()
+
+
+def test_which_district_has_the_most_schools(model_server, worker, elvbury):
+    from geogpt_qgis.agent.config import ModelConfig
+    from tests.support.runs import RunRecorder
+
+    sql = (
+        "SELECT d.name, count(s.fid) AS schools FROM districts d JOIN schools s ON ST_Contains(d.geom, s.geom) "
+        "GROUP BY d.name ORDER BY schools DESC LIMIT 3"
+    )
+    with connect() as conn, conn.cursor() as cursor:
+        cursor.execute(sql)
+        top = cursor.fetchall()
+    answer = f"**{top[0][0]}** has the most schools: {top[0][1]}, ahead of {top[1][0]} ({top[1][1]})."
+    model_server.script(
+        [
+            Turn(tool_calls=[ToolCall("list_connections")]),
+            Turn(
+                tool_calls=[ToolCall("describe_table", {"connection": "elvbury", "tables": ["districts", "schools"]})]
+            ),
+            Turn(tool_calls=[ToolCall("run_sql", {"connection": "elvbury", "sql": sql})]),
+            Turn(text=answer),
+        ]
+    )
+    recorder = RunRecorder(worker)
+    run = worker.submit(
+        "Which district has the most schools?", ModelConfig(model="qwen3:8b", base_url=model_server.url, timeout=30)
+    )
+    finished = recorder.wait(run, 60)
+    assert finished.status == "finished", finished.error
+    results = recorder.tool_results(run)
+    assert [r.name for r in results] == ["list_connections", "describe_table", "run_sql"]
+    assert all(r.ok for r in results)
+    for name, count in top:
+        assert f"| {name} | {count} |" in results[-1].result
+    assert recorder.text(run) == answer
+    tools_sent = [t["function"]["name"] for t in model_server.chat_requests()[0].body["tools"]]
+    assert {"list_connections", "list_tables", "describe_table", "run_sql"} <= set(tools_sent)
+
+
+def test_stop_in_the_dock_cancels_a_running_query(qgis_iface, demo_project, tmp_path, model_server, elvbury):
+    from geogpt_qgis.gui.dock import ChatDock
+
+    PlgOptionsManager.set_value("ollama_url", model_server.url)
+    PlgOptionsManager.set_value("ollama_model", "qwen3:8b")
+    model_server.script(
+        [
+            Turn(tool_calls=[ToolCall("run_sql", {"connection": "elvbury", "sql": "SELECT pg_sleep(30) AS slept"})]),
+            Turn(text="x"),
+        ]
+    )
+    dock = ChatDock(qgis_iface, demo_project, store_path=tmp_path / "store.sqlite")
+    dock.show()
+    panel = dock.panel
+    statuses: list[str] = []
+    panel.run_finished.connect(statuses.append)
+    panel.send("sleep in the database")
+
+    wait_until(sleeping_in_database, 15)
+    pressed = time.monotonic()
+    panel.stop()
+    wait_until(lambda: statuses == ["cancelled"], 5)
+    assert time.monotonic() - pressed < 1.0
+    wait_until(lambda: not sleeping_in_database(), 3)
+    dock.shutdown()
+    dock.deleteLater()
