@@ -4,7 +4,10 @@ The same agent, worker and tools as the dock, without a window: the answer
 streams to stdout, tool steps and notices to stderr, and the project is saved
 with any result layers when ``--save`` is given.  The exit status is 0 when
 the run finished, 1 when it failed (the reason is printed), 2 for bad
-arguments or an unreadable project, 130 when interrupted.
+arguments or an unreadable project, 130 when interrupted.  No one is there
+to approve a risky step (code, data changes, file writes), so ``--approval``
+decides them all: ``never`` (the default) refuses them and the model is told
+why; ``trust`` lets them run.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from geogpt_qgis.core.approval import POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.core.events import Notice, ReasoningDelta, RunFinished, TextDelta, ToolFinished, ToolStarted
 from geogpt_qgis.core.text import format_arguments
 from geogpt_qgis.toolbelt.preferences import PROVIDERS
@@ -42,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-steps", type=int, help="most model calls for this question")
     ask.add_argument("--timeout", type=float, help="seconds to wait for the model server")
     ask.add_argument("--context-limit", type=int, help="most tokens of context to use (num_ctx cap)")
+    ask.add_argument(
+        "--approval",
+        choices=(POLICY_NEVER, POLICY_TRUST),
+        default=POLICY_NEVER,
+        help="steps that change data or run code: never run them (default), or trust this question with them",
+    )
     ask.add_argument("--quiet", action="store_true", help="do not print tool steps")
     return parser
 
@@ -146,7 +156,8 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
             loop.quit()
 
     worker.event.connect(on_event)
-    run_id = worker.submit(args.question, config)
+    # No one can answer an approval card here: the policy decides every gated step.
+    run_id = worker.submit(args.question, config, args.approval)
     interrupted = []
 
     def interrupt(*_args: object) -> None:

@@ -1,14 +1,17 @@
-"""The agent graph: the model calls tools until it answers, within a step cap.
+"""The agent graph: the model calls tools until it answers, within a step cap, and asks before risky steps.
 
 ```
-START -> model --tool calls--> tools --> model ... --answer--> END
+START -> model --tool calls--> approve --> tools --> model ... --answer--> END
            \\--step cap reached--> step_cap --> END
 ```
 
 The model node sends the system prompt plus the history that fits the
-context; the tools node runs each call through the ``Toolkit`` (which turns
-every mistake into a message the model can act on) and reports each step to
-the stream as ``ToolStarted``/``ToolFinished`` events.
+context.  The approve node looks at each tool call: a gated call (code, a SQL
+write, deleting a layer or features, writing a file) pauses the run with a
+LangGraph ``interrupt`` until the user decides, unless the conversation's
+policy decides (trust: approve; never: refuse).  The tools node runs each call
+through the ``Toolkit`` (which turns every mistake into a message the model
+can act on), and never runs a gated call without a recorded approval.
 """
 
 from __future__ import annotations
@@ -23,8 +26,20 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.types import interrupt
 
 from geogpt_qgis.agent.memory import estimate_tokens, fit_history
+from geogpt_qgis.core.approval import (
+    APPROVE,
+    POLICY_ASK,
+    POLICY_NEVER,
+    POLICY_TRUST,
+    REJECT,
+    ApprovalRequest,
+    Decision,
+    automatic_notice,
+    rejection_message,
+)
 from geogpt_qgis.core.events import ModelCallFinished, Notice, ToolFinished, ToolProgress, ToolStarted
 from geogpt_qgis.core.progress import current_progress
 
@@ -38,11 +53,31 @@ if TYPE_CHECKING:
 ANSWER_RESERVE_TOKENS = 1024
 
 
-class AgentState(TypedDict):
-    """The conversation, plus the model calls made for the current user message."""
+# Written by the model node: the decisions and reviews of earlier replies no longer apply.
+FORGET: dict[str, Any] = {"__forget__": True}
+
+
+def _merge(old: dict | None, new: dict | None) -> dict:
+    """Reducer for per-reply bookkeeping: add entries, or start over on ``FORGET``.
+
+    Starting over on each model reply matters for safety: a later call that
+    reuses an earlier call's id must be reviewed again, never inherit its approval.
+    """
+    if new and new.get("__forget__"):
+        return {}
+    return {**(old or {}), **(new or {})}
+
+
+class AgentState(TypedDict, total=False):
+    """The conversation, the model calls made for the current user message, and the user's decisions."""
 
     messages: Annotated[list[AnyMessage], add_messages]
     model_calls: int
+    approval_policy: str
+    # tool call id -> Decision as a dict; written only from the user's resume values or the policy
+    decisions: Annotated[dict[str, dict[str, Any]], _merge]
+    # tool call id -> the ApprovalRequest the approve node found for it (None: the call is harmless)
+    reviews: Annotated[dict[str, dict[str, Any] | None], _merge]
 
 
 def step_cap_message(max_steps: int) -> str:
@@ -53,7 +88,7 @@ def step_cap_message(max_steps: int) -> str:
 
 
 def build_graph(
-    model: BaseChatModel,
+    model: BaseChatModel | None,
     toolkit: Toolkit,
     system_prompt: Callable[[int], str],
     *,
@@ -61,11 +96,18 @@ def build_graph(
     context_tokens: int,
     checkpointer: BaseCheckpointSaver | None = None,
 ) -> Any:
-    """Compile the graph; ``system_prompt(omitted)`` builds the prompt for each call."""
-    bound = model.bind_tools(toolkit.tools)
+    """Compile the graph; ``system_prompt(omitted)`` builds the prompt for each call.
+
+    ``model`` may be ``None`` to inspect a conversation's stored state only.
+    """
+    bound: list[Any] = []  # the model with the tools bound, made on first use
     schema_tokens = estimate_tokens(str([t.args_schema.model_json_schema() for t in toolkit.tools]))  # type: ignore[union-attr]
 
     async def call_model(state: AgentState) -> dict[str, Any]:
+        if model is None:
+            raise RuntimeError("this graph was built without a model")
+        if not bound:
+            bound.append(model.bind_tools(toolkit.tools))
         writer = get_stream_writer()
         calls = state.get("model_calls", 0) + 1
         base_prompt = system_prompt(0)
@@ -74,7 +116,7 @@ def build_graph(
         prompt = [SystemMessage(system_prompt(omitted) if omitted else base_prompt), *history]
         started = time.perf_counter()
         try:
-            reply = await bound.ainvoke(prompt)
+            reply = await bound[0].ainvoke(prompt)
         except Exception as exc:
             problem = unparsable_tool_call(exc)
             if problem is None:
@@ -82,14 +124,60 @@ def build_graph(
             # The model wrote a tool call that Ollama could not parse: tell it, let it retry.
             writer(Notice("The model sent a tool call that could not be parsed; asking it to retry.", "warning"))
             note = f"Your last tool call could not be parsed: {problem} Call the tool again with a valid JSON object."
-            return {"messages": [AIMessage(content=""), HumanMessage(content=note)], "model_calls": calls}
+            return {
+                "messages": [AIMessage(content=""), HumanMessage(content=note)],
+                "model_calls": calls,
+                "decisions": FORGET,
+                "reviews": FORGET,
+            }
         usage = getattr(reply, "usage_metadata", None) or {}
         writer(
             ModelCallFinished(
                 int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), time.perf_counter() - started
             )
         )
-        return {"messages": [reply], "model_calls": calls}
+        return {"messages": [reply], "model_calls": calls, "decisions": FORGET, "reviews": FORGET}
+
+    async def approve(state: AgentState) -> dict[str, Any]:
+        """Ask the user (or apply the policy) for every gated call of the last model reply.
+
+        LangGraph re-runs this node from the top when the run resumes; earlier
+        interrupts then return the decisions already given, in order.  Once the
+        user rejects a step, the rest of the reply's risky steps are refused
+        without asking (a reply that tries ten deletions costs one click).
+        """
+        last = state["messages"][-1]
+        policy = state.get("approval_policy", POLICY_ASK)
+        decisions: dict[str, dict[str, Any]] = {}
+        reviews: dict[str, dict[str, Any] | None] = {}
+        refused: Decision | None = None
+        for index, call in enumerate(last.tool_calls if isinstance(last, AIMessage) else []):
+            call_id = tool_call_id(call, index)
+            request = await toolkit.approval_request(call_id, call["name"], call["args"])
+            reviews[call_id] = request.to_dict() if request is not None else None
+            if request is None:
+                continue
+            if refused is not None:
+                why = f" ({refused.reason})" if refused.reason else ""
+                decision = Decision(REJECT, reason=f"the user rejected an earlier step of this reply{why}")
+            elif policy == POLICY_NEVER:
+                decision = Decision(REJECT, automatic=POLICY_NEVER)
+            elif policy == POLICY_TRUST:
+                decision = Decision(APPROVE, automatic=POLICY_TRUST)
+            else:
+                decision = Decision.from_value(interrupt(request.to_dict()))
+                if decision.call_id and decision.call_id != call_id:
+                    # The steps changed while the run waited (say, a layer went away): never reuse an answer.
+                    decision = Decision(REJECT, reason="the steps changed while waiting for approval; ask again")
+                if decision.trust:
+                    policy = POLICY_TRUST
+                if not decision.approved:
+                    refused = decision
+            decisions[call_id] = decision.to_dict()
+        update: dict[str, Any] = {"decisions": decisions, "reviews": reviews}
+        if policy != state.get("approval_policy", POLICY_ASK):
+            update["approval_policy"] = policy
+        return update
 
     async def run_tools(state: AgentState) -> dict[str, Any]:
         writer = get_stream_writer()
@@ -97,11 +185,35 @@ def build_graph(
         last = state["messages"][-1]
         if not isinstance(last, AIMessage):  # routing only sends AI messages with tool calls here
             return {"messages": []}
+        decisions = state.get("decisions") or {}
+        reviews = state.get("reviews") or {}
         results: list[ToolMessage] = []
-        for call in last.tool_calls:
-            call_id = call["id"] or f"call_{len(results)}"
-            writer(ToolStarted(call_id, call["name"], dict(call["args"] or {})))
+        for index, call in enumerate(last.tool_calls):
+            call_id = tool_call_id(call, index)
+            args = dict(call["args"] or {})
+            writer(ToolStarted(call_id, call["name"], args))
             started = time.perf_counter()
+            if call_id in reviews:  # the approve node looked at this call (it always does, on the graph's edges)
+                review = reviews[call_id]
+                request = ApprovalRequest.from_dict(review) if review is not None else None
+            else:
+                request = await toolkit.approval_request(call_id, call["name"], args)
+            decision = Decision.from_value(decisions[call_id]) if call_id in decisions else None
+            if request is not None and decision is not None and decision.automatic:
+                writer(Notice(automatic_notice(decision, request), "warning" if not decision.approved else "info"))
+            if request is not None and (decision is None or not decision.approved):
+                # The gate: a gated call never runs without the user's approval.
+                text = rejection_message(decision or Decision(REJECT, reason="it was never approved"), request)
+                writer(ToolFinished(call_id, call["name"], False, text, time.perf_counter() - started))
+                results.append(_tool_message(text, call_id, call["name"], False))
+                continue
+            edited_note = ""
+            if request is not None and decision and decision.edited is not None and request.editable:
+                args[request.editable] = decision.edited
+                edited_note = (
+                    f"Note: the user edited the {request.editable} before approving; this version ran:\n"
+                    f"{decision.edited}\n\n"
+                )
 
             def progress(percent: float, message: str, call_id: str = call_id, name: str = call["name"]) -> None:
                 # Called from the tool's thread: hand the event to the graph's loop.
@@ -109,11 +221,12 @@ def build_graph(
 
             token = current_progress.set(progress)
             try:
-                outcome = await toolkit.run(call["name"], call["args"])
+                outcome = await toolkit.run(call["name"], args, decision if request is not None else None)
             finally:
                 current_progress.reset(token)
-            writer(ToolFinished(call_id, call["name"], outcome.ok, outcome.text, time.perf_counter() - started))
-            results.append(_tool_message(outcome.text, call_id, call["name"], outcome.ok))
+            text = edited_note + outcome.text
+            writer(ToolFinished(call_id, call["name"], outcome.ok, text, time.perf_counter() - started))
+            results.append(_tool_message(text, call_id, call["name"], outcome.ok))
         for bad in last.invalid_tool_calls:
             call_id = bad.get("id") or f"call_{len(results)}"
             name = bad.get("name") or "unknown"
@@ -145,17 +258,28 @@ def build_graph(
             return END
         if state.get("model_calls", 0) >= max_steps:
             return "step_cap"
-        return "tools" if wants_tools else "model"
+        return "approve" if wants_tools else "model"
 
     graph = StateGraph(AgentState)
     graph.add_node("model", call_model)
+    graph.add_node("approve", approve)
     graph.add_node("tools", run_tools)
     graph.add_node("step_cap", stop_at_cap)
     graph.add_edge(START, "model")
-    graph.add_conditional_edges("model", after_model, ["tools", "model", "step_cap", END])
+    graph.add_conditional_edges("model", after_model, ["approve", "model", "step_cap", END])
+    graph.add_edge("approve", "tools")
     graph.add_edge("tools", "model")
     graph.add_edge("step_cap", END)
     return graph.compile(checkpointer=checkpointer)
+
+
+def pending_request(state: Any) -> ApprovalRequest | None:
+    """The approval a conversation is waiting for (from ``graph.aget_state``), if any."""
+    for interrupt_ in getattr(state, "interrupts", ()) or ():
+        value = getattr(interrupt_, "value", None)
+        if isinstance(value, dict) and "action" in value:
+            return ApprovalRequest.from_dict(value)
+    return None
 
 
 def unparsable_tool_call(exc: BaseException) -> str | None:
@@ -170,6 +294,11 @@ def unparsable_tool_call(exc: BaseException) -> str | None:
     if "error parsing tool call" in text:
         return text[:300]
     return None
+
+
+def tool_call_id(call: Any, index: int) -> str:
+    """The id of a tool call (made up from its position when the server sent none)."""
+    return call.get("id") or f"call_{index}"
 
 
 def _tool_message(text: str, call_id: str, name: str, ok: bool) -> ToolMessage:

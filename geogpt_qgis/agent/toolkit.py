@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.tools import StructuredTool
 from pydantic import ValidationError
 
+from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_decision
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
 from geogpt_qgis.core.text import truncate
@@ -95,14 +96,44 @@ class Toolkit:
             return _error(f"invalid arguments for {name}: {_describe_validation(exc)}.")
         return {key: getattr(validated, key) for key in params}
 
-    async def run(self, name: str, args: Any) -> ToolOutcome:
-        """Run one call on a worker thread; ``RunCancelled`` propagates, everything else is reported."""
+    async def approval_request(self, call_id: str, name: str, args: Any) -> ApprovalRequest | None:
+        """What a call would do, if its tool is gated and this call needs the user's approval.
+
+        Calls with invalid arguments, or whose preview finds a mistake, need no
+        approval: running them only returns the error to the model.
+        """
+        tool = self._tools.get(name)
+        function = tool.func if tool is not None else None
+        preview_name = getattr(function, "approval_preview", None)
+        if preview_name is None:
+            return None
+        checked = self.check_arguments(name, args)
+        if isinstance(checked, ToolOutcome):
+            return None
+        preview = getattr(function.__self__, preview_name)  # type: ignore[union-attr]
+        try:
+            request = await asyncio.to_thread(preview, **checked)
+        except (RunCancelled, asyncio.CancelledError):
+            raise
+        except ToolError:
+            return None
+        if request is not None:
+            request.tool, request.call_id, request.args = name, call_id, dict(checked)
+        return request
+
+    async def run(self, name: str, args: Any, decision: Decision | None = None) -> ToolOutcome:
+        """Run one call on a worker thread; ``RunCancelled`` propagates, everything else is reported.
+
+        ``decision`` is the user's answer for a gated call; the tool can see it
+        (``approval_granted``) and refuses to act without it.
+        """
         checked = self.check_arguments(name, args)
         if isinstance(checked, ToolOutcome):
             return checked
         function = self._tools[name].func
         if function is None:
             return _error(f"{name} cannot be run")
+        token = current_decision.set(decision)
         try:
             text = await asyncio.to_thread(function, **checked)
         except (RunCancelled, asyncio.CancelledError):
@@ -112,6 +143,8 @@ class Toolkit:
         except Exception as exc:
             log.exception("tool %s failed", name)
             return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+        finally:
+            current_decision.reset(token)
         return ToolOutcome(True, truncate(str(text)))
 
 

@@ -15,12 +15,15 @@ import gc
 import itertools
 import logging
 import threading
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qgis.PyQt.QtCore import QThread, pyqtSignal
 
+from geogpt_qgis.core.approval import POLICY_ASK
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.core.events import Event, RunFinished
 from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA
@@ -53,7 +56,9 @@ class AgentWorker(QThread):
         self._session: AgentSession | None = None
         self._checkpointer: Any = None
         self._closer: Any = None
-        self._thread_id: str | None = None
+        self._thread_id = uuid.uuid4().hex  # known at once, so the dock can remember it before the first run
+        # One session operation at a time (a run, a drop, a look at a pending approval), in the order asked.
+        self._session_lock = asyncio.Lock()
         # This QObject lives on the main thread: events posted from the worker are queued to it.
         self._posted.connect(self._deliver)
 
@@ -83,7 +88,7 @@ class AgentWorker(QThread):
 
     # -- API for the main thread ---------------------------------------------
     @property
-    def thread_id(self) -> str | None:
+    def thread_id(self) -> str:
         """The conversation the next message goes to."""
         return self._session.thread_id if self._session else self._thread_id
 
@@ -91,23 +96,58 @@ class AgentWorker(QThread):
         """Cancel any run and start a new conversation thread."""
         self.cancel_all()
         if self._session is not None:
-            self._session.new_conversation()
+            self._thread_id = self._session.new_conversation()
         else:
-            import uuid
-
             self._thread_id = uuid.uuid4().hex
 
-    def submit(self, text: str, config: ModelConfig) -> int:
+    def submit(self, text: str, config: ModelConfig, policy: str = POLICY_ASK) -> int:
         """Start a run for ``text``; returns its id.  Events arrive on ``event``."""
+        return self._start(lambda session, cfg: session.run(text, cfg, policy), config)
+
+    def resume(self, decision: dict[str, Any], config: ModelConfig) -> int:
+        """Continue the conversation's paused run with the user's decision; returns the new run's id."""
+        return self._start(lambda session, cfg: session.resume(decision, cfg), config)
+
+    def _start(self, events: Callable[[AgentSession, ModelConfig], AsyncIterator[Event]], config: ModelConfig) -> int:
         self.ensure_started()
         if self._loop is None:
             raise RuntimeError("the agent thread did not start")
         run_id = next(self._ids)
         token = CancelToken()
-        future = asyncio.run_coroutine_threadsafe(self._drive(run_id, text, config, token), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._drive(run_id, events, config, token), self._loop)
         self._runs[run_id] = (future, token)
         future.add_done_callback(lambda f, rid=run_id: self._on_run_done(rid, f))
         return run_id
+
+    def pending_approval(self, thread_id: str | None = None) -> Future:
+        """A future for the approval a conversation (default: the current one) waits for, or None."""
+        thread_id = thread_id or self.thread_id
+        return self._call(lambda session: session.pending(thread_id))
+
+    def drop_pending(self) -> Future:
+        """A future that completes (True if there was one) once the current conversation's waiting step is given up.
+
+        The conversation is fixed now: starting a new one right after cannot redirect the drop.
+        """
+        thread_id = self.thread_id
+        return self._call(lambda session: session.drop_pending(thread_id))
+
+    def set_thread(self, thread_id: str) -> None:
+        """Continue the conversation ``thread_id`` (e.g. the last one, after a restart)."""
+        if self._session is not None:
+            self._session.thread_id = thread_id
+        self._thread_id = thread_id
+
+    def _call(self, work: Callable[[AgentSession], Awaitable[Any]]) -> Future:
+        self.ensure_started()
+        if self._loop is None:
+            raise RuntimeError("the agent thread did not start")
+
+        async def call() -> Any:
+            async with self._session_lock:
+                return await work(await self._session_for_run())
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop)
 
     def _on_run_done(self, run_id: int, future: Future) -> None:
         """Guarantee every run ends with exactly one ``RunFinished`` (even if cancelled before it began)."""
@@ -169,16 +209,23 @@ class AgentWorker(QThread):
             self._session = AgentSession(self.ctx, self._checkpointer, self._thread_id)
         return self._session
 
-    async def _drive(self, run_id: int, text: str, config: ModelConfig, token: CancelToken) -> None:
+    async def _drive(
+        self,
+        run_id: int,
+        events: Callable[[AgentSession, ModelConfig], AsyncIterator[Event]],
+        config: ModelConfig,
+        token: CancelToken,
+    ) -> None:
         emit = self._emit
         try:
             # Everything this run starts (graph tasks, tool threads) inherits this token.
             current_cancel_token.set(token)
-            session = await self._session_for_run()
-            if config.provider != PROVIDER_OLLAMA and config.api_key is None:
-                config = config.with_key(await asyncio.to_thread(_lookup_key, config.base_url))
-            async for event in session.run(text, config):
-                emit(run_id, event)
+            async with self._session_lock:
+                session = await self._session_for_run()
+                if config.provider != PROVIDER_OLLAMA and config.api_key is None:
+                    config = config.with_key(await asyncio.to_thread(_lookup_key, config.base_url))
+                async for event in events(session, config):
+                    emit(run_id, event)
         except (asyncio.CancelledError, RunCancelled):
             emit(run_id, RunFinished("cancelled"))
         except Exception as exc:

@@ -72,3 +72,6 @@ class CancelToken:
 # of the next run.
 _NEVER_CANCELLED = CancelToken()
 current_cancel_token: ContextVar[CancelToken] = ContextVar("geogpt_cancel_token", default=_NEVER_CANCELLED)
+
+# The conversation (LangGraph thread) the running code belongs to; tools keep per-conversation state by it.
+current_conversation: ContextVar[str] = ContextVar("geogpt_conversation", default="")

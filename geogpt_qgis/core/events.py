@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-RunStatus = Literal["finished", "failed", "cancelled"]
+RunStatus = Literal["finished", "failed", "cancelled", "paused"]
 
 
 @dataclass(frozen=True)
@@ -74,13 +74,28 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class ApprovalRequested:
+    """The run paused: a step needs the user's approval (an ``ApprovalRequest`` as a dict)."""
+
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class RunFinished:
-    """The run is over; ``error`` says why when it failed."""
+    """The run is over (or ``paused`` until the user approves a step); ``error`` says why when it failed."""
 
     status: RunStatus
     error: str | None = None
 
 
 Event = (
-    TextDelta | ReasoningDelta | ToolStarted | ToolProgress | ToolFinished | ModelCallFinished | Notice | RunFinished
+    TextDelta
+    | ReasoningDelta
+    | ToolStarted
+    | ToolProgress
+    | ToolFinished
+    | ModelCallFinished
+    | Notice
+    | ApprovalRequested
+    | RunFinished
 )

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 from qgis.core import QgsProject
 from qgis.PyQt.QtCore import QEvent, QObject, Qt, QTimer, pyqtSignal
 from qgis.PyQt.QtGui import QKeyEvent
-from qgis.PyQt.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from qgis.PyQt.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.core.events import (
+    ApprovalRequested,
     ModelCallFinished,
     Notice,
     ReasoningDelta,
@@ -28,9 +30,11 @@ from geogpt_qgis.core.events import (
     ToolProgress,
     ToolStarted,
 )
+from geogpt_qgis.gui.approval_card import ApprovalCard
 from geogpt_qgis.gui.chat_view import ChatView
 from geogpt_qgis.gui.model_bar import ModelBar
 from geogpt_qgis.toolbelt.i18n import tr
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext
 from geogpt_qgis.tools.bridge import MainThreadBridge
 
@@ -88,6 +92,8 @@ class ChatPanel(QWidget):
     """Model picker, transcript, input and buttons, and the agent worker behind them."""
 
     run_finished = pyqtSignal(str)  # status, for tests and scripts
+    approval_shown = pyqtSignal(object)  # the ApprovalCard, for tests and scripts
+    _pending_found = pyqtSignal(object)  # (thread id, ApprovalRequest or None) from the store, from the agent thread
 
     def __init__(
         self,
@@ -110,8 +116,14 @@ class ChatPanel(QWidget):
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush_text)
         self.render_seconds = 0.0  # main-thread time spent on run events (benchmarked)
+        self.awaiting: ApprovalCard | None = None  # the approval the conversation waits for
         self._build_ui()
         self.project.cleared.connect(self._project_cleared)
+        self._pending_found.connect(self._show_restored_approval)
+        last = PlgOptionsManager.get_plg_settings().last_thread_id
+        if last and not missing_packages():
+            # A step of the last session may still wait for approval (it is in the store): look, off this thread.
+            QTimer.singleShot(0, lambda: self._look_for_pending(last))
 
     # -- layout --------------------------------------------------------------
     def _build_ui(self) -> None:
@@ -129,9 +141,24 @@ class ChatPanel(QWidget):
         self.new_button.clicked.connect(self.new_conversation)
         self.status = QLabel(self)
         self.status.setObjectName("geogptStatus")
+        self.policy = QComboBox(self)
+        self.policy.setObjectName("geogptPolicy")
+        self.policy.setToolTip(tr("Before running code, changing data or writing files"))
+        for key, label in (
+            (POLICY_ASK, tr("Ask before changes")),
+            (POLICY_TRUST, tr("Trust this conversation")),
+            (POLICY_NEVER, tr("Never allow changes")),
+        ):
+            self.policy.addItem(label, key)
+        saved = PlgOptionsManager.get_plg_settings().approval_policy
+        self.policy.setCurrentIndex(max(0, self.policy.findData(saved)))
+        self.policy.currentIndexChanged.connect(
+            lambda: PlgOptionsManager.set_value("approval_policy", self.policy.currentData())
+        )
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.policy)
         buttons.addWidget(self.new_button)
         buttons.addWidget(self.send_button)
         layout = QVBoxLayout(self)
@@ -172,13 +199,13 @@ class ChatPanel(QWidget):
 
     def send_current(self) -> None:
         text = self.input.toPlainText().strip()
-        if text and not self.busy:
+        if text and not self.busy and self.awaiting is None:
             self.input.clear()
             self.send(text)
 
     def send(self, text: str) -> int | None:
         """Send ``text`` to the agent; returns the run id (``None`` if it could not start)."""
-        if self.busy:
+        if self.busy or self.awaiting is not None:
             return None
         self.chat.add_user_message(text)
         missing = missing_packages()
@@ -187,9 +214,57 @@ class ChatPanel(QWidget):
             return None
         config = self.model_bar.current_config()
         worker = self._ensure_worker()
-        self.run_id = worker.submit(text, config)
+        self.run_id = worker.submit(text, config, self.policy.currentData())
+        PlgOptionsManager.set_value("last_thread_id", worker.thread_id)
         self._set_busy(True, tr("Thinking… ({m})").format(m=config.model or tr("no model")))
         return self.run_id
+
+    # -- approvals -----------------------------------------------------------
+    def _show_approval(self, request: dict) -> ApprovalCard:
+        card = self.chat.add_approval_card(request)
+        card.decided.connect(self._decide)
+        card.dropped.connect(self.drop_pending)
+        self.awaiting = card
+        self.approval_shown.emit(card)
+        return card
+
+    def _decide(self, decision: dict) -> None:
+        """The user answered the card: the paused run goes on with the decision."""
+        if self.worker is None or self.busy:
+            return
+        self.awaiting = None
+        if decision.get("trust"):
+            self.policy.setCurrentIndex(self.policy.findData(POLICY_TRUST))
+        config = self.model_bar.current_config()
+        self.run_id = self.worker.resume(decision, config)
+        approved = decision.get("action") == APPROVE
+        self._set_busy(True, tr("Approved; continuing…") if approved else tr("Rejected; telling the assistant…"))
+
+    def drop_pending(self) -> None:
+        """Give up the step waiting for approval; the conversation can go on with a new message."""
+        if self.worker is not None:
+            self.worker.drop_pending()
+        if self.awaiting is not None and self.awaiting.pending:
+            self.awaiting.close_with(tr("Dropped"))
+        self.awaiting = None
+        self._set_busy(False, tr("Dropped the step."))
+
+    def _look_for_pending(self, thread_id: str) -> None:
+        """Ask the store (on the agent's thread) whether the last conversation waits for an approval."""
+        future = self._ensure_worker().pending_approval(thread_id)
+        future.add_done_callback(lambda f: self._pending_found.emit(None if f.exception() else (thread_id, f.result())))
+
+    def _show_restored_approval(self, found: object) -> None:
+        """Main thread: continue that conversation and show its card (unless the user has moved on)."""
+        if not found or self.worker is None or self.awaiting is not None or self.busy:
+            return
+        thread_id, request = found  # type: ignore[misc]
+        if request is None or self.chat.items():
+            return
+        self.worker.set_thread(thread_id)
+        self.chat.add_notice(tr("A step from your last session is waiting for your approval."), "warning")
+        self._show_approval(request.to_dict())
+        self.status.setText(tr("Waiting for your approval."))
 
     def stop(self) -> None:
         """Stop the current run now."""
@@ -198,6 +273,10 @@ class ChatPanel(QWidget):
 
     def new_conversation(self) -> None:
         self.stop()
+        if self.awaiting is not None:
+            self.drop_pending()
+        if self.policy.currentData() == POLICY_TRUST:  # trust was for the old conversation only
+            self.policy.setCurrentIndex(self.policy.findData(POLICY_ASK))
         if self.worker is not None:
             self.worker.new_conversation()
         self._pending_text.clear()
@@ -239,10 +318,17 @@ class ChatPanel(QWidget):
             self.chat.add_notice(event.text, event.level)
         elif isinstance(event, ModelCallFinished):
             pass
+        elif isinstance(event, ApprovalRequested):
+            self._show_approval(event.request)
         elif isinstance(event, RunFinished):
             self.chat.end_turn(event.status, event.error)
             self.run_id = None
-            labels = {"finished": tr("Done."), "cancelled": tr("Stopped."), "failed": tr("Failed.")}
+            labels = {
+                "finished": tr("Done."),
+                "cancelled": tr("Stopped."),
+                "failed": tr("Failed."),
+                "paused": tr("Waiting for your approval."),
+            }
             self._set_busy(False, labels[event.status])
             self.run_finished.emit(event.status)
 

@@ -15,6 +15,7 @@ from qgis.PyQt.QtGui import QTextCursor
 from qgis.PyQt.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from geogpt_qgis.core.events import RunStatus
+from geogpt_qgis.gui.approval_card import ApprovalCard
 from geogpt_qgis.gui.auto_height import AutoHeightTextBrowser
 from geogpt_qgis.gui.collapsible import CollapsibleSection
 from geogpt_qgis.gui.markdown_view import MarkdownView
@@ -116,6 +117,12 @@ class ChatView(QScrollArea):
         if step is not None:
             step.finish(ok, result, seconds)
 
+    def add_approval_card(self, request: dict[str, Any]) -> ApprovalCard:
+        self._end_stream()
+        card = ApprovalCard(request)
+        self._add(card)
+        return card
+
     def add_notice(self, text: str, level: str = "info") -> QLabel:
         self._end_stream()
         label = QLabel(text)
@@ -132,6 +139,9 @@ class ChatView(QScrollArea):
         for step in self._steps.values():
             step.mark_stopped()
         self._steps.clear()
+        if status == "paused":
+            self._current = None
+            return
         if status == "cancelled":
             self.add_notice(tr("Stopped."), "warning")
         elif status == "failed":

@@ -41,3 +41,10 @@ def profile_data_dir() -> Path:
     folder = Path(QgsApplication.qgisSettingsDirPath()) / PLUGIN_ID
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def temp_dir() -> Path:
+    """The plugin's temporary folder (in the profile): files written here need no approval."""
+    folder = profile_data_dir() / "tmp"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -37,6 +37,10 @@ class PlgSettings:
     postgis_connections: str = "*"
     sql_timeout: float = 30.0
     sql_row_cap: int = 1_000_000
+    # Before code, SQL writes, deletions and file writes: "ask", "trust" (this conversation) or "never".
+    approval_policy: str = "ask"
+    code_timeout: float = 30.0
+    last_thread_id: str = ""
 
     @property
     def base_url(self) -> str:

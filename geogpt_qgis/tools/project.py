@@ -181,7 +181,7 @@ class ProjectTools(ToolFamily):
                 raise ToolError(did_you_mean(name, names, f"field in {vector.name()!r}"))
         columns = list(fields) or names
         if expression.strip():
-            request = self._filter_request(vector, expression)  # keeps geometry if the filter needs it
+            request = filter_request(vector, expression)  # keeps geometry if the filter needs it
             needed = set(columns) | set(QgsExpression(expression).referencedColumns())
             request.setSubsetOfAttributes(sorted(needed), vector.fields())
         else:
@@ -211,27 +211,7 @@ class ProjectTools(ToolFamily):
 
     def _prepare_selection(self, ref: str, expression: str) -> tuple[VectorReadPlan, QgsFeatureRequest]:
         vector = resolve_vector_layer(self.ctx.project, ref)
-        return plan_vector_read(vector), self._filter_request(vector, expression)
-
-    def _filter_request(self, vector: QgsVectorLayer, expression: str) -> QgsFeatureRequest:
-        """A request for the features matching ``expression``, checked first (main thread)."""
-        parsed = QgsExpression(expression)
-        if parsed.hasParserError():
-            raise ToolError(f"invalid expression: {' '.join(parsed.parserErrorString().split())}")
-        field_names = vector.fields().names()
-        for column in sorted(parsed.referencedColumns()):
-            if column != QgsFeatureRequest.ALL_ATTRIBUTES and column not in field_names:
-                raise ToolError(
-                    did_you_mean(column, field_names, f"field in {vector.name()!r}")
-                    + " (quote field names with double quotes, text values with single quotes)"
-                )
-        context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(vector))
-        _check_evaluates(vector, parsed, context)
-        request = QgsFeatureRequest(QgsExpression(expression))
-        request.setExpressionContext(context)
-        if not parsed.needsGeometry():
-            request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
-        return request
+        return plan_vector_read(vector), filter_request(vector, expression)
 
     def _apply_selection(self, layer_id: str, ids: list[int], expression: str, total: int) -> str:
         vector = self.ctx.project.mapLayer(layer_id)
@@ -360,6 +340,27 @@ def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return short(value, 40)
+
+
+def filter_request(vector: QgsVectorLayer, expression: str) -> QgsFeatureRequest:
+    """A request for the features matching ``expression``, checked first (main thread)."""
+    parsed = QgsExpression(expression)
+    if parsed.hasParserError():
+        raise ToolError(f"invalid expression: {' '.join(parsed.parserErrorString().split())}")
+    field_names = vector.fields().names()
+    for column in sorted(parsed.referencedColumns()):
+        if column != QgsFeatureRequest.ALL_ATTRIBUTES and column not in field_names:
+            raise ToolError(
+                did_you_mean(column, field_names, f"field in {vector.name()!r}")
+                + " (quote field names with double quotes, text values with single quotes)"
+            )
+    context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(vector))
+    _check_evaluates(vector, parsed, context)
+    request = QgsFeatureRequest(QgsExpression(expression))
+    request.setExpressionContext(context)
+    if not parsed.needsGeometry():
+        request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
+    return request
 
 
 def feature_count_label_from(count: int) -> str:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from geogpt_qgis.tools.base import ToolContext, ToolFamily
 from geogpt_qgis.tools.capabilities import CapabilityTools
+from geogpt_qgis.tools.code import CodeTools
+from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.project import ProjectTools
 
-FAMILY_TYPES: tuple[type[ToolFamily], ...] = (ProjectTools, ProcessingTools, PostgisTools)
+FAMILY_TYPES: tuple[type[ToolFamily], ...] = (ProjectTools, EditTools, ProcessingTools, PostgisTools, CodeTools)
 
 
 def build_families(ctx: ToolContext) -> list[ToolFamily]:

@@ -9,7 +9,6 @@ import time
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.worker import AgentWorker
 from geogpt_qgis.core.events import (
     ModelCallFinished,
     Notice,
@@ -21,21 +20,15 @@ from geogpt_qgis.core.events import (
 from tests.support.big_layers import SLOW_EXPRESSION, write_big_points
 from tests.support.model_server import ToolCall, Turn
 from tests.support.net import free_port
-from tests.support.runs import PROCESSING_TOOL_NAMES, PROJECT_TOOL_NAMES, RunRecorder, wait_until
+from tests.support.runs import (
+    CODE_TOOL_NAMES,
+    EDIT_TOOL_NAMES,
+    PROCESSING_TOOL_NAMES,
+    PROJECT_TOOL_NAMES,
+    wait_until,
+)
 
 PROVIDERS = ["ollama", "openai"]
-
-
-@pytest.fixture
-def worker(tool_ctx, tmp_path):
-    created = AgentWorker(tool_ctx, store_path=tmp_path / "store.sqlite")
-    yield created
-    created.shutdown()
-
-
-@pytest.fixture
-def recorder(worker) -> RunRecorder:
-    return RunRecorder(worker)
 
 
 def make_config(server, provider: str = "ollama", **overrides) -> ModelConfig:
@@ -43,10 +36,6 @@ def make_config(server, provider: str = "ollama", **overrides) -> ModelConfig:
     values = {"provider": provider, "base_url": base, "model": "qwen3:8b", "timeout": 10.0}
     values.update(overrides)
     return ModelConfig(**values)
-
-
-def tool_messages(request) -> list[dict]:
-    return [m for m in request.body["messages"] if m.get("role") == "tool"]
 
 
 def sent_tool_names(request) -> list[str]:
@@ -84,11 +73,17 @@ def test_a_question_runs_real_tools_and_streams_the_answer(provider, model_serve
     assert first[0]["role"] == "system" and "expert GIS analyst" in first[0]["content"]
     assert "Open project: Elvbury demo town; CRS EPSG:25832; 7 layers" in first[0]["content"]
     assert first[-1] == {"role": "user", "content": "How many primary schools are there? Select them."}
-    assert sent_tool_names(requests[0]) == [*PROJECT_TOOL_NAMES, *PROCESSING_TOOL_NAMES, "describe_capabilities"]
+    assert sent_tool_names(requests[0]) == [
+        *PROJECT_TOOL_NAMES,
+        *EDIT_TOOL_NAMES,
+        *PROCESSING_TOOL_NAMES,
+        *CODE_TOOL_NAMES,
+        "describe_capabilities",
+    ]
     # Each tool result went back to the model in the next request.
-    assert "| schools |" in tool_messages(requests[1])[-1]["content"]
-    assert "31 features" in tool_messages(requests[2])[-1]["content"]
-    assert tool_messages(requests[3])[-1]["content"].startswith("Selected 16 of 31")
+    assert "| schools |" in requests[1].tool_messages()[-1]["content"]
+    assert "31 features" in requests[2].tool_messages()[-1]["content"]
+    assert requests[3].tool_messages()[-1]["content"].startswith("Selected 16 of 31")
 
 
 def test_reasoning_is_streamed_apart_from_the_answer(model_server, worker, recorder):
@@ -121,11 +116,11 @@ def test_unknown_tools_and_bad_arguments_go_back_to_the_model(provider, model_se
     results = recorder.tool_results(run)
     assert [r.ok for r in results] == [False, False, False]
     requests = model_server.chat_requests()
-    unknown = tool_messages(requests[1])[-1]["content"]
+    unknown = requests[1].tool_messages()[-1]["content"]
     assert "there is no tool 'list_layer'" in unknown and "Did you mean list_layers?" in unknown
-    wrong_type = tool_messages(requests[2])[-1]["content"]
+    wrong_type = requests[2].tool_messages()[-1]["content"]
     assert "invalid arguments for set_layer_visibility" in wrong_type and "'visible'" in wrong_type
-    assert "did you mean 'schools'?" in tool_messages(requests[3])[-1]["content"]
+    assert "did you mean 'schools'?" in requests[3].tool_messages()[-1]["content"]
     assert recorder.text(run) == "Done."
 
 
@@ -140,10 +135,10 @@ def test_arguments_that_are_not_json_go_back_to_the_model_openai(model_server, w
     )
     run = worker.submit("describe", make_config(model_server, "openai"))
     assert recorder.wait(run).status == "finished"
-    message = tool_messages(model_server.chat_requests()[1])[-1]["content"]
+    message = model_server.chat_requests()[1].tool_messages()[-1]["content"]
     assert "the arguments of your describe_layer call are not valid JSON" in message
     assert "its parameters are: layer" in message
-    message = tool_messages(model_server.chat_requests()[2])[-1]["content"]
+    message = model_server.chat_requests()[2].tool_messages()[-1]["content"]
     assert "invalid arguments for describe_layer: missing required argument 'layer'" in message
 
 

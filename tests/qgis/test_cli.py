@@ -136,3 +136,34 @@ def test_ctrl_c_stops_the_run(model_server, project_file):
     assert code == 130
     assert time.monotonic() - pressed < 3.0
     assert "Stopped." in process.stderr.read()
+
+
+@pytest.mark.parametrize(("policy", "removed"), [(None, False), ("never", False), ("trust", True)])
+def test_risky_steps_follow_the_approval_option(policy, removed, model_server, project_file, tmp_path):
+    """No one can click Approve headless: by default risky steps are refused; --approval trust allows them."""
+    model_server.script(
+        [Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]), Turn(text="Handled the parks layer.")]
+    )
+    out = tmp_path / "out.qgz"
+    extra = ["--approval", policy] if policy else []
+    done = ask_ollama("Remove the parks layer", project_file, model_server, "--save", str(out), *extra)
+    assert done.returncode == 0, done.stderr
+    told = model_server.chat_requests()[-1].tool_messages()[-1]["content"]
+    saved = QgsProject()
+    assert saved.read(str(out))
+    names = [layer.name() for layer in saved.mapLayers().values()]
+    saved.clear()
+    if removed:
+        assert "parks" not in names and len(names) == 6
+        assert told == "Removed layer 'parks' from the project."
+        assert "Approved automatically (you trust this conversation)" in done.stderr
+    else:
+        assert "parks" in names and len(names) == 7
+        assert "not allowed by the user's approval policy (never allow)" in told
+        assert "Not allowed by your approval policy: Remove layer 'parks'" in done.stderr
+
+
+def test_an_unknown_approval_option_is_a_usage_error(project_file):
+    done = ask("anything", "--project", str(project_file), "--approval", "ask")
+    assert done.returncode == 2
+    assert "invalid choice: 'ask'" in done.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from qgis.PyQt.QtCore import Qt
 from qgis.PyQt.QtGui import QFont, QTextCursor
 from qgis.PyQt.QtTest import QTest
@@ -16,6 +15,7 @@ from geogpt_qgis.gui.dock import ChatDock
 from geogpt_qgis.gui.markdown_view import MarkdownView
 from geogpt_qgis.gui.tool_step import ToolStepWidget
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from tests.support.dock import configure, items_of, type_and_send
 from tests.support.model_server import ToolCall, Turn
 from tests.support.net import free_port
 from tests.support.runs import wait_until
@@ -25,43 +25,6 @@ ANSWER = (
     "| district | schools |\n|---|---|\n| Centre | 3 |\n| Nordby | 2 |\n\n"
     "- selected in the map\n- zoomed to them\n"
 )
-
-
-def configure(server, provider: str = "ollama") -> None:
-    PlgOptionsManager.set_value("provider", provider)
-    if provider == "ollama":
-        PlgOptionsManager.set_value("ollama_url", server.url)
-        PlgOptionsManager.set_value("ollama_model", "qwen3:8b")
-    else:
-        PlgOptionsManager.set_value("openai_base_url", server.url + "/v1")
-        PlgOptionsManager.set_value("openai_model", "qwen3:8b")
-    PlgOptionsManager.set_value("request_timeout", 10.0)
-
-
-@pytest.fixture
-def panel(qgis_iface, demo_project, tmp_path, model_server):
-    """The chat panel of a shown dock; ``panel.statuses`` collects how runs ended."""
-    configure(model_server)
-    dock = ChatDock(qgis_iface, demo_project, store_path=tmp_path / "store.sqlite")
-    dock.resize(420, 700)
-    dock.show()
-    created = dock.panel
-    statuses: list[str] = []
-    created.run_finished.connect(statuses.append)
-    created.statuses = statuses
-    yield created
-    dock.shutdown()
-    dock.deleteLater()
-
-
-def type_and_send(panel: ChatPanel, text: str) -> None:
-    panel.input.setFocus()
-    QTest.keyClicks(panel.input, text)
-    QTest.keyClick(panel.input, Qt.Key.Key_Return)
-
-
-def items_of(panel: ChatPanel, kind: type) -> list:
-    return [w for w in panel.chat.items() if isinstance(w, kind)]
 
 
 def test_a_typed_question_streams_an_answer_with_tool_steps(panel, model_server, demo_project):

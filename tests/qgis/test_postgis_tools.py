@@ -207,12 +207,12 @@ def test_non_spatial_results_can_be_added_as_a_table(pg, elvbury, demo_project):
         ("SELECT * FROM schol", 'relation "schol" does not exist; did you mean public.schools?'),
         ("SELECT pupil FROM schools", 'column "pupil" does not exist; did you mean schools.pupils?'),
         ("SELECT 1; SELECT 2", "send one statement at a time (got 2)"),
-        ("DELETE FROM schools", "DELETE statement refused: this statement writes to the database"),
-        ("DROP TABLE schools", "DROP statement refused"),
+        ("DELETE FROM schools", "DELETE changes the database; call run_sql with write=true so the user can approve it"),
+        ("DROP TABLE schools", "DROP changes the database; call run_sql with write=true"),
         (
             "WITH gone AS (DELETE FROM schools RETURNING *) SELECT count(*) FROM gone",
-            "writes need the user's approval, which is not available yet; only read-only queries can run "
-            "(PostgreSQL: cannot execute",
+            "ran read-only, so nothing changed; if the user wants this write, call run_sql again with write=true "
+            "to ask for their approval (PostgreSQL: cannot execute",
         ),
         ("SELECT geogpt_test.count_and_log()", "(PostgreSQL: cannot execute INSERT in a read-only transaction)"),
         (
@@ -294,15 +294,6 @@ def test_stop_cancels_the_query_in_the_database(pg, elvbury):
 
 
 # -- through the agent -----------------------------------------------------------------
-@pytest.fixture
-def worker(tool_ctx, tmp_path):
-    from geogpt_qgis.agent.worker import AgentWorker
-
-    created = AgentWorker(tool_ctx, store_path=tmp_path / "store.sqlite")
-    yield created
-    created.shutdown()
-
-
 def test_which_district_has_the_most_schools(model_server, worker, elvbury):
     from geogpt_qgis.agent.config import ModelConfig
     from tests.support.runs import RunRecorder

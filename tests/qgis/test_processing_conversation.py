@@ -15,7 +15,6 @@ import pytest
 from shapely.ops import unary_union
 
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.worker import AgentWorker
 from geogpt_qgis.core.events import ToolProgress
 from tests.support.big_layers import write_big_points
 from tests.support.gpkg import read_layer
@@ -23,13 +22,6 @@ from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import RunRecorder
 
 QUESTION = "Which schools lie within 500 m of a river? Count them per district."
-
-
-@pytest.fixture
-def worker(tool_ctx, tmp_path):
-    created = AgentWorker(tool_ctx, store_path=tmp_path / "store.sqlite")
-    yield created
-    created.shutdown()
 
 
 def expected_counts(gpkg: Path) -> dict[str, int]:

@@ -239,8 +239,16 @@ def test_describe_algorithm_lists_types_defaults_enums_and_units(tools):
             {"INPUT": "schools", "EXPRESSION": "pupils >"},
             "EXPRESSION: invalid expression",
         ),
-        ("native:buffer", {"INPUT": "rivers", "DISTANCE": 5, "OUTPUT": "/tmp/out.gpkg"}, "needs the user's approval"),
-        ("native:truncatetable", {"INPUT": "parks"}, "changes data, files or databases in place"),
+        (
+            "native:buffer",
+            {"INPUT": "rivers", "DISTANCE": 5, "OUTPUT": "/tmp/out.gpkg"},
+            "writing '/tmp/out.gpkg' needs the user's approval",
+        ),
+        (
+            "native:truncatetable",
+            {"INPUT": "parks"},
+            "changes data, files or databases in place; it needs the user's approval",
+        ),
     ],
 )
 def test_bad_calls_are_refused_with_an_actionable_message_and_change_nothing(

@@ -61,6 +61,10 @@ class RecordedRequest:
     body: dict[str, Any]
     headers: dict[str, str]
 
+    def tool_messages(self) -> list[dict[str, Any]]:
+        """The tool results the client sent back to the model, in order."""
+        return [m for m in self.body.get("messages", []) if m.get("role") == "tool"]
+
 
 ScriptSource = Callable[[dict[str, Any]], Turn]
 

@@ -22,6 +22,8 @@ PROJECT_TOOL_NAMES = [
     "set_layer_color",
 ]
 PROCESSING_TOOL_NAMES = ["search_algorithms", "describe_algorithm", "run_algorithm"]
+EDIT_TOOL_NAMES = ["remove_layer", "delete_features", "update_features"]
+CODE_TOOL_NAMES = ["run_pyqgis"]
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> float:

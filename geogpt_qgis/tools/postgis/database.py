@@ -31,16 +31,19 @@ READ_ONLY_TRANSACTION = "25006"
 QUERY_CANCELED = "57014"
 
 WRITE_REFUSED = (
-    "this statement writes to the database (or calls a function that does), and writes need the user's "
-    "approval, which is not available yet; only read-only queries can run"
+    "this statement writes to the database (or calls a function that does) and ran read-only, so nothing "
+    "changed; if the user wants this write, call run_sql again with write=true to ask for their approval"
 )
 
 
 class Database:
     """Use as a context manager around the statements of one tool call."""
 
-    def __init__(self, connection: SavedConnection, cancel: CancelToken, timeout_seconds: float) -> None:
+    def __init__(
+        self, connection: SavedConnection, cancel: CancelToken, timeout_seconds: float, read_only: bool = True
+    ) -> None:
         self.connection = connection
+        self.read_only = read_only
         self.cancel = cancel
         self.timeout_ms = max(1, int(timeout_seconds * 1000))
         self._pg: Any = None
@@ -58,7 +61,7 @@ class Database:
             raise ToolError(
                 f"cannot connect to {self.connection.name!r} ({self.connection.label}): {_first_line(str(exc))}"
             ) from None
-        self._pg.set_session(readonly=True, autocommit=False)
+        self._pg.set_session(readonly=self.read_only, autocommit=False)
         self._release = self.cancel.on_cancel(self._cancel_server_side)
         self.execute(f"SET LOCAL statement_timeout = {self.timeout_ms}")
         return self
@@ -72,6 +75,10 @@ class Database:
             except Exception:  # noqa: BLE001, S110 - the connection may already be gone
                 pass
             self._pg = None
+
+    def commit(self) -> None:
+        """Make an approved write permanent (only sessions opened with ``read_only=False`` can write)."""
+        self._pg.commit()
 
     def _cancel_server_side(self) -> None:
         if self._pg is not None:

@@ -1,4 +1,4 @@
-"""The PostGIS tool family: saved connections, their tables, and read-only SQL."""
+"""The PostGIS tool family: saved connections, their tables, SQL reads, and writes the user approves."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 from qgis.core import QgsVectorLayer, QgsWkbTypes
 
+from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import ordered_layers
@@ -18,8 +19,17 @@ from geogpt_qgis.tools.postgis.connections import (
 )
 from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.postgis.layers import query_layer
-from geogpt_qgis.tools.postgis.query import QueryResult, format_result, run_query
-from geogpt_qgis.tools.postgis.sql_text import referenced_tables
+from geogpt_qgis.tools.postgis.query import (
+    QueryResult,
+    format_result,
+    modified_tables,
+    plan_of,
+    run_query,
+    run_write,
+    single_statement,
+    write_targets,
+)
+from geogpt_qgis.tools.postgis.sql_text import is_write_statement, referenced_tables
 from geogpt_qgis.tools.processing.naming import slug, unique_name
 
 MAX_PREVIEW = 50
@@ -31,10 +41,11 @@ class PostgisTools(ToolFamily):
 
     name = "postgis"
     title = "PostGIS"
-    summary = "list the saved database connections and their tables, describe tables, run read-only SQL"
+    summary = "list saved database connections and their tables, describe tables, run SQL (writes once approved)"
     prompt_hint = (
-        "Databases: list_connections, list_tables, describe_table before writing SQL; run_sql runs one read-only "
-        "statement (filter and aggregate in SQL); a result with geometry becomes a layer backed by the query."
+        "Databases: list_connections, list_tables, describe_table before writing SQL; run_sql runs one statement "
+        "read-only (filter and aggregate in SQL; writes need write=true and the user's approval); a result with "
+        "geometry becomes a layer backed by the query."
     )
 
     def _settings(self) -> Any:
@@ -89,22 +100,58 @@ class PostgisTools(ToolFamily):
         with self._database(connection) as db:
             return "\n\n".join(catalog.describe_table(db, table) for table in tables)
 
+    def preview_run_sql(
+        self, connection: str, sql: str, write: bool = False, **_display: Any
+    ) -> ApprovalRequest | None:
+        """A write (by its keyword, by its plan, or asked for with write=true) needs the user's approval."""
+        statement = single_statement(sql)
+        tables: list[tuple[str, float]] = []
+        if not (write or is_write_statement(statement)):
+            with self._database(connection) as db:
+                tables = modified_tables(plan_of(db, statement))
+            if not tables:
+                return None  # a read-only query
+        affected = [f"table {t} (about {rows:,.0f} rows)" for t, rows in tables] or [
+            f"{t} in {connection!r}" for t in write_targets(statement)
+        ]
+        return ApprovalRequest(
+            action=f"Run SQL that changes the database {connection!r}",
+            details=statement,
+            language="sql",
+            affected=affected or [f"the database of {connection!r}"],
+            editable="sql",
+        )
+
+    @gated("preview_run_sql")
     def run_sql(
-        self, connection: str, sql: str, output_name: str = "", add_table: bool = False, limit: int = 20
+        self,
+        connection: str,
+        sql: str,
+        output_name: str = "",
+        add_table: bool = False,
+        limit: int = 20,
+        write: bool = False,
     ) -> str:
-        """Run one read-only SQL statement; show the first rows and the count. Geometry results become layers.
+        """Run one SQL statement; show the first rows and the count. Geometry results become layers.
 
         Args:
             connection: Saved connection name.
-            sql: One SELECT (or WITH ... SELECT) statement.
+            sql: One statement, e.g. SELECT ...; reads run read-only.
             output_name: Name for the result layer.
             add_table: Also add a result without geometry to the project as a table.
             limit: Rows to show (1-50).
+            write: The statement changes data or schema (the user approves it first).
         """
         settings = self._settings()
         saved = self._connection(connection)
+        preview_rows = max(1, min(int(limit), MAX_PREVIEW))
+        if approval_granted():
+            with Database(saved, self.ctx.cancel, settings.sql_timeout, read_only=False) as db:
+                return run_write(db, single_statement(sql), preview_rows)
+        if write:
+            raise ToolError("this write needs the user's approval; it was not given, so nothing ran")
         with Database(saved, self.ctx.cancel, settings.sql_timeout) as db:
-            result = run_query(db, sql, max(1, min(int(limit), MAX_PREVIEW)), settings.sql_row_cap)
+            result = run_query(db, sql, preview_rows, settings.sql_row_cap)
         text = format_result(result)
         if (result.geometry and result.total > 0) or (add_table and result.total > 0 and result.geometry is None):
             tables = referenced_tables(result.statement)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from geogpt_qgis.core.text import markdown_table, short
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.postgis.database import WRITE_REFUSED, Database
+from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.postgis.sql_text import is_write_statement, leading_keyword, split_statements
 
 UID = "_uid"
@@ -65,34 +66,44 @@ def single_statement(sql: str) -> str:
         raise ToolError("the SQL is empty")
     if len(statements) > 1:
         raise ToolError(f"send one statement at a time (got {len(statements)})")
-    statement = statements[0]
-    if is_write_statement(statement):
-        raise ToolError(f"{leading_keyword(statement).upper()} statement refused: {WRITE_REFUSED}")
-    return statement
+    return statements[0]
 
 
-def _plan_writes(plan: Any) -> bool:
-    """Whether an EXPLAIN (FORMAT JSON) plan modifies a table (a data-modifying CTE, say)."""
+def modified_tables(plan: Any) -> list[tuple[str, float]]:
+    """``(schema.table, estimated rows)`` for each table an EXPLAIN (FORMAT JSON) plan writes to."""
+    found: list[tuple[str, float]] = []
     if isinstance(plan, dict):
         if plan.get("Node Type") == "ModifyTable":
-            return True
-        return any(_plan_writes(value) for value in plan.values())
-    if isinstance(plan, list):
-        return any(_plan_writes(item) for item in plan)
-    return False
+            table = f"{plan.get('Schema', '')}.{plan.get('Relation Name', '?')}".lstrip(".")
+            rows = next((p.get("Plan Rows", 0) for p in plan.get("Plans", [])), plan.get("Plan Rows", 0))
+            found.append((table, rows))
+        for value in plan.values():
+            found += modified_tables(value)
+    elif isinstance(plan, list):
+        for item in plan:
+            found += modified_tables(item)
+    return found
+
+
+def plan_of(db: Database, statement: str) -> Any:
+    prefix = "EXPLAIN (FORMAT JSON) "
+    return db.execute(prefix + statement, statement=statement, offset=len(prefix)).fetchone()[0]
 
 
 def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryResult:
     statement = single_statement(sql)
+    if is_write_statement(statement):
+        raise ToolError(
+            f"{leading_keyword(statement).upper()} changes the database; call run_sql with write=true "
+            "so the user can approve it"
+        )
     keyword = leading_keyword(statement)
     if keyword in ("show", "explain"):
         cursor = db.execute(statement, statement=statement)
         rows = cursor.fetchmany(preview_rows)
         return QueryResult(statement, [d[0] for d in cursor.description], rows, len(rows), False, row_cap, None, [])
     # PostgreSQL plans the query without running it: syntax and names are checked first.
-    prefix = "EXPLAIN (FORMAT JSON) "
-    plan = db.execute(prefix + statement, statement=statement, offset=len(prefix)).fetchone()[0]
-    if _plan_writes(plan):
+    if modified_tables(plan_of(db, statement)):
         # A write inside a query: run it as written, in the read-only transaction, for the database to refuse.
         db.execute(statement, statement=statement)
     prefix = "SELECT * FROM ("
@@ -197,6 +208,35 @@ def _plan_geometry(name: str, kind: str, value: str, srids: list[int], kinds: li
     elif kind == "geography":
         layer_column = f"{name}_geom"
     return GeometryColumn(name, srid, wkb_type, expression, layer_column)
+
+
+def run_write(db: Database, statement: str, preview_rows: int) -> str:
+    """Run an approved write and commit it; what PostgreSQL reports, and any returned rows."""
+    cursor = db.execute(statement, statement=statement)
+    rows = cursor.fetchmany(preview_rows) if cursor.description else []
+    status = cursor.statusmessage or "done"
+    affected = cursor.rowcount
+    db.commit()
+    rows_note = f"; {affected:,} row{'s' if affected != 1 else ''} affected" if affected >= 0 else ""
+    text = f"Done and committed: {status}{rows_note}."
+    if rows:
+        columns = [d[0] for d in cursor.description]
+        text += "\n" + markdown_table(columns, [[_cell(v) for v in row] for row in rows])
+    return text
+
+
+_WRITE_TARGET = re.compile(
+    r"^\s*(?:insert\s+into|update|delete\s+from|truncate(?:\s+table)?|drop\s+(?:table|view|materialized\s+view|schema|index|function)"
+    r"(?:\s+if\s+exists)?|alter\s+table|create\s+(?:or\s+replace\s+)?(?:table|view|materialized\s+view|index\s+\S+\s+on|schema)"
+    r"(?:\s+if\s+not\s+exists)?)\s+([\w.\"]+)",
+    re.IGNORECASE,
+)
+
+
+def write_targets(statement: str) -> list[str]:
+    """The object a write statement names (``INSERT INTO x``, ``DROP TABLE y``...)."""
+    match = _WRITE_TARGET.match(statement)
+    return [match.group(1).replace('"', "")] if match else []
 
 
 def format_result(result: QueryResult) -> str:

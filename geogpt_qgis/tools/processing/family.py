@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from qgis.core import QgsApplication
 
+from geogpt_qgis.core.approval import ApprovalRequest, gated
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.processing.catalog import current_index
 from geogpt_qgis.tools.processing.describe import describe_algorithm_text, find_algorithm
+from geogpt_qgis.tools.processing.params import IN_PLACE_ALGORITHMS, file_outputs
 from geogpt_qgis.tools.processing.runner import ProcessingRunner
 from geogpt_qgis.tools.processing.search import format_matches
 
@@ -61,6 +65,32 @@ class ProcessingTools(ToolFamily):
         """
         return self.ctx.on_main(lambda: describe_algorithm_text(find_algorithm(algorithm)))
 
+    def preview_run_algorithm(
+        self, algorithm: str, parameters: dict[str, Any], **_naming: Any
+    ) -> ApprovalRequest | None:
+        """Writing files outside temporary folders, or changing data in place, needs the user's approval."""
+        return self.ctx.on_main(self._request, algorithm, parameters or {})
+
+    def _request(self, algorithm_id: str, parameters: dict[str, Any]) -> ApprovalRequest | None:
+        algorithm = find_algorithm(algorithm_id)
+        files = file_outputs(algorithm, parameters)
+        in_place = algorithm.id() in IN_PLACE_ALGORITHMS
+        if not files and not in_place:
+            return None
+        affected = [
+            f"file {f}" + (" (exists: it will be overwritten)" if Path(f).expanduser().exists() else "") for f in files
+        ]
+        if in_place:
+            affected += [f"input {k} = {v}" for k, v in parameters.items() if k.upper() in ("INPUT", "TABLE", "LAYER")]
+        what = "changes data in place" if in_place else "writes files"
+        return ApprovalRequest(
+            action=f"Run {algorithm.id()} ({algorithm.displayName()}), which {what}",
+            details=json.dumps(parameters, indent=2, ensure_ascii=False, default=str),
+            language="text",
+            affected=affected or [f"the data {algorithm.id()} works on"],
+        )
+
+    @gated("preview_run_algorithm")
     def run_algorithm(self, algorithm: str, parameters: dict[str, Any], output_name: str = "") -> str:
         """Run a processing algorithm; its result layers are added to the project.
 

@@ -51,7 +51,7 @@ _TEMPORARY_WORDS = {"temporary_output", "temporary", "memory", "memory:", "temp"
 LAYER_TYPES = {"source", "vector", "raster", "layer", "mesh", "pointcloud"}
 
 # Algorithms that change data in place (tables, files, databases) rather than writing a new output.
-# They need the user's approval, which the agent cannot ask for yet.
+# They need the user's approval.
 IN_PLACE_ALGORITHMS = frozenset(
     {
         "native:truncatetable",
@@ -101,19 +101,42 @@ class PreparedParameters:
     destinations: list[str] = field(default_factory=list)
 
 
-def check_runnable(algorithm: QgsProcessingAlgorithm) -> None:
-    if algorithm.id() in IN_PLACE_ALGORITHMS:
-        raise ToolError(
-            f"{algorithm.id()} changes data, files or databases in place, which needs the user's approval; "
-            "that is not available yet. Use an algorithm that writes a new layer instead, or ask the user to run it."
-        )
+def check_runnable(algorithm: QgsProcessingAlgorithm, approved: bool) -> None:
+    if algorithm.id() in IN_PLACE_ALGORITHMS and not approved:
+        raise ToolError(f"{algorithm.id()} changes data, files or databases in place; it needs the user's approval")
+
+
+def file_outputs(algorithm: QgsProcessingAlgorithm, raw: dict[str, Any]) -> list[str]:
+    """The files an algorithm would write outside temporary folders (what needs approval)."""
+    names = {d.name().lower(): d for d in algorithm.parameterDefinitions() if d.isDestination()}
+    files = []
+    for key, value in (raw or {}).items():
+        definition = names.get(str(key).lower())
+        if definition is not None and isinstance(value, str) and not _is_temporary(value):
+            files.append(value)
+    return files
+
+
+def _is_temporary(value: str) -> bool:
+    text = value.strip()
+    if text.lower() in _TEMPORARY_WORDS or text.lower().startswith("memory:"):
+        return True
+    from geogpt_qgis.toolbelt.paths import temp_dir
+
+    try:
+        return Path(text).resolve().is_relative_to(temp_dir().resolve())
+    except (OSError, ValueError):
+        return False
 
 
 def resolve_parameters(
-    algorithm: QgsProcessingAlgorithm, raw: dict[str, Any], project: QgsProject
+    algorithm: QgsProcessingAlgorithm, raw: dict[str, Any], project: QgsProject, approved: bool = False
 ) -> PreparedParameters:
-    """Validate ``raw`` against the algorithm's parameters and convert the values for QGIS."""
-    check_runnable(algorithm)
+    """Validate ``raw`` against the algorithm's parameters and convert the values for QGIS.
+
+    ``approved``: the user approved this call (file outputs, changes in place).
+    """
+    check_runnable(algorithm, approved)
     definitions = {d.name(): d for d in algorithm.parameterDefinitions()}
     raw = _canonical_names(algorithm, raw or {}, definitions)
     prepared = PreparedParameters(values={})
@@ -122,7 +145,7 @@ def resolve_parameters(
         kind = definition.type()
         value = raw.get(name)
         if definition.isDestination():
-            prepared.values[name] = _destination(algorithm, definition, value)
+            prepared.values[name] = _destination(definition, value, approved)
             prepared.destinations.append(name)
             continue
         if value is None or (isinstance(value, str) and not value.strip() and kind not in ("string", "expression")):
@@ -174,13 +197,16 @@ def _no_default(definition: Any) -> bool:
     return default is None or (hasattr(default, "isNull") and default.isNull())
 
 
-def _destination(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any) -> str:
+def _destination(definition: Any, value: Any, approved: bool) -> str:
     if value is None or (isinstance(value, str) and value.strip().lower() in _TEMPORARY_WORDS):
         return TEMPORARY_OUTPUT
-    raise ToolError(
-        f"{definition.name()}: writing results to {value!r} needs the user's approval, which is not available yet. "
-        "Leave the output out: the result is added to the project as a temporary layer the user can save."
-    )
+    if not isinstance(value, str):
+        raise ToolError(f"{definition.name()} takes a file path (or leave it out for a temporary layer)")
+    if _is_temporary(value) or approved:
+        if not _is_temporary(value):
+            Path(value).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        return str(Path(value).expanduser())
+    raise ToolError(f"{definition.name()}: writing {value!r} needs the user's approval")
 
 
 def _find_project_layer(value: str, project: QgsProject) -> QgsMapLayer | None:

@@ -32,6 +32,7 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
+from geogpt_qgis.core.approval import approval_granted
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.progress import progress_reporter
 from geogpt_qgis.core.text import truncate
@@ -69,7 +70,8 @@ class ProcessingRunner:
 
     # -- the whole call (worker thread) ---------------------------------------
     def run(self, algorithm_id: str, parameters: dict[str, Any], output_name: str = "") -> str:
-        plan = self.ctx.on_main(self._plan, algorithm_id, parameters)
+        # Read on this thread: the decision lives in the tool call's context, not the main thread's.
+        plan = self.ctx.on_main(self._plan, algorithm_id, parameters, approval_granted())
         release = self.ctx.cancel.on_cancel(plan.feedback.cancel)
         poller = ProgressPoller(plan.feedback, algorithm_id)
         try:
@@ -89,9 +91,9 @@ class ProcessingRunner:
             self.ctx.bridge.dispose(plan)
 
     # -- main thread -----------------------------------------------------------
-    def _plan(self, algorithm_id: str, parameters: dict[str, Any]) -> RunPlan:
+    def _plan(self, algorithm_id: str, parameters: dict[str, Any], approved: bool) -> RunPlan:
         algorithm = find_algorithm(algorithm_id)
-        prepared = resolve_parameters(algorithm, parameters, self.ctx.project)
+        prepared = resolve_parameters(algorithm, parameters, self.ctx.project, approved)
         context = QgsProcessingContext()
         context.setProject(self.ctx.project)
         expression_context = QgsExpressionContext()

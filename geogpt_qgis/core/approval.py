@@ -1,0 +1,128 @@
+"""Human approval before anything risky: what a request says, what a decision is, and the gate's rules.
+
+A tool that can change data or run code is *gated*: it names a preview method
+that describes exactly what a call would do (the code or SQL, the layers,
+tables or files affected) without doing it.  The agent pauses the run on such
+a call until the user decides.  Decisions only ever come from the user (they
+are resumed into the graph by the dock), never from the model, and the tool
+checks again, when it runs, that it was approved.  Qt-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+POLICY_ASK = "ask"
+POLICY_TRUST = "trust"  # approve everything in this conversation without asking
+POLICY_NEVER = "never"
+POLICIES = (POLICY_ASK, POLICY_TRUST, POLICY_NEVER)
+
+APPROVE, REJECT = "approve", "reject"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class ApprovalRequest:
+    """What a gated call would do, shown on the approval card.
+
+    ``editable`` names the argument whose text (``details``) the user may edit
+    before approving: the code or the SQL.
+    """
+
+    action: str
+    details: str
+    language: str = "text"  # "python", "sql" or "text"
+    affected: list[str] = field(default_factory=list)
+    editable: str | None = None
+    tool: str = ""
+    call_id: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ApprovalRequest:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The user's answer to one request."""
+
+    action: str  # APPROVE or REJECT
+    reason: str = ""
+    edited: str | None = None  # new text for the request's editable argument
+    trust: bool = False  # approve the rest of this conversation without asking
+    automatic: str = ""  # set when a policy decided, not the user
+    call_id: str = ""  # the tool call the user answered (from the card), checked against the one waiting
+
+    @property
+    def approved(self) -> bool:
+        return self.action == APPROVE
+
+    @classmethod
+    def from_value(cls, value: Any) -> Decision:
+        """Accept what the dock resumes with; anything malformed counts as a rejection."""
+        if isinstance(value, Decision):
+            return value
+        if not isinstance(value, dict) or value.get("action") not in (APPROVE, REJECT):
+            return cls(REJECT, reason="no valid decision was given")
+        edited = value.get("edited")
+        return cls(
+            value["action"],
+            str(value.get("reason") or ""),
+            edited if isinstance(edited, str) else None,
+            bool(value.get("trust")),
+            str(value.get("automatic") or ""),
+            str(value.get("call_id") or ""),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def gated(preview: str) -> Callable[[F], F]:
+    """Mark a tool method as needing approval; ``preview`` names the method describing a call.
+
+    The preview takes the tool's arguments and returns an ``ApprovalRequest``,
+    or ``None`` when this particular call is harmless (a read-only query, say).
+    """
+
+    def mark(function: F) -> F:
+        function.approval_preview = preview  # type: ignore[attr-defined]
+        return function
+
+    return mark
+
+
+# The decision for the tool call running now (set by the agent around a gated call).
+current_decision: ContextVar[Decision | None] = ContextVar("geogpt_decision", default=None)
+
+
+def approval_granted() -> bool:
+    """Whether the running tool call was approved by the user (or by their trust policy)."""
+    decision = current_decision.get()
+    return bool(decision and decision.approved)
+
+
+def automatic_notice(decision: Decision, request: ApprovalRequest) -> str:
+    """What the chat says when the policy, not the user, decided a step."""
+    if decision.approved:
+        return f"Approved automatically (you trust this conversation): {request.action}."
+    return f"Not allowed by your approval policy: {request.action}."
+
+
+def rejection_message(decision: Decision, request: ApprovalRequest) -> str:
+    """What the model reads when a gated call did not run."""
+    if decision.automatic == POLICY_NEVER:
+        return (
+            f"Not done: {request.action.lower()} is not allowed by the user's approval policy (never allow). "
+            "Tell the user what you would do, so they can do it themselves."
+        )
+    reason = f" Their reason: {decision.reason}" if decision.reason else ""
+    return f"Not done: the user rejected this ({request.action.lower()}).{reason} Do not retry it unchanged."

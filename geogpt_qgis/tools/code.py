@@ -1,0 +1,96 @@
+"""The PyQGIS code tool: for what no fixed tool covers, with the user's approval every time.
+
+The snippet runs on the main thread with the live ``iface`` and ``project``,
+in a namespace that persists across calls within one conversation.  Output is
+captured and trimmed; exceptions come back as text the model can act on; a
+time limit and Stop bound every run.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.cancel import current_conversation
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFamily, ToolFunction
+from geogpt_qgis.tools.code_runner import base_namespace, compile_snippet, run_snippet
+from geogpt_qgis.tools.layers import ordered_layers
+
+_PATH = re.compile(
+    r"^(?:[A-Za-z]:[\\/]|/|\.{1,2}[\\/]|~[\\/]).+|.+\.(?:gpkg|shp|tif|tiff|csv|geojson|json|qgz|qgs|txt|sqlite)$"
+)
+
+
+class CodeTools(ToolFamily):
+    """Run PyQGIS code (approved by the user)."""
+
+    name = "code"
+    title = "PyQGIS code"
+    summary = "run PyQGIS code in the live QGIS, after the user approves it"
+    prompt_hint = (
+        "Code: run_pyqgis only for what no other tool does; the user must approve each run. "
+        "`iface`, `project` and qgis.core classes are available; print what you need to see."
+    )
+
+    def __init__(self, ctx: ToolContext) -> None:
+        super().__init__(ctx)
+        self._namespaces: dict[str, dict[str, Any]] = {}
+
+    def tools(self) -> list[ToolFunction]:
+        return [self.run_pyqgis]
+
+    def preview_run_pyqgis(self, code: str) -> ApprovalRequest:
+        compile_snippet(code)  # a snippet that does not parse needs no approval: it is refused
+        return ApprovalRequest(
+            action="Run PyQGIS code",
+            details=code,
+            language="python",
+            affected=self.ctx.on_main(self._mentioned, code)
+            or ["anything in QGIS the code touches: the project, its layers, files"],
+            editable="code",
+        )
+
+    def _mentioned(self, source: str) -> list[str]:
+        """Layers and files the code names in string literals (main thread)."""
+        strings = {
+            node.value
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        }
+        affected = []
+        for layer in ordered_layers(self.ctx.project):
+            if layer.name() in strings or layer.id() in strings:
+                affected.append(f"layer {layer.name()!r}")
+        affected += [f"file {s}" for s in sorted(strings) if _PATH.match(s)]
+        return affected
+
+    @gated("preview_run_pyqgis")
+    def run_pyqgis(self, code: str) -> str:
+        """Run PyQGIS code in QGIS (the user approves it first). Variables persist between calls.
+
+        Args:
+            code: Python; `iface`, `project`, qgis.core classes predefined; the last expression's value is shown.
+        """
+        compiled = compile_snippet(code)
+        if not approval_granted():
+            raise ToolError("running code needs the user's approval")
+        timeout = PlgOptionsManager.get_plg_settings().code_timeout
+        conversation = current_conversation.get()
+        cancel = self.ctx.cancel
+        output, error, value = self.ctx.on_main(self._run, compiled, conversation, cancel, timeout)
+        cancel.raise_if_cancelled()  # Stop interrupted the code: the run ends as stopped
+        parts = [f"Output:\n{output}" if output else "", f"Value: {value}" if value else ""]
+        if error:
+            raise ToolError("\n".join(p for p in [*parts, f"The code failed:\n{error}"] if p))
+        return "\n".join(p for p in parts if p) or "The code ran; it printed nothing."
+
+    def _run(self, compiled: Any, conversation: str, cancel: Any, timeout: float) -> tuple[str, str, str]:
+        from qgis.PyQt.QtCore import QCoreApplication
+
+        namespace = self._namespaces.get(conversation)
+        if namespace is None:
+            namespace = self._namespaces[conversation] = base_namespace(self.ctx.iface, self.ctx.project)
+        return run_snippet(compiled, namespace, cancel, timeout, QCoreApplication.processEvents)

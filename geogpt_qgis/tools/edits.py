@@ -1,0 +1,207 @@
+"""Tools that change the user's data or project: remove a layer, delete or change features.
+
+Each is gated: the user sees exactly what will change (the layer, the number
+of features, the expression, where the data is stored) and approves it
+first.  Changes to a layer the user is editing go into their edit buffer
+(they decide whether to save); otherwise they are saved to the layer's source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from qgis.core import (
+    QgsExpression,
+    QgsExpressionContext,
+    QgsExpressionContextUtils,
+    QgsFeatureRequest,
+    QgsVectorLayer,
+)
+
+from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.fuzzy import did_you_mean
+from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
+from geogpt_qgis.tools.layers import (
+    VectorReadPlan,
+    collect_matching_ids,
+    feature_count_label,
+    geometry_label,
+    layer_kind,
+    plan_vector_read,
+    resolve_layer,
+    resolve_vector_layer,
+)
+from geogpt_qgis.tools.project import filter_request
+
+NEEDS_APPROVAL = "this changes the user's data and needs their approval"
+
+
+def _source_label(layer: QgsVectorLayer) -> str:
+    """Where changes end up: the file or database, or "memory" (gone when QGIS closes)."""
+    provider = layer.providerType()
+    if provider == "memory":
+        return "a temporary layer in memory"
+    source = layer.publicSource() if hasattr(layer, "publicSource") else layer.source()
+    return f"{provider}: {source.split('|')[0]}"
+
+
+class EditTools(ToolFamily):
+    """Remove layers, delete or change features (each approved by the user)."""
+
+    name = "edit"
+    title = "Edits"
+    summary = "remove layers, delete features, change attribute values (each after the user approves)"
+
+    def tools(self) -> list[ToolFunction]:
+        return [self.remove_layer, self.delete_features, self.update_features]
+
+    # -- remove a layer ------------------------------------------------------------
+    def preview_remove_layer(self, layer: str) -> ApprovalRequest:
+        return self.ctx.on_main(self._remove_request, layer)
+
+    def _remove_request(self, ref: str) -> ApprovalRequest:
+        target = resolve_layer(self.ctx.project, ref)
+        kind = (
+            f"{geometry_label(target)}, {feature_count_label(target)} features"
+            if isinstance(target, QgsVectorLayer)
+            else layer_kind(target)
+        )
+        return ApprovalRequest(
+            action=f"Remove layer {target.name()!r} from the project",
+            details=f"The layer {target.name()!r} ({kind}) leaves the project. Its data source is not deleted.",
+            affected=[f"layer {target.name()!r}"],
+        )
+
+    @gated("preview_remove_layer")
+    def remove_layer(self, layer: str) -> str:
+        """Remove a layer from the project (the user approves it first; its data is not deleted).
+
+        Args:
+            layer: Layer name or id.
+        """
+        self.ctx.on_main(resolve_layer, self.ctx.project, layer)  # a wrong name gets its own message first
+        if not approval_granted():
+            raise ToolError(NEEDS_APPROVAL)
+        return self.ctx.on_main(self._remove, layer)
+
+    def _remove(self, ref: str) -> str:
+        target = resolve_layer(self.ctx.project, ref)
+        name = target.name()
+        self.ctx.project.removeMapLayer(target.id())
+        return f"Removed layer {name!r} from the project."
+
+    # -- delete features -----------------------------------------------------------
+    def preview_delete_features(self, layer: str, expression: str) -> ApprovalRequest:
+        vector, ids = self._matching(layer, expression)
+        return ApprovalRequest(
+            action=f"Delete {len(ids):,} features from {vector.name()!r}",
+            details=f"In {vector.name()!r}, delete the features where {expression}\n"
+            f"{len(ids):,} of {feature_count_label(vector)} features, stored in {_source_label(vector)}.",
+            affected=[f"layer {vector.name()!r} ({_source_label(vector)})"],
+        )
+
+    @gated("preview_delete_features")
+    def delete_features(self, layer: str, expression: str) -> str:
+        """Delete the features matching an expression (the user approves it first).
+
+        Args:
+            layer: Layer name or id.
+            expression: QGIS expression choosing the features, e.g. "status" = 'closed'.
+        """
+        vector, ids = self._matching(layer, expression)
+        if not approval_granted():
+            raise ToolError(NEEDS_APPROVAL)
+        return self.ctx.on_main(self._delete, vector.id(), ids)
+
+    def _delete(self, layer_id: str, ids: list[int]) -> str:
+        vector = self._vector(layer_id)
+        return self._in_edit_session(vector, lambda: vector.deleteFeatures(ids), f"deleted {len(ids):,} features")
+
+    # -- change attribute values ----------------------------------------------------
+    def preview_update_features(self, layer: str, expression: str, field: str, value: str) -> ApprovalRequest:
+        vector, ids = self._matching(layer, expression)
+        self.ctx.on_main(self._check_update, vector.id(), field, value)
+        return ApprovalRequest(
+            action=f"Change {field!r} on {len(ids):,} features of {vector.name()!r}",
+            details=f"In {vector.name()!r}, set {field} to {value} on the features where {expression}\n"
+            f"{len(ids):,} of {feature_count_label(vector)} features, stored in {_source_label(vector)}.",
+            affected=[f"layer {vector.name()!r} ({_source_label(vector)}), field {field!r}"],
+        )
+
+    @gated("preview_update_features")
+    def update_features(self, layer: str, expression: str, field: str, value: str) -> str:
+        """Set a field on the features matching an expression (the user approves it first).
+
+        Args:
+            layer: Layer name or id.
+            expression: QGIS expression choosing the features.
+            field: The field to change.
+            value: QGIS expression for the new value, e.g. 'closed' (quoted text) or "pupils" * 2.
+        """
+        vector, ids = self._matching(layer, expression)
+        self.ctx.on_main(self._check_update, vector.id(), field, value)
+        if not approval_granted():
+            raise ToolError(NEEDS_APPROVAL)
+        return self.ctx.on_main(self._update, vector.id(), ids, field, value)
+
+    def _check_update(self, layer_id: str, field: str, value: str) -> None:
+        vector = self._vector(layer_id)
+        names = vector.fields().names()
+        if field not in names:
+            raise ToolError(did_you_mean(field, names, f"field in {vector.name()!r}"))
+        parsed = QgsExpression(value)
+        if parsed.hasParserError():
+            raise ToolError(f"invalid value expression: {' '.join(parsed.parserErrorString().split())}")
+
+    def _update(self, layer_id: str, ids: list[int], field: str, value: str) -> str:
+        self._check_update(layer_id, field, value)
+        vector = self._vector(layer_id)
+        index = vector.fields().indexOf(field)
+        expression = QgsExpression(value)
+        context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(vector))
+        expression.prepare(context)
+        changes: dict[int, object] = {}
+        request = QgsFeatureRequest().setFilterFids(ids)
+        for feature in vector.getFeatures(request):
+            context.setFeature(feature)
+            result = expression.evaluate(context)
+            if expression.hasEvalError():
+                raise ToolError(f"the value expression fails: {expression.evalErrorString()}")
+            changes[feature.id()] = result
+
+        def apply() -> bool:
+            return all(vector.changeAttributeValue(fid, index, new) for fid, new in changes.items())
+
+        return self._in_edit_session(vector, apply, f"changed {field!r} on {len(changes):,} features")
+
+    # -- shared --------------------------------------------------------------------
+    def _matching(self, ref: str, expression: str) -> tuple[QgsVectorLayer, list[int]]:
+        """The vector layer and the ids of the features ``expression`` selects (read off the main thread)."""
+        if not expression.strip():
+            raise ToolError("give an expression choosing the features (use 'TRUE' for all of them)")
+        vector, plan, request = self.ctx.on_main(self._prepare, ref, expression)
+        return vector, collect_matching_ids(plan, request, self.ctx.cancel)
+
+    def _prepare(self, ref: str, expression: str) -> tuple[QgsVectorLayer, VectorReadPlan, QgsFeatureRequest]:
+        vector = resolve_vector_layer(self.ctx.project, ref)
+        return vector, plan_vector_read(vector), filter_request(vector, expression)
+
+    def _vector(self, layer_id: str) -> QgsVectorLayer:
+        vector = self.ctx.project.mapLayer(layer_id)
+        if not isinstance(vector, QgsVectorLayer):
+            raise ToolError("the layer was removed from the project meanwhile")
+        return vector
+
+    def _in_edit_session(self, vector: QgsVectorLayer, change: Callable[[], bool], what: str) -> str:
+        """Apply ``change``: into the user's open edit session, or in one of ours, saved at once."""
+        if vector.isEditable():
+            if not change():
+                raise ToolError(f"QGIS refused the change to {vector.name()!r}")
+            return f"In {vector.name()!r}, {what} in your open edit session: save or discard it in QGIS."
+        if not vector.startEditing():
+            raise ToolError(f"{vector.name()!r} cannot be edited (read-only source?)")
+        if not change() or not vector.commitChanges():
+            errors = "; ".join(vector.commitErrors()) or "the change was refused"
+            vector.rollBack()
+            raise ToolError(f"could not save the change to {vector.name()!r}: {errors}")
+        return f"In {vector.name()!r}, {what}; saved to {_source_label(vector)}."
