@@ -45,7 +45,7 @@ postgis: system demo  ## start PostgreSQL/PostGIS and load the demo town
 test: setup postgis lint  ## install everything, start PostGIS, lint, run all tests headless
 	$(PYTHON) -m pytest
 
-bench: setup postgis  ## benchmarks: start-up, responsiveness, processing, PostGIS (bench/results.json)
+bench: setup postgis  ## benchmarks: start-up, responsiveness, processing, PostGIS, conversations (bench/results.json)
 	$(PYTHON) -m bench
 
 lint: $(STAMPS)/python-deps  ## ruff, and Bandit (fails on high-severity findings)

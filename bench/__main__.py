@@ -12,6 +12,9 @@
   a 100,000-feature buffer, the main-thread stall meanwhile, and search speed.
 - PostGIS (``bench.postgis``): a million-geometry query result as a layer versus
   a GeoJSON round trip; describing a ten-million-row table.
+- Conversations (``bench.conversations``): the per-step cost of checkpointing as
+  a conversation grows to 200 messages, the store's size, and opening that
+  conversation in the dock (total time, main-thread stall).
 
 These machines are shared and noisy: compare ratios from one run, not absolute
 times across runs.
@@ -82,6 +85,17 @@ def main() -> int:
         f"exporting the same result to GeoJSON and loading the file: {g['median_geojson_seconds']} s "
         f"({g['geojson_vs_query_layer_ratio']}x slower); describing a {g['table_rows']:,}-row table: "
         f"{g['median_describe_10m_seconds']} s (goal <= {g['goal_seconds']:g} s)"
+    )
+    c = results["conversations"] = run_child("bench.conversations")
+    steps = c["checkpoint_step"]
+    print(
+        "conversations: a checkpoint (serialise, write, commit) costs "
+        + ", ".join(f"{v['median_ms']} ms at {k} messages ({v['kilobytes']} KB)" for k, v in steps.items())
+        + f"; the store holds {c['store_kilobytes']} KB for {c['messages']} messages (keeping every checkpoint "
+        f"would be {c['all_checkpoints_kilobytes']} KB); opening the {c['messages']}-message conversation in the "
+        f"dock: {c['open_median_ms']} ms until all {c['items_shown']} items are shown, {c['open_widgets_median_ms']} "
+        f"ms of it making widgets on the main thread, longest stall {c['open_longest_stall_median_ms']} ms "
+        f"(medians of 5; idle: {c['idle_longest_stall_ms']} ms)"
     )
     RESULTS.write_text(json.dumps(results, indent=2))
     print(f"wrote {RESULTS.relative_to(REPO)}")

@@ -7,7 +7,8 @@ the run finished, 1 when it failed (the reason is printed), 2 for bad
 arguments or an unreadable project, 130 when interrupted.  No one is there
 to approve a risky step (code, data changes, file writes), so ``--approval``
 decides them all: ``never`` (the default) refuses them and the model is told
-why; ``trust`` lets them run.
+why; ``trust`` lets them run.  With ``--store`` the conversation is kept (and
+``--conversation`` continues one), as the dock keeps its own.
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=POLICY_NEVER,
         help="steps that change data or run code: never run them (default), or trust this question with them",
     )
+    ask.add_argument(
+        "--store",
+        metavar="FILE.sqlite",
+        help="keep the conversation in this store (the dock's is conversations.sqlite in the QGIS profile)",
+    )
+    ask.add_argument("--conversation", metavar="ID", help="continue this conversation of the store")
     ask.add_argument("--quiet", action="store_true", help="do not print tool steps")
     return parser
 
@@ -146,7 +153,10 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
 
     config = _model_config(args)
     bridge = MainThreadBridge()
-    worker = AgentWorker(ToolContext(project=project, bridge=bridge, iface=None))
+    store = Path(args.store) if args.store else None
+    worker = AgentWorker(ToolContext(project=project, bridge=bridge, iface=None), store_path=store)
+    if args.conversation:
+        worker.set_thread(args.conversation)
     renderer = ConsoleRenderer(out, err, quiet=args.quiet)
     loop = QEventLoop()
 
@@ -175,6 +185,8 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     finally:
         ticker.stop()
         signal.signal(signal.SIGINT, previous)
+        if store is not None:
+            err.write(f"Conversation {worker.thread_id} (continue it with --conversation {worker.thread_id})\n")
         worker.shutdown()
         bridge.close()
     if renderer.status == "finished":

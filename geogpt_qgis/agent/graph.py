@@ -28,7 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 
-from geogpt_qgis.agent.memory import estimate_tokens, fit_history
+from geogpt_qgis.agent.memory import KIND, RETRY_NOTE, build_memory
 from geogpt_qgis.core.approval import (
     APPROVE,
     POLICY_ASK,
@@ -40,8 +40,9 @@ from geogpt_qgis.core.approval import (
     automatic_notice,
     rejection_message,
 )
-from geogpt_qgis.core.events import ModelCallFinished, Notice, ToolFinished, ToolProgress, ToolStarted
+from geogpt_qgis.core.events import ContextUsage, ModelCallFinished, Notice, ToolFinished, ToolProgress, ToolStarted
 from geogpt_qgis.core.progress import current_progress
+from geogpt_qgis.core.tokens import TokenCalibration, estimate_tokens
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -49,8 +50,14 @@ if TYPE_CHECKING:
 
     from geogpt_qgis.agent.toolkit import Toolkit
 
-# Room left in the context window for the model's answer.
+# Room left in the context window for the model's answer (less in small windows).
 ANSWER_RESERVE_TOKENS = 1024
+# The summary's own lines in the system prompt, beyond its text.
+SUMMARY_FRAME_TOKENS = 16
+
+
+def answer_reserve(context_tokens: int) -> int:
+    return min(ANSWER_RESERVE_TOKENS, max(context_tokens // 8, 256))
 
 
 # Written by the model node: the decisions and reviews of earlier replies no longer apply.
@@ -90,18 +97,23 @@ def step_cap_message(max_steps: int) -> str:
 def build_graph(
     model: BaseChatModel | None,
     toolkit: Toolkit,
-    system_prompt: Callable[[int], str],
+    system_prompt: Callable[[str], str],
     *,
     max_steps: int,
     context_tokens: int,
     checkpointer: BaseCheckpointSaver | None = None,
+    calibration: TokenCalibration | None = None,
 ) -> Any:
-    """Compile the graph; ``system_prompt(omitted)`` builds the prompt for each call.
+    """Compile the graph; ``system_prompt(summary)`` builds the prompt for each call.
 
     ``model`` may be ``None`` to inspect a conversation's stored state only.
+    ``calibration`` carries what earlier calls taught about the server's token
+    counts (it only ever makes estimates larger).
     """
     bound: list[Any] = []  # the model with the tools bound, made on first use
-    schema_tokens = estimate_tokens(str([t.args_schema.model_json_schema() for t in toolkit.tools]))  # type: ignore[union-attr]
+    calibration = calibration or TokenCalibration()
+    schema_tokens = toolkit.schema_tokens
+    reserve = answer_reserve(context_tokens)
 
     async def call_model(state: AgentState) -> dict[str, Any]:
         if model is None:
@@ -110,10 +122,13 @@ def build_graph(
             bound.append(model.bind_tools(toolkit.tools))
         writer = get_stream_writer()
         calls = state.get("model_calls", 0) + 1
-        base_prompt = system_prompt(0)
-        budget = context_tokens - ANSWER_RESERVE_TOKENS - estimate_tokens(base_prompt) - schema_tokens
-        history, omitted = fit_history(state["messages"], max(budget, 0))
-        prompt = [SystemMessage(system_prompt(omitted) if omitted else base_prompt), *history]
+        # Everything is estimated in raw units; the calibration shrinks the window they must fit.
+        window = int((context_tokens - reserve) / calibration.factor)
+        fixed = estimate_tokens(system_prompt("")) + schema_tokens
+        memory = build_memory(state["messages"], max(window - fixed - SUMMARY_FRAME_TOKENS, 0))
+        prompt = [SystemMessage(system_prompt(memory.summary)), *memory.messages]
+        estimated = fixed + memory.tokens + (SUMMARY_FRAME_TOKENS if memory.summary else 0)
+        writer(ContextUsage(calibration.scale(estimated), context_tokens, reserve, memory.omitted_messages))
         started = time.perf_counter()
         try:
             reply = await bound[0].ainvoke(prompt)
@@ -125,12 +140,13 @@ def build_graph(
             writer(Notice("The model sent a tool call that could not be parsed; asking it to retry.", "warning"))
             note = f"Your last tool call could not be parsed: {problem} Call the tool again with a valid JSON object."
             return {
-                "messages": [AIMessage(content=""), HumanMessage(content=note)],
+                "messages": [AIMessage(content=""), HumanMessage(content=note, additional_kwargs={KIND: RETRY_NOTE})],
                 "model_calls": calls,
                 "decisions": FORGET,
                 "reviews": FORGET,
             }
         usage = getattr(reply, "usage_metadata", None) or {}
+        calibration.observe(estimated, int(usage.get("input_tokens", 0)))
         writer(
             ModelCallFinished(
                 int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), time.perf_counter() - started

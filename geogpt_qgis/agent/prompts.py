@@ -26,9 +26,13 @@ Checklist:
 - Asked what you can do: call describe_capabilities and answer from it."""
 
 
-def build_system_prompt(project_brief: str, omitted_messages: int = 0, hints: tuple[str, ...] = ()) -> str:
-    """The full system prompt for one model call; ``hints`` come from the active tool families."""
+def build_system_prompt(project_brief: str, summary: str = "", hints: tuple[str, ...] = ()) -> str:
+    """The full system prompt for one model call.
+
+    ``hints`` come from the active tool families; ``summary`` recalls the
+    turns of the conversation that no longer fit the context.
+    """
     parts = [SYSTEM_PROMPT, *(f"- {hint}" for hint in hints), "", project_brief]
-    if omitted_messages:
-        parts.append(f"({omitted_messages} earlier messages of this conversation are not shown to fit your context.)")
+    if summary:
+        parts += ["", summary]
     return "\n".join(parts)

@@ -9,6 +9,7 @@ only when called.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import urllib.error
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
 
 if TYPE_CHECKING:
+    import ssl
+
     from langchain_core.language_models import BaseChatModel
 
 # A model server that does not answer the connection within this time is down.
@@ -121,7 +124,10 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
             temperature=config.temperature,
             num_ctx=num_ctx or config.context_limit,
             reasoning=True if thinking else None,
-            client_kwargs={"timeout": httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT)},
+            client_kwargs={
+                "timeout": httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT),
+                "verify": shared_ssl_context(),
+            },
         )
     import openai
     from langchain_openai import ChatOpenAI
@@ -139,9 +145,17 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
         # Own HTTP clients (closed after each run by ``aclose_chat_model``) instead of
         # LangChain's process-wide cached ones, whose connections would outlive the
         # worker's event loop.
-        http_client=openai.DefaultHttpxClient(timeout=timeout),
-        http_async_client=openai.DefaultAsyncHttpxClient(timeout=timeout),
+        http_client=openai.DefaultHttpxClient(timeout=timeout, verify=shared_ssl_context()),
+        http_async_client=openai.DefaultAsyncHttpxClient(timeout=timeout, verify=shared_ssl_context()),
     )
+
+
+@functools.lru_cache(maxsize=1)
+def shared_ssl_context() -> ssl.SSLContext:
+    """One TLS context for every model client: loading the system's certificates costs ~40 ms each time."""
+    import ssl
+
+    return ssl.create_default_context()
 
 
 async def aclose_chat_model(model: BaseChatModel) -> None:

@@ -9,15 +9,19 @@ of the consuming task plus the run's ``CancelToken`` for tools.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessageChunk, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
 
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
 from geogpt_qgis.agent.graph import build_graph, pending_request, tool_call_id
+from geogpt_qgis.agent.memory import KIND, STATE_NOTE
 from geogpt_qgis.agent.prompts import build_system_prompt
 from geogpt_qgis.agent.providers import (
     ModelInfo,
@@ -28,11 +32,15 @@ from geogpt_qgis.agent.providers import (
     explain_model_error,
     ollama_model_info,
 )
+from geogpt_qgis.agent.store import ConversationInfo, ConversationStore
 from geogpt_qgis.agent.toolkit import Toolkit
-from geogpt_qgis.core.approval import POLICY_ASK, ApprovalRequest
+from geogpt_qgis.agent.transcript import Entry, to_markdown, transcript
+from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest
 from geogpt_qgis.core.cancel import RunCancelled, current_conversation
 from geogpt_qgis.core.events import ApprovalRequested, Event, ReasoningDelta, RunFinished, TextDelta
+from geogpt_qgis.core.run_log import format_runs
 from geogpt_qgis.core.think import ThinkTagSplitter
+from geogpt_qgis.core.tokens import TokenCalibration
 from geogpt_qgis.tools.project import project_brief
 from geogpt_qgis.tools.registry import active_families, build_families
 
@@ -44,15 +52,39 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class AgentSession:
-    """A conversation (a LangGraph thread) over one QGIS project."""
+@dataclass(frozen=True)
+class OpenedConversation:
+    """A conversation continued from the store: what to show, and any step waiting for approval."""
 
-    def __init__(self, ctx: ToolContext, checkpointer: BaseCheckpointSaver, thread_id: str | None = None) -> None:
+    thread_id: str
+    entries: list[Entry]
+    pending: ApprovalRequest | None
+
+
+async def _quietly(step: Awaitable[Any]) -> None:
+    """Book-keeping after a run must never turn a stop or a failure into another error."""
+    with contextlib.suppress(Exception):
+        await step
+
+
+class AgentSession:
+    """A conversation (a LangGraph thread) over one QGIS project, and the store it lives in."""
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        checkpointer: BaseCheckpointSaver,
+        thread_id: str | None = None,
+        store: ConversationStore | None = None,
+    ) -> None:
         self.ctx = ctx
         self.checkpointer = checkpointer
+        self.store = store
         self.thread_id = thread_id or uuid.uuid4().hex
         self.families: list[ToolFamily] = build_families(ctx)
         self._model_info: dict[tuple[str, str], ModelInfo] = {}
+        self._calibrations: dict[tuple[str, str], TokenCalibration] = {}
+        self._toolkits: dict[tuple, Toolkit] = {}
 
     def new_conversation(self) -> str:
         """Start a fresh thread; the old one stays in the store."""
@@ -67,25 +99,57 @@ class AgentSession:
             self._model_info[key] = await asyncio.to_thread(ollama_model_info, config.base_url, config.model)
         return self._model_info[key]
 
-    async def run(self, text: str, config: ModelConfig, policy: str = POLICY_ASK) -> AsyncIterator[Event]:
+    async def run(
+        self, text: str, config: ModelConfig, policy: str = POLICY_ASK, note: str = ""
+    ) -> AsyncIterator[Event]:
         """Run one user message until it ends or waits for approval; yields events, ending with ``RunFinished``.
 
+        ``note`` tells the model what the user changed in the project since the
+        last answer (kept in the history as a marked system message).
         Failures (server down, unknown model, HTTP errors) end the run with a
         clear ``RunFinished("failed", ...)``; cancellation propagates.
         """
-        inputs = {"messages": [HumanMessage(content=text)], "model_calls": 0, "approval_policy": policy}
-        async for event in self._drive(inputs, config):
+        messages: list[Any] = [SystemMessage(content=note, additional_kwargs={KIND: STATE_NOTE})] if note else []
+        messages.append(HumanMessage(content=text))
+        inputs = {"messages": messages, "model_calls": 0, "approval_policy": policy}
+        async for event in self._logged(inputs, config, text, text):
             yield event
 
     async def resume(self, decision: dict[str, Any], config: ModelConfig) -> AsyncIterator[Event]:
         """Continue a run that waits for approval, with the user's decision."""
         from langgraph.types import Command
 
-        async for event in self._drive(Command(resume=decision), config):
+        label = "approved a step" if decision.get("action") == APPROVE else "rejected a step"
+        async for event in self._logged(Command(resume=decision), config, f"({label})", None):
             yield event
 
+    async def _logged(self, inputs: Any, config: ModelConfig, label: str, message: str | None) -> AsyncIterator[Event]:
+        """Run, recording the run and its events in the store; prune old checkpoints after."""
+        thread_id = self.thread_id
+        current_conversation.set(thread_id)  # tools keep per-conversation state (the code namespace)
+        if self.store is None:
+            async for event in self._drive(inputs, config):
+                yield event
+            return
+        project_file = await asyncio.to_thread(self.ctx.on_main, self.ctx.project.fileName)
+        await self.store.touch(thread_id, message, project_file)
+        run_log = await self.store.start_run(thread_id, label)
+        try:
+            async for event in self._drive(inputs, config):
+                await run_log.record(event)
+                if isinstance(event, RunFinished):
+                    await run_log.finish(event.status, event.error)
+                yield event
+        except (asyncio.CancelledError, RunCancelled):
+            await _quietly(run_log.finish("cancelled", None))
+            raise
+        except BaseException as exc:
+            await _quietly(run_log.finish("failed", f"{type(exc).__name__}: {exc}"))
+            raise
+        finally:
+            await _quietly(self.store.prune(thread_id))
+
     async def _drive(self, inputs: Any, config: ModelConfig) -> AsyncIterator[Event]:
-        current_conversation.set(self.thread_id)  # tools keep per-conversation state (the code namespace)
         try:
             config.validate()
             info = await self._model_info_for(config)
@@ -96,8 +160,9 @@ class AgentSession:
                 )
             num_ctx = effective_context(config, info)
             model = create_chat_model(config, num_ctx, thinking=bool(info and info.supports_thinking))
+            calibration = self._calibrations.setdefault((config.base_url, config.model), TokenCalibration())
             try:
-                graph = await self._graph(model, num_ctx, config.max_steps)
+                graph = await self._graph(model, num_ctx, config.max_steps, calibration)
                 if isinstance(inputs, dict):
                     # A new message while a step waits for approval gives that step up first.
                     await self._drop(graph, "Not done: the user moved on without deciding.")
@@ -121,19 +186,27 @@ class AgentSession:
             return
         yield RunFinished("finished")
 
-    async def _graph(self, model: Any, num_ctx: int, max_steps: int) -> Any:
+    async def _graph(
+        self, model: Any, num_ctx: int, max_steps: int, calibration: TokenCalibration | None = None
+    ) -> Any:
         """The graph for this run (``model`` None: only to read the conversation's state)."""
         brief = await asyncio.to_thread(self.ctx.on_main, project_brief, self.ctx.project)
         families = await asyncio.to_thread(active_families, self.families)
         hints = tuple(f.prompt_hint for f in families if f.prompt_hint)
         tools = [tool for family in families for tool in family.tools()]
+        # Building a toolkit makes a pydantic schema per tool (~100 ms): reuse it while the tool set is the same.
+        key = tuple((id(tool.__self__), tool.__name__) for tool in tools)  # type: ignore[attr-defined]
+        toolkit = self._toolkits.get(key)
+        if toolkit is None:
+            toolkit = self._toolkits[key] = Toolkit(tools)
         return build_graph(
             model,
-            Toolkit(tools),
-            lambda omitted: build_system_prompt(brief, omitted, hints),
+            toolkit,
+            lambda summary: build_system_prompt(brief, summary, hints),
             max_steps=max_steps,
             context_tokens=num_ctx,
             checkpointer=self.checkpointer,
+            calibration=calibration,
         )
 
     def _config(self, max_steps: int = 15, thread_id: str | None = None) -> dict[str, Any]:
@@ -187,12 +260,48 @@ class AgentSession:
         for kind, piece in splitter.flush():
             yield _delta(kind, piece)
 
-    async def history(self) -> list[Any]:
-        """The stored messages of the current thread (for tests and resume)."""
-        state = await self.checkpointer.aget_tuple({"configurable": {"thread_id": self.thread_id}})
+    async def history(self, thread_id: str | None = None) -> list[Any]:
+        """The stored messages of a conversation (default: this one)."""
+        state = await self.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id or self.thread_id}})
         if state is None:
             return []
         return list(state.checkpoint["channel_values"].get("messages", []))
+
+    # -- the conversations in the store ---------------------------------------------
+    async def open(self, thread_id: str) -> OpenedConversation:
+        """Continue ``thread_id``: what the dock shows of it, and any step waiting for approval."""
+        messages = await self.history(thread_id)
+        request = await self.pending(thread_id)
+        self.thread_id = thread_id
+        return OpenedConversation(thread_id, transcript(messages), request)
+
+    async def conversations(self, project: str | None = None) -> list[ConversationInfo]:
+        return await self._store().conversations(project)
+
+    async def rename(self, thread_id: str, title: str) -> None:
+        await self._store().rename(thread_id, title)
+
+    async def delete(self, thread_id: str) -> None:
+        """Delete a conversation everywhere: its state, its catalogue entry and its run log."""
+        await self.checkpointer.adelete_thread(thread_id)
+        await self._store().delete(thread_id)
+        if thread_id == self.thread_id:
+            self.new_conversation()
+
+    async def export_markdown(self, thread_id: str) -> str:
+        info = await self._store().conversation(thread_id)
+        entries = transcript(await self.history(thread_id))
+        if info is None:
+            return to_markdown("Conversation", "", time.time(), entries)
+        return to_markdown(info.title, info.project, info.created, entries)
+
+    async def run_log(self, thread_id: str | None = None) -> str:
+        return format_runs(await self._store().runs(thread_id or self.thread_id))
+
+    def _store(self) -> ConversationStore:
+        if self.store is None:
+            raise RuntimeError("this session keeps no conversation store")
+        return self.store
 
 
 def _delta(kind: str, text: str) -> Event:

@@ -9,6 +9,8 @@ itself.  Only Stop (``RunCancelled``) escapes.
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,6 +22,7 @@ from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_decisio
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
 from geogpt_qgis.core.text import truncate
+from geogpt_qgis.core.tokens import estimate_tokens
 from geogpt_qgis.tools.base import ToolError, ToolFunction
 
 if TYPE_CHECKING:
@@ -52,6 +55,13 @@ class Toolkit:
     @property
     def tools(self) -> list[StructuredTool]:
         return list(self._tools.values())
+
+    @functools.cached_property
+    def schema_tokens(self) -> int:
+        """What the tool schemas cost in every prompt (as the providers send them: OpenAI function format)."""
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        return estimate_tokens(json.dumps([convert_to_openai_tool(t) for t in self.tools], ensure_ascii=False))
 
     @property
     def names(self) -> list[str]:

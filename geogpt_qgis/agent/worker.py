@@ -31,6 +31,7 @@ from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA
 if TYPE_CHECKING:
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.agent.session import AgentSession
+    from geogpt_qgis.agent.store import ConversationStore
     from geogpt_qgis.tools.base import ToolContext
 
 log = logging.getLogger(__name__)
@@ -100,9 +101,12 @@ class AgentWorker(QThread):
         else:
             self._thread_id = uuid.uuid4().hex
 
-    def submit(self, text: str, config: ModelConfig, policy: str = POLICY_ASK) -> int:
-        """Start a run for ``text``; returns its id.  Events arrive on ``event``."""
-        return self._start(lambda session, cfg: session.run(text, cfg, policy), config)
+    def submit(self, text: str, config: ModelConfig, policy: str = POLICY_ASK, note: str = "") -> int:
+        """Start a run for ``text``; returns its id.  Events arrive on ``event``.
+
+        ``note``: what the user changed in the project since the last answer, for the model.
+        """
+        return self._start(lambda session, cfg: session.run(text, cfg, policy, note), config)
 
     def resume(self, decision: dict[str, Any], config: ModelConfig) -> int:
         """Continue the conversation's paused run with the user's decision; returns the new run's id."""
@@ -131,6 +135,40 @@ class AgentWorker(QThread):
         """
         thread_id = self.thread_id
         return self._call(lambda session: session.drop_pending(thread_id))
+
+    # -- the conversations in the store (each a future, resolved on the agent thread) ---
+    def conversations(self, project: str | None = None) -> Future:
+        """``ConversationInfo`` of the stored conversations, newest first (``project``: only that file's)."""
+        return self._call(lambda session: session.conversations(project))
+
+    def open_conversation(self, thread_id: str) -> Future:
+        """Continue a stored conversation: an ``OpenedConversation`` (entries to show, pending approval)."""
+        self.cancel_all()
+        self.set_thread(thread_id)
+        return self._call(lambda session: session.open(thread_id))
+
+    def rename_conversation(self, thread_id: str, title: str) -> Future:
+        return self._call(lambda session: session.rename(thread_id, title))
+
+    def delete_conversation(self, thread_id: str) -> Future:
+        """Delete a conversation; deleting the current one starts a new one."""
+        if thread_id == self.thread_id:
+            self.new_conversation()
+        return self._call(lambda session: session.delete(thread_id))
+
+    def export_conversation(self, thread_id: str) -> Future:
+        """The conversation as a Markdown document (a ``str``)."""
+        return self._call(lambda session: session.export_markdown(thread_id))
+
+    def history(self, thread_id: str | None = None) -> Future:
+        """The stored messages (LangChain objects) of a conversation (default: the current one)."""
+        thread_id = thread_id or self.thread_id
+        return self._call(lambda session: session.history(thread_id))
+
+    def run_log(self, thread_id: str | None = None) -> Future:
+        """The run log of a conversation (default: the current one) as Markdown."""
+        thread_id = thread_id or self.thread_id
+        return self._call(lambda session: session.run_log(thread_id))
 
     def set_thread(self, thread_id: str) -> None:
         """Continue the conversation ``thread_id`` (e.g. the last one, after a restart)."""
@@ -205,8 +243,8 @@ class AgentWorker(QThread):
             _preload_agent_stack()
             from geogpt_qgis.agent.session import AgentSession
 
-            self._checkpointer, self._closer = await _open_checkpointer(self.store_path)
-            self._session = AgentSession(self.ctx, self._checkpointer, self._thread_id)
+            self._checkpointer, store, self._closer = await _open_store(self.store_path)
+            self._session = AgentSession(self.ctx, self._checkpointer, self._thread_id, store)
         return self._session
 
     async def _drive(
@@ -267,18 +305,21 @@ def _lookup_key(base_url: str) -> str | None:
     return get_api_key(base_url)
 
 
-async def _open_checkpointer(store_path: Path | None) -> tuple[Any, Any]:
-    """An SQLite checkpointer at ``store_path`` (WAL, crash-safe), or in memory."""
-    if store_path is None:
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        return InMemorySaver(), None
+async def _open_store(store_path: Path | None) -> tuple[Any, ConversationStore, Any]:
+    """The checkpointer and conversation store in one SQLite file at ``store_path`` (WAL), or in memory."""
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    store_path.parent.mkdir(parents=True, exist_ok=True)
-    connection = await aiosqlite.connect(str(store_path))
+    from geogpt_qgis.agent.store import ConversationStore
+
+    if store_path is not None:
+        store_path.parent.mkdir(parents=True, exist_ok=True)
+    connection = await aiosqlite.connect(str(store_path) if store_path is not None else ":memory:")
     await connection.execute("PRAGMA journal_mode=WAL")
+    # WAL with NORMAL: a crash of QGIS never corrupts the file nor loses a committed step.
+    await connection.execute("PRAGMA synchronous=NORMAL")
     saver = AsyncSqliteSaver(connection)
     await saver.setup()
-    return saver, connection.close
+    store = ConversationStore(connection)
+    await store.setup()
+    return saver, store, connection.close

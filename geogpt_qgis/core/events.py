@@ -66,6 +66,21 @@ class ModelCallFinished:
 
 
 @dataclass(frozen=True)
+class ContextUsage:
+    """How full the model's context window is for the call about to be made.
+
+    ``used`` is the estimated prompt (system prompt, tool schemas, memory, the
+    new message); ``reserved`` is kept free for the answer; ``omitted`` counts
+    history messages summarised or left out to make it fit.
+    """
+
+    used: int
+    limit: int
+    reserved: int = 0
+    omitted: int = 0
+
+
+@dataclass(frozen=True)
 class Notice:
     """Something the user should know that is neither answer nor tool (e.g. the step cap)."""
 
@@ -95,6 +110,7 @@ Event = (
     | ToolProgress
     | ToolFinished
     | ModelCallFinished
+    | ContextUsage
     | Notice
     | ApprovalRequested
     | RunFinished

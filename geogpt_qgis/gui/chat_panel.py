@@ -4,6 +4,10 @@ The panel owns the agent worker (created on the first message, so QGIS
 start-up never pays for it) and renders the worker's events.  Streamed tokens
 are buffered and painted on a short timer, so a fast model cannot flood the
 main thread.  It lives inside ``ChatDock``, which builds it on first show.
+
+Conversations are kept in the store: the panel lists, resumes, renames,
+deletes and exports them, reopens the last one when QGIS starts again, and
+tells the model what the user changed in the project between turns.
 """
 
 from __future__ import annotations
@@ -11,16 +15,30 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qgis.core import QgsProject
 from qgis.PyQt.QtCore import QEvent, QObject, Qt, QTimer, pyqtSignal
 from qgis.PyQt.QtGui import QKeyEvent
-from qgis.PyQt.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from qgis.PyQt.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.core.events import (
     ApprovalRequested,
+    ContextUsage,
     ModelCallFinished,
     Notice,
     ReasoningDelta,
@@ -32,17 +50,22 @@ from geogpt_qgis.core.events import (
 )
 from geogpt_qgis.gui.approval_card import ApprovalCard
 from geogpt_qgis.gui.chat_view import ChatView
+from geogpt_qgis.gui.context_meter import ContextMeter
+from geogpt_qgis.gui.conversation_bar import ConversationBar
+from geogpt_qgis.gui.conversations_page import ConversationsPage
+from geogpt_qgis.gui.future_relay import FutureRelay
+from geogpt_qgis.gui.markdown_dialog import MarkdownDialog
 from geogpt_qgis.gui.model_bar import ModelBar
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext
 from geogpt_qgis.tools.bridge import MainThreadBridge
+from geogpt_qgis.tools.project_watch import ProjectWatcher
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from qgis.gui import QgisInterface
 
+    from geogpt_qgis.agent.session import OpenedConversation
     from geogpt_qgis.agent.worker import AgentWorker
 
 # Top-level modules only: finding a submodule's spec would import its parents.
@@ -93,7 +116,8 @@ class ChatPanel(QWidget):
 
     run_finished = pyqtSignal(str)  # status, for tests and scripts
     approval_shown = pyqtSignal(object)  # the ApprovalCard, for tests and scripts
-    _pending_found = pyqtSignal(object)  # (thread id, ApprovalRequest or None) from the store, from the agent thread
+    conversation_opened = pyqtSignal(str)  # thread id, once its history is shown
+    conversations_listed = pyqtSignal()  # the list page was (re)filled
 
     def __init__(
         self,
@@ -117,18 +141,26 @@ class ChatPanel(QWidget):
         self._flush_timer.timeout.connect(self._flush_text)
         self.render_seconds = 0.0  # main-thread time spent on run events (benchmarked)
         self.awaiting: ApprovalCard | None = None  # the approval the conversation waits for
+        self.relay = FutureRelay(self)
+        self.watcher = ProjectWatcher(self.project, self.bridge, self)
+        self.dialogs: list[MarkdownDialog] = []
         self._build_ui()
         self.project.cleared.connect(self._project_cleared)
-        self._pending_found.connect(self._show_restored_approval)
         last = PlgOptionsManager.get_plg_settings().last_thread_id
         if last and not missing_packages():
-            # A step of the last session may still wait for approval (it is in the store): look, off this thread.
-            QTimer.singleShot(0, lambda: self._look_for_pending(last))
+            # Come back to the last conversation (read from the store off this thread).
+            QTimer.singleShot(0, lambda: self.open_conversation(last, restoring=True))
 
     # -- layout --------------------------------------------------------------
     def _build_ui(self) -> None:
         self.model_bar = ModelBar(self)
+        self.conversation_bar = ConversationBar(self)
+        self.new_button = self.conversation_bar.new_button
         self.chat = ChatView(self)
+        self.conversations = ConversationsPage(self)
+        self.pages = QStackedWidget(self)
+        self.pages.addWidget(self.chat)
+        self.pages.addWidget(self.conversations)
         self.input = QPlainTextEdit(self)
         self.input.setPlaceholderText(tr("Ask about your map… (Enter sends, Shift+Enter for a new line)"))
         self.input.setMaximumHeight(90)
@@ -136,11 +168,9 @@ class ChatPanel(QWidget):
         self.send_button = QPushButton(tr("Send"), self)
         self.send_button.setObjectName("geogptSend")
         self.send_button.clicked.connect(self._send_or_stop)
-        self.new_button = QPushButton(tr("New conversation"), self)
-        self.new_button.setObjectName("geogptNew")
-        self.new_button.clicked.connect(self.new_conversation)
         self.status = QLabel(self)
         self.status.setObjectName("geogptStatus")
+        self.meter = ContextMeter(self)
         self.policy = QComboBox(self)
         self.policy.setObjectName("geogptPolicy")
         self.policy.setToolTip(tr("Before running code, changing data or writing files"))
@@ -156,15 +186,31 @@ class ChatPanel(QWidget):
             lambda: PlgOptionsManager.set_value("approval_policy", self.policy.currentData())
         )
 
+        bar = self.conversation_bar
+        bar.new_requested.connect(self.new_conversation)
+        bar.list_toggled.connect(lambda shown: self.show_conversations() if shown else self.show_chat())
+        bar.rename_requested.connect(lambda: self.ask_rename(self._current_thread()))
+        bar.export_requested.connect(lambda: self.ask_export(self._current_thread()))
+        bar.delete_requested.connect(lambda: self.ask_delete(self._current_thread()))
+        bar.run_log_requested.connect(self.show_run_log)
+        page = self.conversations
+        page.open_requested.connect(self.open_conversation)
+        page.rename_requested.connect(self.ask_rename)
+        page.export_requested.connect(self.ask_export)
+        page.delete_requested.connect(self.ask_delete)
+        page.refresh_requested.connect(self.show_conversations)
+        page.closed.connect(self.show_chat)
+
         buttons = QHBoxLayout()
         buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.meter)
         buttons.addWidget(self.policy)
-        buttons.addWidget(self.new_button)
         buttons.addWidget(self.send_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.model_bar)
-        layout.addWidget(self.chat, 1)
+        layout.addWidget(self.conversation_bar)
+        layout.addWidget(self.pages, 1)
         layout.addWidget(self.input)
         layout.addLayout(buttons)
         missing = missing_packages()
@@ -207,17 +253,33 @@ class ChatPanel(QWidget):
         """Send ``text`` to the agent; returns the run id (``None`` if it could not start)."""
         if self.busy or self.awaiting is not None:
             return None
+        self.show_chat()
+        # What the user changed in the project since the last answer; a new conversation starts from the brief.
+        note = self.watcher.drain()
+        if not self._has_turns():
+            note = ""
+        if note:
+            self.chat.add_notice(note, "info")
         self.chat.add_user_message(text)
         missing = missing_packages()
         if missing:
             self.chat.add_notice(tr("Cannot run: missing Python packages: {p}.").format(p=", ".join(missing)), "error")
             return None
+        if not self._has_turns(before_last=True):
+            from geogpt_qgis.agent.store import title_from
+
+            self.conversation_bar.set_title(title_from(text))
         config = self.model_bar.current_config()
         worker = self._ensure_worker()
-        self.run_id = worker.submit(text, config, self.policy.currentData())
+        self.run_id = worker.submit(text, config, self.policy.currentData(), note)
         PlgOptionsManager.set_value("last_thread_id", worker.thread_id)
         self._set_busy(True, tr("Thinking… ({m})").format(m=config.model or tr("no model")))
         return self.run_id
+
+    def _has_turns(self, before_last: bool = False) -> bool:
+        """Whether the conversation on screen has user messages (``before_last``: besides the newest)."""
+        users = [w for w in self.chat.items() if w.objectName() == "geogptUserMessage"]
+        return len(users) > (1 if before_last else 0)
 
     # -- approvals -----------------------------------------------------------
     def _show_approval(self, request: dict) -> ApprovalCard:
@@ -249,22 +311,152 @@ class ChatPanel(QWidget):
         self.awaiting = None
         self._set_busy(False, tr("Dropped the step."))
 
-    def _look_for_pending(self, thread_id: str) -> None:
-        """Ask the store (on the agent's thread) whether the last conversation waits for an approval."""
-        future = self._ensure_worker().pending_approval(thread_id)
-        future.add_done_callback(lambda f: self._pending_found.emit(None if f.exception() else (thread_id, f.result())))
+    # -- conversations -----------------------------------------------------------
+    def _current_thread(self) -> str | None:
+        return self.worker.thread_id if self.worker is not None else None
 
-    def _show_restored_approval(self, found: object) -> None:
-        """Main thread: continue that conversation and show its card (unless the user has moved on)."""
-        if not found or self.worker is None or self.awaiting is not None or self.busy:
+    def show_chat(self) -> None:
+        self.pages.setCurrentWidget(self.chat)
+        self.conversation_bar.list_button.setChecked(False)
+
+    def show_conversations(self) -> None:
+        """Switch to the conversation list and fill it from the store."""
+        self.pages.setCurrentWidget(self.conversations)
+        self.conversation_bar.list_button.setChecked(True)
+        if missing_packages():
             return
-        thread_id, request = found  # type: ignore[misc]
-        if request is None or self.chat.items():
+        worker = self._ensure_worker()
+        project = self.project.fileName() if self.conversations.only_project.isChecked() else None
+        self.relay.when_done(worker.conversations(project), self._listed, self._store_failed)
+
+    def _listed(self, conversations: list) -> None:
+        self.conversations.show_conversations(conversations, self._current_thread())
+        self.conversations_listed.emit()
+
+    def open_conversation(self, thread_id: str, restoring: bool = False) -> None:
+        """Continue a stored conversation: its whole history in the chat, any waiting approval on top.
+
+        ``restoring``: QGIS just started; reopen the last conversation unless the user already typed.
+        """
+        if self.busy or (restoring and self.chat.items()):
             return
-        self.worker.set_thread(thread_id)
-        self.chat.add_notice(tr("A step from your last session is waiting for your approval."), "warning")
-        self._show_approval(request.to_dict())
-        self.status.setText(tr("Waiting for your approval."))
+        if self.awaiting is not None and self.awaiting.pending:
+            self.awaiting.close_with(tr("Left for later"))
+        self.awaiting = None
+        worker = self._ensure_worker()
+        self.relay.when_done(
+            worker.open_conversation(thread_id), lambda opened: self._opened(opened, restoring), self._store_failed
+        )
+
+    def _opened(self, opened: OpenedConversation, restoring: bool) -> None:
+        if self.busy or (restoring and self.chat.items()):
+            return
+        self.chat.clear()
+        self._pending_text.clear()
+        self.chat.show_transcript(opened.entries, lambda: self.conversation_opened.emit(opened.thread_id))
+        self.meter.reset_usage()
+        self.watcher.drain()  # changes made before the conversation was opened are not news to it
+        PlgOptionsManager.set_value("last_thread_id", opened.thread_id)
+        first = next((e.text for e in opened.entries if e.kind == "user"), "")
+        from geogpt_qgis.agent.store import title_from
+
+        self.conversation_bar.set_title(title_from(first))  # at once; a renamed title follows from the store
+        self.relay.when_done(
+            self._ensure_worker().conversations(), lambda found: self._set_title_from(found, opened.thread_id, first)
+        )
+        self.show_chat()
+        self.status.setText(tr("Conversation restored.") if opened.entries else "")
+        if opened.pending is not None:
+            self.chat.add_notice(tr("This step is waiting for your approval."), "warning")
+            self._show_approval(opened.pending.to_dict())
+            self.status.setText(tr("Waiting for your approval."))
+
+    def _set_title_from(self, conversations: list, thread_id: str, fallback: str) -> None:
+        from geogpt_qgis.agent.store import title_from
+
+        info = next((c for c in conversations if c.thread_id == thread_id), None)
+        self.conversation_bar.set_title(info.title if info is not None else title_from(fallback))
+
+    def rename_conversation(self, thread_id: str, title: str) -> None:
+        worker = self._ensure_worker()
+
+        def renamed(_result: object) -> None:
+            if thread_id == self._current_thread():
+                self.conversation_bar.set_title(" ".join(title.split()))
+            if self.pages.currentWidget() is self.conversations:
+                self.show_conversations()
+
+        self.relay.when_done(worker.rename_conversation(thread_id, title), renamed, self._store_failed)
+
+    def delete_conversation(self, thread_id: str) -> None:
+        worker = self._ensure_worker()
+        current = thread_id == worker.thread_id
+        if current:
+            self.stop()
+            self.awaiting = None
+
+        def deleted(_result: object) -> None:
+            if current:
+                self.chat.clear()
+                self.conversation_bar.set_title("")
+                self.meter.reset_usage()
+            self.status.setText(tr("Conversation deleted."))
+            if self.pages.currentWidget() is self.conversations:
+                self.show_conversations()
+
+        self.relay.when_done(worker.delete_conversation(thread_id), deleted, self._store_failed)
+
+    def export_conversation(self, thread_id: str, path: str) -> None:
+        """Write the conversation, tool steps and results included, to ``path`` as Markdown."""
+
+        def write(markdown: str) -> None:
+            try:
+                Path(path).write_text(markdown, encoding="utf-8")
+            except OSError as exc:
+                self.status.setText(tr("Could not export: {e}").format(e=exc))
+                return
+            self.status.setText(tr("Exported to {p}").format(p=path))
+
+        self.relay.when_done(self._ensure_worker().export_conversation(thread_id), write, self._store_failed)
+
+    def show_run_log(self) -> None:
+        """Open the run log of the conversation on screen in a window."""
+        if missing_packages():
+            return
+
+        def show(markdown: str) -> None:
+            dialog = MarkdownDialog(tr("GeoGPT run log"), markdown, self)
+            self.dialogs = [d for d in self.dialogs if d.isVisible()] + [dialog]
+            dialog.show()
+
+        self.relay.when_done(self._ensure_worker().run_log(), show, self._store_failed)
+
+    # Dialog front-ends of the actions above (tests call the actions directly).
+    def ask_rename(self, thread_id: str | None) -> None:
+        if not thread_id:
+            return
+        title, ok = QInputDialog.getText(self, tr("Rename conversation"), tr("Title:"))
+        if ok and title.strip():
+            self.rename_conversation(thread_id, title)
+
+    def ask_export(self, thread_id: str | None) -> None:
+        if not thread_id:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, tr("Export conversation"), "conversation.md", "Markdown (*.md)")
+        if path:
+            self.export_conversation(thread_id, path)
+
+    def ask_delete(self, thread_id: str | None) -> None:
+        if not thread_id:
+            return
+        answer = QMessageBox.question(
+            self, tr("Delete conversation"), tr("Delete this conversation and its run log? This cannot be undone.")
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.delete_conversation(thread_id)
+
+    def _store_failed(self, error: BaseException) -> None:
+        self.status.setText(tr("The conversation store failed: {e}").format(e=error))
 
     def stop(self) -> None:
         """Stop the current run now."""
@@ -281,6 +473,10 @@ class ChatPanel(QWidget):
             self.worker.new_conversation()
         self._pending_text.clear()
         self.chat.clear()
+        self.show_chat()
+        self.conversation_bar.set_title("")
+        self.meter.reset_usage()
+        self.watcher.drain()
         self.status.setText(tr("New conversation."))
 
     def _set_busy(self, busy: bool, status: str = "") -> None:
@@ -316,6 +512,8 @@ class ChatPanel(QWidget):
             self.status.setText(tr("Thinking…"))
         elif isinstance(event, Notice):
             self.chat.add_notice(event.text, event.level)
+        elif isinstance(event, ContextUsage):
+            self.meter.show_usage(event.used, event.limit, event.reserved, event.omitted)
         elif isinstance(event, ModelCallFinished):
             pass
         elif isinstance(event, ApprovalRequested):
@@ -352,6 +550,7 @@ class ChatPanel(QWidget):
         """Stop the agent thread and release everything (plugin unload, QGIS exit)."""
         with contextlib.suppress(TypeError):
             self.project.cleared.disconnect(self._project_cleared)
+        self.watcher.close()
         self.bridge.close()
         if self.worker is not None:
             self.worker.shutdown()

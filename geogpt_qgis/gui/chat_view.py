@@ -8,9 +8,11 @@ stays put when they scroll up to read.
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from qgis.PyQt.QtCore import Qt
+from qgis.PyQt.QtCore import Qt, QTimer
 from qgis.PyQt.QtGui import QTextCursor
 from qgis.PyQt.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
@@ -22,8 +24,25 @@ from geogpt_qgis.gui.markdown_view import MarkdownView
 from geogpt_qgis.gui.tool_step import ToolStepWidget
 from geogpt_qgis.toolbelt.i18n import tr
 
+if TYPE_CHECKING:
+    from geogpt_qgis.agent.transcript import Entry
+
+# One style sheet for the whole column: a sheet per item would be parsed and applied item by item,
+# which makes showing a long conversation slow.
+COLUMN_STYLE = """
+QLabel#geogptUserMessage { background: palette(alternate-base); border-radius: 6px; padding: 6px; }
+QLabel#geogptNotice { font-style: italic; color: #333333; }
+QLabel#geogptNotice[level="info"] { color: #31708f; }
+QLabel#geogptNotice[level="warning"] { color: #8a6d3b; }
+QLabel#geogptNotice[level="error"] { color: #a94442; }
+QToolButton#geogptSectionHeader { text-align: left; border: none; padding: 2px; }
+QTextBrowser#geogptMarkdown { background: transparent; }
+"""
 VIEW_CHARS = 2500
-_NOTICE_COLOURS = {"info": "#31708f", "warning": "#8a6d3b", "error": "#a94442"}
+# Showing a stored conversation: items made per turn of the event loop.  Laying out and polishing an item
+# after it is made costs about as much again (word-wrapped labels more), hence a count as well as a time.
+SLICE_ITEMS = 8
+SLICE_SECONDS = 0.010
 
 
 class ChatView(QScrollArea):
@@ -35,6 +54,8 @@ class ChatView(QScrollArea):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         container = QWidget()
+        container.setObjectName("geogptChatColumn")
+        container.setStyleSheet(COLUMN_STYLE)
         self._layout = QVBoxLayout(container)
         self._layout.setContentsMargins(6, 6, 6, 6)
         self._layout.setSpacing(6)
@@ -42,6 +63,7 @@ class ChatView(QScrollArea):
         self.setWidget(container)
         self._current: QWidget | None = None
         self._steps: dict[str, ToolStepWidget] = {}
+        self._restoring = 0  # generation of the history being shown (see show_transcript)
         self._follow = True
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._remember_follow)
@@ -58,17 +80,8 @@ class ChatView(QScrollArea):
         return [self._layout.itemAt(i).widget() for i in range(self._layout.count() - 1)]
 
     def add_user_message(self, text: str) -> QLabel:
-        label = QLabel(text)
-        label.setWordWrap(True)
-        label.setTextFormat(Qt.TextFormat.PlainText)
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        label.setObjectName("geogptUserMessage")
-        label.setStyleSheet(
-            "QLabel#geogptUserMessage { background: palette(alternate-base); border-radius: 6px; padding: 6px; }"
-        )
-        label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._follow = True
-        return self._add(label)
+        return self._add(_user_label(text))
 
     def append_text(self, text: str) -> None:
         """Stream answer text into the current answer view (created after a tool step).
@@ -125,13 +138,38 @@ class ChatView(QScrollArea):
 
     def add_notice(self, text: str, level: str = "info") -> QLabel:
         self._end_stream()
-        label = QLabel(text)
-        label.setWordWrap(True)
-        label.setTextFormat(Qt.TextFormat.PlainText)
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        label.setProperty("level", level)
-        label.setStyleSheet(f"QLabel {{ color: {_NOTICE_COLOURS.get(level, '#333')}; font-style: italic; }}")
-        return self._add(label)
+        return self._add(_notice_label(text, level))
+
+    def show_transcript(self, entries: Sequence[Entry], done: Callable[[], None] | None = None) -> None:
+        """Rebuild a stored conversation, newest first, a slice per turn of the event loop.
+
+        A long history would otherwise freeze QGIS while hundreds of widgets
+        are made: the newest items appear at once (the view sits at the
+        bottom), older ones are slipped in above a few at a time
+        (``SLICE_ITEMS``, ``SLICE_SECONDS``).  ``done`` is called once everything is shown.
+        """
+        self._restoring += 1
+        generation = self._restoring
+        remaining = list(entries)
+        self._follow = True
+        anchor = self._layout.count() - 1  # older items go in above whatever is already shown
+
+        def slice_() -> None:
+            if generation != self._restoring:
+                return  # cleared, or another conversation is being shown
+            started = time.perf_counter()
+            made = 0
+            while remaining and made < SLICE_ITEMS and time.perf_counter() - started < SLICE_SECONDS:
+                widget = _entry_widget(remaining.pop())
+                self._layout.insertWidget(min(anchor, self._layout.count() - 1), widget)
+                made += 1
+            if remaining:
+                QTimer.singleShot(0, slice_)
+            elif done is not None:
+                done()
+
+        self._current = None
+        slice_()
 
     def end_turn(self, status: RunStatus, error: str | None = None) -> None:
         """Close the turn: render the last block, mark unfinished steps, say why it ended."""
@@ -150,6 +188,7 @@ class ChatView(QScrollArea):
 
     def clear(self) -> None:
         """Remove every item (new conversation)."""
+        self._restoring += 1  # any history still being shown stops
         for widget in self.items():
             self._layout.removeWidget(widget)
             widget.deleteLater()
@@ -177,3 +216,42 @@ class ChatView(QScrollArea):
                 separator = "" if widget.continues_previous or not text else "\n\n"
                 text += separator + widget.source_text
         return text
+
+
+def _user_label(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setObjectName("geogptUserMessage")
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    return label
+
+
+def _notice_label(text: str, level: str) -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setObjectName("geogptNotice")
+    label.setProperty("level", level)
+    return label
+
+
+def _entry_widget(entry: Entry) -> QWidget:
+    """The finished widget for one item of a stored conversation."""
+    if entry.kind == "user":
+        return _user_label(entry.text)
+    if entry.kind == "note":
+        return _notice_label(entry.text, "info")
+    if entry.kind == "reasoning":
+        body = AutoHeightTextBrowser(max_height=160)
+        body.setPlainText(entry.text)
+        return CollapsibleSection(tr("Thinking"), body)
+    if entry.kind == "answer":
+        view = MarkdownView()
+        view.set_markdown(entry.text)
+        return view
+    step = ToolStepWidget(entry.call_id, entry.name, entry.args)
+    step.finish(entry.ok, entry.text, None)
+    return step

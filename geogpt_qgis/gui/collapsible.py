@@ -18,7 +18,7 @@ class CollapsibleSection(QWidget):
         self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         # Ignored width: a long title is cut at the column's edge instead of widening the column.
         self.header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.header.setStyleSheet("QToolButton { text-align: left; border: none; padding: 2px; }")
+        self.header.setObjectName("geogptSectionHeader")  # styled by the chat column's one style sheet
         self.body = body
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -32,8 +32,8 @@ class MarkdownView(AutoHeightTextBrowser):
         self.setTextInteractionFlags(
             Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
+        self.setObjectName("geogptMarkdown")  # styled by the chat column's one style sheet
         self.viewport().setAutoFillBackground(False)
-        self.setStyleSheet("QTextBrowser { background: transparent; }")
         self._splitter = MarkdownBlockSplitter()
         self._tail_start = 0  # document position where the plain-text tail begins
         self._tail_open = False

@@ -46,10 +46,11 @@ class ToolStepWidget(CollapsibleSection):
         if self.ok is None:
             self.set_title(self._title(tr("running… {percent:.0f}%").format(percent=percent)))
 
-    def finish(self, ok: bool, result: str, seconds: float) -> None:
-        """Show the outcome: a tick or a cross, the time, and the result in the body."""
+    def finish(self, ok: bool, result: str, seconds: float | None) -> None:
+        """Show the outcome: a tick or a cross, the time (unknown for restored steps), the result in the body."""
         self.ok, self.result = ok, result
-        self.set_title(self._title(f"{'✓' if ok else '✗'} {seconds:.2f} s"))
+        took = f" {seconds:.2f} s" if seconds is not None else ""
+        self.set_title(self._title(f"{'✓' if ok else '✗'}{took}"))
         self.header.setToolTip(f"{self.name}({format_arguments(self.args)})")
         self._render_body()
 

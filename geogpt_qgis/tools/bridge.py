@@ -47,11 +47,17 @@ class MainThreadBridge(QObject):
         self._closed = False
         self._pending: set[_Job] = set()
         self._lock = threading.Lock()
+        self._acting = 0  # jobs running now (main thread only): changes they make are the agent's
         self._submitted.connect(self._execute, Qt.ConnectionType.QueuedConnection)
         self._disposed.connect(self._drop, Qt.ConnectionType.QueuedConnection)
 
     def on_owner_thread(self) -> bool:
         return threading.get_ident() == self._owner_ident
+
+    @property
+    def acting(self) -> bool:
+        """Whether the agent is changing the project right now (a job is running on the main thread)."""
+        return self._acting > 0
 
     def call(self, fn: Callable[..., T], *args: Any, cancel: CancelToken | None = None, **kwargs: Any) -> T:
         """Run ``fn(*args, **kwargs)`` on the main thread and return its result.
@@ -88,7 +94,11 @@ class MainThreadBridge(QObject):
             if job.abandoned or self._closed or (job.cancel is not None and job.cancel.cancelled):
                 job.error = RunCancelled("stopped by the user")
                 return
-            job.result = job.fn(*job.args, **job.kwargs)
+            self._acting += 1
+            try:
+                job.result = job.fn(*job.args, **job.kwargs)
+            finally:
+                self._acting -= 1
         except BaseException as exc:  # noqa: BLE001 - handed back to the waiting thread
             job.error = exc
         finally:

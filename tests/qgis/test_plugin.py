@@ -44,8 +44,9 @@ def test_load_then_unload_leaves_nothing_behind(real_iface, tmp_path, monkeypatc
     monkeypatch.setattr(QgsApplication, "qgisSettingsDirPath", staticmethod(lambda: str(tmp_path) + "/"))
     window = real_iface.mainWindow()
     project = QgsProject.instance()
+    watched = ("cleared", "layersAdded", "layersWillBeRemoved", "crsChanged")
     baseline = {
-        "cleared": _receivers(project, "cleared"),
+        **{name: _receivers(project, name) for name in watched},
         "handlers": len(logger.handlers),
         "plugin_menu": len(real_iface.plugin_menu.actions()),
         "toolbar": len(real_iface.plugin_toolbar.actions()),
@@ -59,7 +60,9 @@ def test_load_then_unload_leaves_nothing_behind(real_iface, tmp_path, monkeypatc
     dock = loaded["docks"][0]
     assert window.dockWidgetArea(dock) == Qt.DockWidgetArea.RightDockWidgetArea
     assert plugin.action in real_iface.plugin_toolbar.actions()
-    assert _receivers(project, "cleared") == baseline["cleared"] + 1
+    # The panel stops runs when the project closes; its watcher follows layers and the CRS for change notes.
+    assert _receivers(project, "cleared") == baseline["cleared"] + 2
+    assert all(_receivers(project, name) == baseline[name] + 1 for name in watched[1:])
     assert len(logger.handlers) == baseline["handlers"] + 1
     # The action toggles the dock.
     plugin.action.trigger()
@@ -71,7 +74,7 @@ def test_load_then_unload_leaves_nothing_behind(real_iface, tmp_path, monkeypatc
     assert _ours(window) == {"docks": [], "actions": [], "menus": []}
     assert len(real_iface.plugin_menu.actions()) == baseline["plugin_menu"]
     assert len(real_iface.plugin_toolbar.actions()) == baseline["toolbar"]
-    assert _receivers(project, "cleared") == baseline["cleared"]
+    assert all(_receivers(project, name) == baseline[name] for name in watched)
     assert len(logger.handlers) == baseline["handlers"]
     assert plugin.dock is None and plugin.action is None
 

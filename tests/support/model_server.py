@@ -65,6 +65,11 @@ class RecordedRequest:
         """The tool results the client sent back to the model, in order."""
         return [m for m in self.body.get("messages", []) if m.get("role") == "tool"]
 
+    @property
+    def prompt_tokens(self) -> int:
+        """The prompt's size as the server measures it (``measure_prompt``)."""
+        return measure_prompt(self.body)
+
 
 ScriptSource = Callable[[dict[str, Any]], Turn]
 
@@ -309,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, {"error": f"error parsing tool call: raw='{raw}', err=invalid character"})
             return
         model = body["model"]
-        prompt_tokens = turn.prompt_tokens if turn.prompt_tokens is not None else _estimate_tokens(body)
+        prompt_tokens = turn.prompt_tokens if turn.prompt_tokens is not None else measure_prompt(body)
         if body.get("stream", True) is False:
             message: dict[str, Any] = {"role": "assistant", "content": turn.text}
             if turn.thinking:
@@ -338,7 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
         if turn is None:
             return
         model = body["model"]
-        prompt_tokens = turn.prompt_tokens if turn.prompt_tokens is not None else _estimate_tokens(body)
+        prompt_tokens = turn.prompt_tokens if turn.prompt_tokens is not None else measure_prompt(body)
         completion_tokens = len(split_tokens(turn.text))
         finish = "tool_calls" if turn.tool_calls else "stop"
         if not body.get("stream"):
@@ -386,10 +391,27 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # -- protocol helpers --------------------------------------------------------
-def _estimate_tokens(body: dict[str, Any]) -> int:
-    """A rough prompt size so clients see a plausible ``prompt_eval_count``."""
-    text = json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", []))
-    return max(1, len(text) // 4)
+def measure_prompt(body: dict[str, Any]) -> int:
+    """The prompt's size in tokens as a chat template would lay it out (ChatML), counted the plugin's way.
+
+    Every message costs its role markers, its text and its tool calls; every
+    tool schema is written out as JSON in the system part, as Ollama's
+    templates do.  What the client left out of its own budget shows here.
+    """
+    from geogpt_qgis.core.tokens import estimate_tokens
+
+    total = 3  # the assistant's header the answer starts after
+    for message in body.get("messages", []):
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        total += 5 + estimate_tokens(str(content))
+        calls = message.get("tool_calls")
+        if calls:
+            total += estimate_tokens(json.dumps(calls, ensure_ascii=False))
+    for tool in body.get("tools", []) or []:
+        total += 4 + estimate_tokens(json.dumps(tool, ensure_ascii=False))
+    return total
 
 
 def _ollama_model_entry(name: str) -> dict[str, Any]:

@@ -1,0 +1,57 @@
+"""The strip above the chat: the conversation's title and what can be done with it."""
+
+from __future__ import annotations
+
+from qgis.PyQt.QtCore import Qt, pyqtSignal
+from qgis.PyQt.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSizePolicy, QToolButton, QWidget
+
+from geogpt_qgis.toolbelt.i18n import tr
+
+
+class ConversationBar(QWidget):
+    """Title, the conversation list toggle, New, and a menu: rename, export, run log, delete."""
+
+    list_toggled = pyqtSignal(bool)
+    new_requested = pyqtSignal()
+    rename_requested = pyqtSignal()
+    export_requested = pyqtSignal()
+    run_log_requested = pyqtSignal()
+    delete_requested = pyqtSignal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = QLabel()
+        self.title.setObjectName("geogptConversationTitle")
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.title.setTextFormat(Qt.TextFormat.PlainText)
+        self.list_button = QToolButton()
+        self.list_button.setText(tr("Conversations"))
+        self.list_button.setCheckable(True)
+        self.list_button.setToolTip(tr("Your conversations: resume, rename, delete, export"))
+        self.list_button.toggled.connect(self.list_toggled)
+        self.new_button = QPushButton(tr("New conversation"))
+        self.new_button.setObjectName("geogptNew")
+        self.new_button.clicked.connect(self.new_requested)
+        self.menu = QMenu(self)
+        self.rename_action = self.menu.addAction(tr("Rename…"), self.rename_requested.emit)
+        self.export_action = self.menu.addAction(tr("Export to Markdown…"), self.export_requested.emit)
+        self.run_log_action = self.menu.addAction(tr("Run log…"), self.run_log_requested.emit)
+        self.menu.addSeparator()
+        self.delete_action = self.menu.addAction(tr("Delete"), self.delete_requested.emit)
+        self.more_button = QToolButton()
+        self.more_button.setText("⋯")
+        self.more_button.setToolTip(tr("More for this conversation"))
+        self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.more_button.setMenu(self.menu)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.title, 1)
+        layout.addWidget(self.list_button)
+        layout.addWidget(self.new_button)
+        layout.addWidget(self.more_button)
+        self.set_title("")
+
+    def set_title(self, title: str) -> None:
+        shown = title or tr("New conversation")
+        self.title.setText(shown)
+        self.title.setToolTip(shown)

@@ -1,0 +1,50 @@
+"""The run log: which events are kept, and how runs read."""
+
+from __future__ import annotations
+
+from geogpt_qgis.core.events import (
+    ApprovalRequested,
+    ContextUsage,
+    ModelCallFinished,
+    Notice,
+    ReasoningDelta,
+    RunFinished,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from geogpt_qgis.core.run_log import RunRecord, event_record, format_runs
+
+
+def test_streamed_text_is_not_logged_everything_else_is():
+    assert event_record(TextDelta("x")) is None
+    assert event_record(ReasoningDelta("x")) is None
+    assert event_record(ModelCallFinished(120, 30, 1.5)) == (
+        "model",
+        {"input_tokens": 120, "output_tokens": 30, "seconds": 1.5},
+    )
+    kind, data = event_record(ToolFinished("c1", "describe_layer", True, "x" * 5000, 0.2))
+    assert kind == "tool" and len(data["result"]) == 2000
+    assert event_record(ApprovalRequested({"action": "Run PyQGIS code", "tool": "run_pyqgis"}))[0] == "approval"
+
+
+def test_runs_read_as_markdown_with_totals():
+    events = [
+        ModelCallFinished(1200, 40, 0.8),
+        ToolStarted("c1", "select_features", {"layer": "schools", "expression": "\"type\" = 'primary'"}),
+        ToolFinished("c1", "select_features", True, "Selected 16 of 31 features in 'schools'", 0.05),
+        ContextUsage(2400, 8192, 1024, 12),
+        Notice("Approved automatically", "info"),
+        RunFinished("finished"),
+    ]
+    run = RunRecord("r1", "Select the primary schools", 1_700_000_000.0, 1_700_000_003.5, "finished")
+    run.events = [(i * 0.5, *event_record(e)) for i, e in enumerate(events)]
+    text = format_runs([run, RunRecord("r2", "and then", 1_700_000_010.0, None, "running")])
+    first, second = text.split("\n\n### ")
+    assert first.startswith("### Run 1: Select the primary schools")
+    assert "**finished** ✓ · 3.5 s · 1 model calls, 1,200 tokens in, 40 out · 1 tool calls" in first
+    assert '|   0.50 s | → select_features | layer="schools", expression=' in first
+    assert "| ✓ select_features | 0.05 s · Selected 16 of 31 features in 'schools' |" in first
+    assert "2,400 of 8,192 tokens (29%), 12 older messages summarised" in first
+    assert second.startswith("Run 2: and then") and "did not end (QGIS closed or crashed)" in second
+    assert format_runs([]) == "No runs recorded for this conversation yet."
