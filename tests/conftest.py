@@ -41,6 +41,17 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     settings.remove("geogpt_qgis")
 
 
+@pytest.fixture(scope="session")
+def ogc_server(qgis_app, tmp_path_factory):
+    """pygeoapi on 127.0.0.1 serving the demo town (PostGIS collections and one GeoJSON file)."""
+    from tests.support.demo import GPKG, ensure_demo
+    from tests.support.ogc_server import running_ogc_server
+
+    ensure_demo()
+    with running_ogc_server(tmp_path_factory.mktemp("ogc"), GPKG) as server:
+        yield server
+
+
 @pytest.fixture
 def model_server() -> Iterator[ScriptedModelServer]:
     """A scripted Ollama/OpenAI server on 127.0.0.1; script it with ``.script([...])``."""

@@ -109,6 +109,9 @@ class AgentSession:
         Failures (server down, unknown model, HTTP errors) end the run with a
         clear ``RunFinished("failed", ...)``; cancellation propagates.
         """
+        current_conversation.set(self.thread_id)
+        for family in self.families:
+            family.notice_user_text(text)
         messages: list[Any] = [SystemMessage(content=note, additional_kwargs={KIND: STATE_NOTE})] if note else []
         messages.append(HumanMessage(content=text))
         inputs = {"messages": messages, "model_calls": 0, "approval_policy": policy}
@@ -273,7 +276,13 @@ class AgentSession:
         messages = await self.history(thread_id)
         request = await self.pending(thread_id)
         self.thread_id = thread_id
-        return OpenedConversation(thread_id, transcript(messages), request)
+        entries = transcript(messages)
+        current_conversation.set(thread_id)
+        for family in self.families:  # server URLs the user gave earlier stay usable
+            for entry in entries:
+                if entry.kind == "user":
+                    family.notice_user_text(entry.text)
+        return OpenedConversation(thread_id, entries, request)
 
     async def conversations(self, project: str | None = None) -> list[ConversationInfo]:
         return await self._store().conversations(project)

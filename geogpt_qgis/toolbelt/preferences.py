@@ -36,6 +36,9 @@ class PlgSettings:
     # Saved PostgreSQL connections the agent may use: "*" for all, else names separated by commas.
     postgis_connections: str = "*"
     sql_timeout: float = 30.0
+    # OGC API Features servers: one per line, "Name = URL" or a bare URL.
+    ogc_servers: str = ""
+    ogc_timeout: float = 30.0
     sql_row_cap: int = 1_000_000
     # Before code, SQL writes, deletions and file writes: "ask", "trust" (this conversation) or "never".
     approval_policy: str = "ask"

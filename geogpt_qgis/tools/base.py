@@ -74,3 +74,6 @@ class ToolFamily:
 
     def unavailable_reason(self) -> str | None:
         return None
+
+    def notice_user_text(self, text: str) -> None:
+        """See each message the user sends (before the run), e.g. to learn a server URL they named."""

@@ -27,6 +27,7 @@ from qgis.core import (
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.processing.naming import unique_name
 
 CANCEL_CHECK_EVERY = 500
 
@@ -37,6 +38,13 @@ def ordered_layers(project: QgsProject) -> list[QgsMapLayer]:
     seen = {layer.id() for layer in in_tree}
     rest = [layer for layer_id, layer in project.mapLayers().items() if layer_id not in seen]
     return in_tree + rest
+
+
+def add_result_layer(project: QgsProject, layer: QgsMapLayer, base: str) -> str:
+    """Add a tool's result layer under ``base`` (``base_2``... if taken); returns the name it got (main thread)."""
+    layer.setName(unique_name(base, {other.name() for other in ordered_layers(project)}))
+    project.addMapLayer(layer)
+    return layer.name()
 
 
 def resolve_layer(project: QgsProject, ref: str) -> QgsMapLayer:

@@ -10,11 +10,19 @@ from geogpt_qgis.tools.base import ToolContext, ToolFamily
 from geogpt_qgis.tools.capabilities import CapabilityTools
 from geogpt_qgis.tools.code import CodeTools
 from geogpt_qgis.tools.edits import EditTools
+from geogpt_qgis.tools.ogc.family import OgcTools
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.project import ProjectTools
 
-FAMILY_TYPES: tuple[type[ToolFamily], ...] = (ProjectTools, EditTools, ProcessingTools, PostgisTools, CodeTools)
+FAMILY_TYPES: tuple[type[ToolFamily], ...] = (
+    ProjectTools,
+    EditTools,
+    ProcessingTools,
+    PostgisTools,
+    OgcTools,
+    CodeTools,
+)
 
 
 def build_families(ctx: ToolContext) -> list[ToolFamily]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from qgis.core import QgsVectorLayer, QgsWkbTypes
+from qgis.core import QgsWkbTypes
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
-from geogpt_qgis.tools.layers import ordered_layers
+from geogpt_qgis.tools.layers import add_result_layer
 from geogpt_qgis.tools.postgis import catalog
 from geogpt_qgis.tools.postgis.connections import (
     SavedConnection,
@@ -30,7 +30,7 @@ from geogpt_qgis.tools.postgis.query import (
     write_targets,
 )
 from geogpt_qgis.tools.postgis.sql_text import is_write_statement, referenced_tables
-from geogpt_qgis.tools.processing.naming import slug, unique_name
+from geogpt_qgis.tools.processing.naming import slug
 
 MAX_PREVIEW = 50
 MAX_DESCRIBED = 5
@@ -158,14 +158,9 @@ class PostgisTools(ToolFamily):
             base = slug(output_name) or f"{slug(tables[0].split('.')[-1]) if tables else 'query'}_sql"
             layer = query_layer(saved, result, base)
             layer.moveToThread(self.ctx.bridge.thread())
-            name = self.ctx.on_main(self._add_layer, layer, base)
+            name = self.ctx.on_main(add_result_layer, self.ctx.project, layer, base)
             text += "\n" + layer_summary(name, result)
         return text
-
-    def _add_layer(self, layer: QgsVectorLayer, base: str) -> str:
-        layer.setName(unique_name(base, {other.name() for other in ordered_layers(self.ctx.project)}))
-        self.ctx.project.addMapLayer(layer)
-        return layer.name()
 
 
 def layer_summary(name: str, result: QueryResult) -> str:

@@ -1,0 +1,1 @@
+"""OGC API Features: servers, collections, queries and the layers they become."""

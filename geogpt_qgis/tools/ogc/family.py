@@ -1,0 +1,236 @@
+"""The OGC API Features tool family: list a server's collections, describe them, query them into layers."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from geogpt_qgis.core.cancel import current_conversation
+from geogpt_qgis.core.fuzzy import did_you_mean
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFamily, ToolFunction
+from geogpt_qgis.tools.layers import add_result_layer
+from geogpt_qgis.tools.ogc import catalog
+from geogpt_qgis.tools.ogc.catalog import Collection, Queryable, ServerInfo, crs_label
+from geogpt_qgis.tools.ogc.http import OgcHttp
+from geogpt_qgis.tools.ogc.layers import layer_crs, linked_layer, memory_layer
+from geogpt_qgis.tools.ogc.query import (
+    Fetched,
+    bounded_limit,
+    check_filter,
+    clip_features,
+    fetch_features,
+    plan_bbox,
+    supports_filter,
+)
+from geogpt_qgis.tools.ogc.servers import OgcServer, ServerDirectory, parse_servers, urls_in
+from geogpt_qgis.tools.processing.naming import slug
+
+MAX_DESCRIBED = 4
+CACHE_SECONDS = 600.0
+
+
+class OgcTools(ToolFamily):
+    """Collections of OGC API Features servers: the configured ones and URLs the user gave in the chat."""
+
+    name = "ogc"
+    title = "OGC API Features"
+    summary = "list, describe and query collections of OGC API Features servers; results become layers"
+    prompt_hint = (
+        "Feature servers: list_ogc_collections, describe_ogc_collections (properties, values), then "
+        "query_ogc_collection with a CQL2 filter and/or bbox; the result is added as a layer."
+    )
+
+    def __init__(self, ctx: ToolContext) -> None:
+        super().__init__(ctx)
+        self._mentioned: dict[str, list[str]] = {}  # conversation id -> server URLs the user typed
+        self._cache: dict[tuple[str, ...], tuple[float, Any]] = {}
+
+    # -- which servers ---------------------------------------------------------------------------
+    def notice_user_text(self, text: str) -> None:
+        """Remember server URLs the user typed in this conversation: the model may use those."""
+        found = urls_in(text)
+        if found:
+            known = self._mentioned.setdefault(current_conversation.get(), [])
+            known += [url for url in found if url not in known]
+
+    def _directory(self) -> ServerDirectory:
+        configured = parse_servers(PlgOptionsManager.get_plg_settings().ogc_servers)
+        return ServerDirectory(configured, self._mentioned.get(current_conversation.get(), []))
+
+    def unavailable_reason(self) -> str | None:
+        if not self._directory().all():
+            return "no OGC API Features server is configured or given in the chat"
+        return None
+
+    def tools(self) -> list[ToolFunction]:
+        return [self.list_ogc_collections, self.describe_ogc_collections, self.query_ogc_collection]
+
+    # -- shared steps ----------------------------------------------------------------------------
+    def _http(self) -> OgcHttp:
+        return OgcHttp(PlgOptionsManager.get_plg_settings().ogc_timeout, self.ctx.cancel)
+
+    def _cached(self, key: tuple[str, ...], make: Any) -> Any:
+        hit = self._cache.get(key)
+        if hit is not None and time.monotonic() - hit[0] < CACHE_SECONDS:
+            return hit[1]
+        value = make()
+        self._cache[key] = (time.monotonic(), value)
+        return value
+
+    def _server(self, http: OgcHttp, server: str) -> ServerInfo:
+        resolved: OgcServer = self._directory().resolve(server)
+        return self._cached(("server", resolved.url), lambda: catalog.load_server(http, resolved))
+
+    def _queryables(self, http: OgcHttp, info: ServerInfo, collection: Collection) -> list[Queryable] | None:
+        return self._cached(
+            ("queryables", info.server.url, collection.id), lambda: catalog.queryables(http, info, collection)
+        )
+
+    # -- tools -----------------------------------------------------------------------------------
+    def list_ogc_collections(self, server: str = "") -> str:
+        """List a feature server's collections with title and description.
+
+        Args:
+            server: Configured server name or a URL the user gave (default: the only one).
+        """
+        with self._http() as http:
+            info = self._server(http, server)
+        text = catalog.format_collections(info)
+        others = [s.name for s in self._directory().all() if s.url != info.server.url]
+        return text + (f"\nOther servers: {', '.join(others)}" if others else "")
+
+    def describe_ogc_collections(self, collections: list[str], server: str = "") -> str:
+        """Describe collections: properties and types, extent, CRSs, count, common values.
+
+        Args:
+            collections: Collection ids, e.g. ["hospitals"].
+            server: Configured server name or a URL the user gave.
+        """
+        if not collections:
+            raise ToolError("name at least one collection")
+        if len(collections) > MAX_DESCRIBED:
+            raise ToolError(f"describe at most {MAX_DESCRIBED} collections per call")
+        with self._http() as http:
+            info = self._server(http, server)
+            found = [info.collection(name) for name in collections]
+            return "\n\n".join(catalog.describe_collection(http, info, c) for c in found)
+
+    def query_ogc_collection(
+        self,
+        collection: str,
+        server: str = "",
+        filter: str = "",  # noqa: A002 - the OGC API parameter's own name
+        bbox: list[float] | None = None,
+        bbox_crs: str = "",
+        properties: list[str] | None = None,
+        limit: int = 1000,
+        output_name: str = "",
+    ) -> str:
+        """Fetch features into a new layer; returns count, extent and fields.
+
+        Args:
+            collection: Collection id.
+            server: Configured server name or a URL the user gave.
+            filter: CQL2 text, e.g. name = 'Centre' AND beds > 100.
+            bbox: [min_x, min_y, max_x, max_y] in x/y (lon/lat) order.
+            bbox_crs: CRS of bbox, e.g. EPSG:25832 (default CRS84 degrees).
+            properties: Only these properties (default all).
+            limit: Most features to fetch (pages are followed).
+            output_name: Name for the new layer.
+        """
+        cap = bounded_limit(limit)
+        with self._http() as http:
+            info = self._server(http, server)
+            found = info.collection(collection)
+            props = self._queryables(http, info, found)
+            params: dict[str, Any] = {}
+            cql = (filter or "").strip()
+            if cql:
+                check_filter(cql, props, found.id)
+                key = ("filter", info.server.url, found.id)
+                if not self._cached(key, lambda: supports_filter(http, info, found, props)):
+                    raise ToolError(
+                        f"{info.server.name} does not apply filters on {found.id}; query without filter (with a "
+                        "bbox if useful), then use processing (e.g. native:extractbyexpression) on the new layer"
+                    )
+                params["filter"] = cql
+                params["filter-lang"] = "cql2-text" if info.conforms(*catalog.FILTER_CLASSES) else None
+            wanted = self._properties(properties, props, found.id)
+            if wanted:
+                params["properties"] = ",".join(wanted)
+            plan = plan_bbox(list(bbox), bbox_crs, found, info) if bbox else None
+            if plan:
+                params.update(plan.params)
+            fetched = fetch_features(http, info, found, params, cap)
+        if plan and plan.clip:
+            fetched.features = clip_features(fetched.features, plan.clip, fetched.crs)
+        if plan and plan.note:
+            fetched.notes.append(plan.note)
+        if wanted:
+            for feature in fetched.features:  # some servers ignore "properties"; the layer holds only those asked
+                values = feature.get("properties") or {}
+                feature["properties"] = {k: values.get(k) for k in wanted}
+        return self._add(info, found, props, fetched, cql, bool(plan or wanted), output_name)
+
+    def _properties(self, asked: list[str] | None, props: list[Queryable] | None, collection: str) -> list[str]:
+        wanted = [p.strip() for p in asked or [] if p.strip()]
+        if props is not None:
+            known = [q.name for q in props if q.type != "geometry"]
+            for name in wanted:
+                if name not in known:
+                    raise ToolError(did_you_mean(name, known, f"property of {collection}"))
+        return wanted
+
+    def _add(
+        self,
+        info: ServerInfo,
+        collection: Collection,
+        props: list[Queryable] | None,
+        fetched: Fetched,
+        cql: str,
+        narrowed: bool,
+        output_name: str,
+    ) -> str:
+        source = f"{collection.id} on {info.server.name}"
+        if not fetched.features:
+            why = f" matching {cql!r}" if cql else ""
+            return f"No features{why} in {source}; nothing was added. Check values with describe_ogc_collections."
+        base = slug(output_name) or slug(collection.id) or "features"
+        whole = not (cql or narrowed or fetched.more)
+        request = f"{info.items_url(collection)}" + (f" filter: {cql}" if cql else "")
+        if whole:
+            layer = linked_layer(info.server.url, collection.id, base)
+            kind = "linked to the server (QGIS's OGC API Features provider)"
+        else:
+            layer = memory_layer(fetched.features, fetched.crs, props, base, f"From {request}")
+            kind = "a memory layer with the fetched features"
+        fields = layer.fields().names()
+        layer.moveToThread(self.ctx.bridge.thread())
+        name = self.ctx.on_main(add_result_layer, self.ctx.project, layer, base)
+        return summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields)
+
+
+def summary_text(name: str, kind: str, source: str, fetched: Fetched, crs: str, fields: list[str]) -> str:
+    """Count, extent, fields, paging and limits: what the model needs, never the features."""
+    from shapely.geometry import shape
+
+    bounds = [shape(f["geometry"]).bounds for f in fetched.features if f.get("geometry")]
+    lines = [f"Added layer {name!r} ({kind}): {len(fetched.features):,} features from {source}."]
+    if bounds:
+        box = [min(b[i] for b in bounds) for i in (0, 1)] + [max(b[i] for b in bounds) for i in (2, 3)]
+        digits = 6 if crs == "EPSG:4326" else 1
+        lines.append(f"Extent ({crs}): " + ", ".join(f"{v:.{digits}f}" for v in box))
+    lines.append("Fields: " + (", ".join(fields) or "none"))
+    if fetched.more:
+        total = f"{fetched.matched:,}" if fetched.matched is not None else "more"
+        lines.append(
+            f"Limit reached: {total} features match, only the first {len(fetched.features):,} were fetched; "
+            "raise limit or narrow the filter or bbox."
+        )
+    elif fetched.pages > 1:
+        lines.append(f"Read in {fetched.pages} pages.")
+    lines += [f"Note: {note}" for note in fetched.notes]
+    if fetched.crs != catalog.CRS84:
+        lines.append(f"Served in {crs_label(fetched.crs)} (the data's own CRS).")
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""Layers from OGC API Features results (built on the worker thread, added to the project on the main one).
+
+A whole collection becomes a layer of QGIS's own OGC API Features provider,
+so it stays linked to the server.  A filtered, boxed, trimmed or limited
+result becomes a memory layer holding exactly the features the query
+returned, with the request noted in the layer's abstract.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import quote
+
+from qgis.core import QgsFeature, QgsGeometry, QgsVectorLayer, QgsWkbTypes
+
+from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.ogc.catalog import CRS84, Queryable, crs_label
+
+_MEMORY_TYPES = {"integer": "long", "number": "double", "boolean": "boolean"}
+_FAMILIES = {"Point": "Point", "LineString": "LineString", "Polygon": "Polygon"}
+
+
+def layer_crs(crs_uri: str) -> str:
+    """The QGIS CRS id for features served in ``crs_uri`` (CRS84 is EPSG:4326 in x=lon order)."""
+    return "EPSG:4326" if crs_uri == CRS84 else crs_label(crs_uri)
+
+
+def _value_type(values: Iterable[Any]) -> str:
+    """The type the values share ("" when all are null)."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return ""
+    if all(isinstance(v, bool) for v in present):
+        return "boolean"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return "integer"
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return "number"
+    return "text"
+
+
+def field_plan(features: list[dict[str, Any]], props: list[Queryable] | None) -> list[tuple[str, str]]:
+    """(name, type) of every property the features carry, in the queryables' order when known."""
+    seen: dict[str, None] = {}
+    for feature in features:
+        for key in feature.get("properties") or {}:
+            seen.setdefault(str(key))
+    declared = {q.name: q.type for q in props or [] if q.type != "geometry"}
+    names = [n for n in declared if n in seen] + [n for n in seen if n not in declared]
+    plan = []
+    for name in names:
+        values = [(f.get("properties") or {}).get(name) for f in features]
+        observed = _value_type(values)
+        kind = declared.get(name) or observed or "text"
+        if observed == "text" or (kind == "boolean" and observed not in ("", "boolean")):
+            kind = "text"  # what the data holds wins over what the schema promised
+        elif kind == "integer" and observed == "number":
+            kind = "number"
+        plan.append((name, kind))
+    return plan
+
+
+def _geometry_type(geometries: list[QgsGeometry]) -> str:
+    """One memory-layer geometry type for all features: multi when any is multi; "None" without geometry."""
+    kinds = {QgsWkbTypes.geometryType(g.wkbType()) for g in geometries if not g.isNull()}
+    if not kinds:
+        return "None"
+    if len(kinds) > 1:
+        raise ToolError("the result mixes points, lines and polygons; filter it to one geometry type")
+    base = {
+        QgsWkbTypes.GeometryType.PointGeometry: "Point",
+        QgsWkbTypes.GeometryType.LineGeometry: "LineString",
+        QgsWkbTypes.GeometryType.PolygonGeometry: "Polygon",
+    }[kinds.pop()]
+    multi = any(QgsWkbTypes.isMultiType(g.wkbType()) for g in geometries if not g.isNull())
+    return f"Multi{base}" if multi else base
+
+
+def _cell(value: Any, kind: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    if kind == "text":
+        return str(value)
+    return value
+
+
+def memory_layer(
+    features: list[dict[str, Any]], crs_uri: str, props: list[Queryable] | None, name: str, source_note: str
+) -> QgsVectorLayer:
+    """A memory layer with exactly ``features`` (GeoJSON dicts) in the CRS they were served in."""
+    from shapely.geometry import shape
+
+    geometries = []
+    for feature in features:
+        geometry = QgsGeometry()
+        if feature.get("geometry"):
+            geometry.fromWkb(shape(feature["geometry"]).wkb)
+        geometries.append(geometry)
+    plan = field_plan(features, props)
+    spec = "&".join(f"field={quote(n, safe='')}:{_MEMORY_TYPES.get(k, 'string')}" for n, k in plan)
+    uri = f"{_geometry_type(geometries)}?crs={layer_crs(crs_uri)}" + (f"&{spec}" if spec else "")
+    layer = QgsVectorLayer(uri, name, "memory")
+    if not layer.isValid():
+        raise ToolError("QGIS could not make a layer for the result")
+    fields = layer.fields()
+    multi = QgsWkbTypes.isMultiType(layer.wkbType())
+    rows = []
+    for feature, geometry in zip(features, geometries, strict=True):
+        row = QgsFeature(fields)
+        values = feature.get("properties") or {}
+        row.setAttributes([_cell(values.get(n), k) for n, k in plan])
+        if not geometry.isNull():
+            if multi and not geometry.isMultipart():
+                geometry.convertToMultiType()
+            row.setGeometry(geometry)
+        rows.append(row)
+    layer.dataProvider().addFeatures(rows)
+    layer.updateExtents()
+    metadata = layer.metadata()
+    metadata.setAbstract(source_note)
+    layer.setMetadata(metadata)
+    return layer
+
+
+def linked_layer(server_url: str, collection: str, name: str) -> QgsVectorLayer:
+    """A layer of QGIS's OGC API Features provider: it reads the server whenever QGIS draws it."""
+    uri = f"url='{server_url}' typename='{collection}'"
+    layer = QgsVectorLayer(uri, name, "OAPIF")
+    if not layer.isValid():
+        raise ToolError(f"QGIS's OGC API Features provider could not open {collection}: {layer.error().summary()}")
+    return layer
