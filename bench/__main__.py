@@ -12,6 +12,8 @@
   a 100,000-feature buffer, the main-thread stall meanwhile, and search speed.
 - PostGIS (``bench.postgis``): a million-geometry query result as a layer versus
   a GeoJSON round trip; describing a ten-million-row table.
+- Prompt budget (``bench.prompt_budget``): the estimated tokens of system
+  prompt and tool schemas in one call, with every tool family and without.
 - Conversations (``bench.conversations``): the per-step cost of checkpointing as
   a conversation grows to 200 messages, the store's size, and opening that
   conversation in the dock (total time, main-thread stall).
@@ -97,6 +99,14 @@ def main() -> int:
         f"ms of it making widgets on the main thread, longest stall {c['open_longest_stall_median_ms']} ms "
         f"(medians of 5; idle: {c['idle_longest_stall_ms']} ms)"
     )
+    b = results["prompt_budget"] = run_child("bench.prompt_budget")
+    for label, key in (("every tool family", "every_family"), ("a plain project", "plain_project")):
+        m = b[key]
+        print(
+            f"prompt budget with {label}: system prompt {m['system_prompt_tokens']} + tool schemas "
+            f"{m['schema_tokens']} = {m['total_tokens']} tokens (goal <= {b['goal_tokens']}; estimated on the high "
+            f"side); by family: " + ", ".join(f"{k} {v}" for k, v in m["families"].items())
+        )
     RESULTS.write_text(json.dumps(results, indent=2))
     print(f"wrote {RESULTS.relative_to(REPO)}")
     return 0

@@ -12,6 +12,8 @@ import asyncio
 import functools
 import json
 import logging
+import types
+import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,7 @@ from pydantic import ValidationError
 from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_decision
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
-from geogpt_qgis.core.text import truncate
+from geogpt_qgis.core.text import bound_tokens
 from geogpt_qgis.core.tokens import estimate_tokens
 from geogpt_qgis.tools.base import ToolError, ToolFunction
 
@@ -93,6 +95,7 @@ class Toolkit:
         if tool is None:
             return self.unknown_tool(name)
         params = self._parameters(tool)
+        args = _decoded(args)
         if not isinstance(args, dict):
             return _error(f"{name} takes a JSON object of arguments ({', '.join(params) or 'none'}), not {args!r}.")
         unknown = [key for key in args if key not in params]
@@ -100,10 +103,14 @@ class Toolkit:
             valid = ", ".join(params) if params else "it takes no arguments"
             return _error(f"{name} has no argument {', '.join(repr(k) for k in unknown)}; valid arguments: {valid}.")
         schema = tool.args_schema
+        fields = getattr(schema, "model_fields", {})
+        args = {
+            key: _decoded(value) if _wants_structure(fields[key].annotation) else value for key, value in args.items()
+        }
         try:
             validated = schema.model_validate(args)  # type: ignore[union-attr]
         except ValidationError as exc:
-            return _error(f"invalid arguments for {name}: {_describe_validation(exc)}.")
+            return _error(f"invalid arguments for {name}: {_describe_validation(exc, fields)}.")
         return {key: getattr(validated, key) for key in params}
 
     async def approval_request(self, call_id: str, name: str, args: Any) -> ApprovalRequest | None:
@@ -155,15 +162,41 @@ class Toolkit:
             return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
         finally:
             current_decision.reset(token)
-        return ToolOutcome(True, truncate(str(text)))
+        return ToolOutcome(True, bound_tokens(str(text)))
 
 
-def _describe_validation(exc: ValidationError) -> str:
+def _decoded(value: Any) -> Any:
+    """A JSON object or array sent as a string (small models often do) decoded; anything else as it was."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _wants_structure(annotation: Any) -> bool:
+    """Whether a parameter takes a list or dict and never a plain string (``list[str] | None`` does)."""
+    members = [annotation]
+    kinds = set()
+    while members:
+        current = members.pop()
+        origin = typing.get_origin(current)
+        if origin is typing.Union or origin is types.UnionType:
+            members += [a for a in typing.get_args(current) if a is not type(None)]
+        else:
+            kinds.add(origin or current)
+    return str not in kinds and bool(kinds & {list, dict, tuple})
+
+
+def _describe_validation(exc: ValidationError, fields: dict[str, Any] | None = None) -> str:
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
         if error.get("type") == "missing":
-            parts.append(f"missing required argument {where!r}")
+            field = (fields or {}).get(where)
+            about = f" ({field.description.strip()})" if field is not None and field.description else ""
+            parts.append(f"missing required argument {where!r}{about}")
         else:
             parts.append(f"{where!r}: {error.get('msg', 'invalid')} (got {error.get('input')!r})")
     return "; ".join(parts)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 TOOL_RESULT_MAX_CHARS = 3500
+TOOL_RESULT_MAX_TOKENS = 1000  # estimated; no single tool result may cost more
 
 
 def truncate(text: str, limit: int = TOOL_RESULT_MAX_CHARS) -> str:
@@ -18,6 +19,26 @@ def truncate(text: str, limit: int = TOOL_RESULT_MAX_CHARS) -> str:
         cut = limit
     dropped = len(text) - cut
     return text[:cut].rstrip() + f"\n… ({dropped:,} more characters not shown)"
+
+
+def bound_tokens(text: str, max_tokens: int = TOOL_RESULT_MAX_TOKENS) -> str:
+    """``text`` cut (at a line break, saying so) until its estimated tokens are at most ``max_tokens``.
+
+    Every tool result passes through here: one long table must not crowd a
+    small local model's window.
+    """
+    from geogpt_qgis.core.tokens import estimate_tokens
+
+    text = truncate(text)
+    tokens = estimate_tokens(text)
+    limit = len(text)
+    while tokens > max_tokens and limit > 200:
+        limit = int(limit * max_tokens / tokens * 0.95)
+        cut = truncate(text, limit)
+        tokens = estimate_tokens(cut)
+        if tokens <= max_tokens:
+            return cut
+    return text
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

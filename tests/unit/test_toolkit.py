@@ -95,3 +95,44 @@ def test_unparseable_arguments_name_the_parameters(toolkit):
     outcome = toolkit.malformed_call("set_layer_visibility", "Expecting value: line 1 column 11 (char 10)")
     assert "are not valid JSON (Expecting value: line 1 column 11 (char 10))" in outcome.text
     assert "its parameters are: layer, visible" in outcome.text
+
+
+def count_features(layers: list[str], options: dict | None = None) -> str:
+    """Count features.
+
+    Args:
+        layers: Layer names.
+        options: Extra settings.
+    """
+    return f"{layers} {options}"
+
+
+def test_json_sent_as_a_string_is_decoded_as_small_models_send_it():
+    toolkit = Toolkit([count_features, set_layer_visibility])
+    whole = run(toolkit, "count_features", '{"layers": ["schools"]}')
+    assert whole.ok and whole.text == "['schools'] None"
+    nested = run(toolkit, "count_features", {"layers": '["a", "b"]', "options": '{"x": 1}'})
+    assert nested.ok and nested.text == "['a', 'b'] {'x': 1}"
+    # A string parameter keeps a string that merely looks like JSON.
+    kept = run(toolkit, "set_layer_visibility", {"layer": "[odd] name", "visible": True})
+    assert kept.ok and kept.text == "[odd] name visible=True"
+    broken = run(toolkit, "count_features", {"layers": "[schools"})
+    assert not broken.ok and "'layers'" in broken.text
+
+
+def test_a_missing_argument_is_named_with_what_it_takes(toolkit):
+    missing = run(toolkit, "set_layer_visibility", {"visible": True})
+    assert "missing required argument 'layer' (Layer name or id.)" in missing.text
+
+
+def test_no_result_costs_more_than_a_thousand_tokens():
+    from geogpt_qgis.core.tokens import estimate_tokens
+
+    def read_table() -> str:
+        """A wide table of short identifiers: many tokens per character."""
+        return "\n".join("| " + " | ".join(f"a{i}_{j}" for j in range(12)) + " |" for i in range(400))
+
+    outcome = run(Toolkit([read_table]), "read_table", {})
+    assert outcome.ok and estimate_tokens(outcome.text) <= 1000
+    assert "more characters not shown" in outcome.text
+    assert estimate_tokens(outcome.text) > 800  # cut close to the budget, not far below it

@@ -37,8 +37,8 @@ class OgcTools(ToolFamily):
     title = "OGC API Features"
     summary = "list, describe and query collections of OGC API Features servers; results become layers"
     prompt_hint = (
-        "Feature servers: list_ogc_collections, describe_ogc_collections (properties, values), then "
-        "query_ogc_collection with a CQL2 filter and/or bbox; the result is added as a layer."
+        "Feature servers: list_ogc_collections, describe_ogc_collections, then query_ogc_collection "
+        "(CQL2 filter, bbox); the result becomes a layer."
     )
 
     def __init__(self, ctx: ToolContext) -> None:
@@ -89,10 +89,10 @@ class OgcTools(ToolFamily):
 
     # -- tools -----------------------------------------------------------------------------------
     def list_ogc_collections(self, server: str = "") -> str:
-        """List a feature server's collections with title and description.
+        """List a feature server's collections.
 
         Args:
-            server: Configured server name or a URL the user gave (default: the only one).
+            server: Server name or URL (default: the only one).
         """
         with self._http() as http:
             info = self._server(http, server)
@@ -101,11 +101,11 @@ class OgcTools(ToolFamily):
         return text + (f"\nOther servers: {', '.join(others)}" if others else "")
 
     def describe_ogc_collections(self, collections: list[str], server: str = "") -> str:
-        """Describe collections: properties and types, extent, CRSs, count, common values.
+        """Describe collections: properties, types, common values, extent, CRSs, count.
 
         Args:
-            collections: Collection ids, e.g. ["hospitals"].
-            server: Configured server name or a URL the user gave.
+            collections: Collection ids.
+            server: Server name or URL.
         """
         if not collections:
             raise ToolError("name at least one collection")
@@ -127,17 +127,17 @@ class OgcTools(ToolFamily):
         limit: int = 1000,
         output_name: str = "",
     ) -> str:
-        """Fetch features into a new layer; returns count, extent and fields.
+        """Fetch features into a new layer; returns count, extent, fields.
 
         Args:
             collection: Collection id.
-            server: Configured server name or a URL the user gave.
-            filter: CQL2 text, e.g. name = 'Centre' AND beds > 100.
-            bbox: [min_x, min_y, max_x, max_y] in x/y (lon/lat) order.
-            bbox_crs: CRS of bbox, e.g. EPSG:25832 (default CRS84 degrees).
-            properties: Only these properties (default all).
-            limit: Most features to fetch (pages are followed).
-            output_name: Name for the new layer.
+            server: Server name or URL.
+            filter: CQL2 text, e.g. beds > 100 AND name = 'X'.
+            bbox: [min_x, min_y, max_x, max_y], x/y order.
+            bbox_crs: e.g. EPSG:25832 (default: CRS84 degrees).
+            properties: Only these properties.
+            limit: Most features.
+            output_name: Layer name.
         """
         cap = bounded_limit(limit)
         with self._http() as http:
