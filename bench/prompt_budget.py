@@ -20,15 +20,9 @@ GOAL_TOKENS = 2500
 
 
 def _schema_tokens(functions: list[Any]) -> dict[str, int]:
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
     from geogpt_qgis.agent.toolkit import Toolkit
-    from geogpt_qgis.core.tokens import estimate_tokens
 
-    return {
-        tool.name: estimate_tokens(json.dumps(convert_to_openai_tool(tool), ensure_ascii=False))
-        for tool in Toolkit(functions).tools
-    }
+    return Toolkit(functions).schema_tokens_by_tool()
 
 
 def measure(families: list[Any], brief: str) -> dict[str, Any]:

@@ -61,9 +61,11 @@ class Toolkit:
     @functools.cached_property
     def schema_tokens(self) -> int:
         """What the tool schemas cost in every prompt (as the providers send them: OpenAI function format)."""
-        from langchain_core.utils.function_calling import convert_to_openai_tool
+        return estimate_tokens(json.dumps([_sent_schema(t) for t in self.tools], ensure_ascii=False))
 
-        return estimate_tokens(json.dumps([convert_to_openai_tool(t) for t in self.tools], ensure_ascii=False))
+    def schema_tokens_by_tool(self) -> dict[str, int]:
+        """The same cost, tool by tool (for the prompt-budget report)."""
+        return {t.name: estimate_tokens(json.dumps(_sent_schema(t), ensure_ascii=False)) for t in self.tools}
 
     @property
     def names(self) -> list[str]:
@@ -163,6 +165,13 @@ class Toolkit:
         finally:
             current_decision.reset(token)
         return ToolOutcome(True, bound_tokens(str(text)))
+
+
+def _sent_schema(tool: StructuredTool) -> dict[str, Any]:
+    """A tool's schema as the providers send it (OpenAI function format)."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return convert_to_openai_tool(tool)
 
 
 def _decoded(value: Any) -> Any:

@@ -35,6 +35,7 @@ from qgis.PyQt.QtWidgets import (
     QWidget,
 )
 
+from geogpt_qgis.agent.store import title_from
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.core.events import (
     ApprovalRequested,
@@ -266,8 +267,6 @@ class ChatPanel(QWidget):
             self.chat.add_notice(tr("Cannot run: missing Python packages: {p}.").format(p=", ".join(missing)), "error")
             return None
         if not self._has_turns(before_last=True):
-            from geogpt_qgis.agent.store import title_from
-
             self.conversation_bar.set_title(title_from(text))
         config = self.model_bar.current_config()
         worker = self._ensure_worker()
@@ -358,11 +357,9 @@ class ChatPanel(QWidget):
         self.watcher.drain()  # changes made before the conversation was opened are not news to it
         PlgOptionsManager.set_value("last_thread_id", opened.thread_id)
         first = next((e.text for e in opened.entries if e.kind == "user"), "")
-        from geogpt_qgis.agent.store import title_from
-
         self.conversation_bar.set_title(title_from(first))  # at once; a renamed title follows from the store
         self.relay.when_done(
-            self._ensure_worker().conversations(), lambda found: self._set_title_from(found, opened.thread_id, first)
+            self._ensure_worker().conversations(), lambda found: self._set_title_from(found, opened.thread_id)
         )
         self.show_chat()
         self.status.setText(tr("Conversation restored.") if opened.entries else "")
@@ -371,11 +368,11 @@ class ChatPanel(QWidget):
             self._show_approval(opened.pending.to_dict())
             self.status.setText(tr("Waiting for your approval."))
 
-    def _set_title_from(self, conversations: list, thread_id: str, fallback: str) -> None:
-        from geogpt_qgis.agent.store import title_from
-
+    def _set_title_from(self, conversations: list, thread_id: str) -> None:
+        """The stored title (it may have been renamed); without one, the title from the first message stays."""
         info = next((c for c in conversations if c.thread_id == thread_id), None)
-        self.conversation_bar.set_title(info.title if info is not None else title_from(fallback))
+        if info is not None:
+            self.conversation_bar.set_title(info.title)
 
     def rename_conversation(self, thread_id: str, title: str) -> None:
         worker = self._ensure_worker()

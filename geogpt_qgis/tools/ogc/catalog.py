@@ -24,6 +24,7 @@ CRS_PART2 = "ogcapi-features-2/1.0/conf/crs"
 FILTER_CLASSES = ("ogcapi-features-3/1.0/conf/filter", "ogcapi-features-3/1.0/conf/features-filter")
 CRS84 = "http://www.opengis.net/def/crs/OGC/1.3/CRS84"
 SAMPLE_FEATURES = 500
+PAGE_SIZE = 1000
 MAX_COLLECTIONS_LISTED = 60
 _JSON_TYPES = {"string": "text", "integer": "integer", "number": "number", "boolean": "boolean"}
 
@@ -155,18 +156,9 @@ def queryables(http: OgcHttp, info: ServerInfo, collection: Collection) -> list[
 
 def sample_properties(http: OgcHttp, info: ServerInfo, collection: Collection) -> tuple[list[dict], int | None]:
     """Up to ``SAMPLE_FEATURES`` features' properties (no geometry when the server can skip it), and the count."""
-    url: str | None = info.items_url(collection)
-    params: dict[str, Any] | None = {"limit": SAMPLE_FEATURES, "skipGeometry": "true"}
-    rows: list[dict] = []
-    matched: int | None = None
-    while url and len(rows) < SAMPLE_FEATURES:
-        reply = http.get_json(url, params, f"reading a sample of {collection.id}")
-        body = reply.body if isinstance(reply.body, dict) else {}
-        if matched is None and isinstance(body.get("numberMatched"), int):
-            matched = body["numberMatched"]
-        rows += [dict(f.get("properties") or {}) for f in body.get("features") or [] if isinstance(f, dict)]
-        url, params = next_link(body, info.server.url), None
-    return rows[:SAMPLE_FEATURES], matched
+    what = f"reading a sample of {collection.id}"
+    fetched = fetch_features(http, info, collection, {"skipGeometry": "true"}, SAMPLE_FEATURES, what)
+    return [dict(f.get("properties") or {}) for f in fetched.features], fetched.matched
 
 
 def next_link(body: dict[str, Any], base: str) -> str | None:
@@ -177,6 +169,64 @@ def next_link(body: dict[str, Any], base: str) -> str | None:
             if urlsplit(href).netloc == urlsplit(base).netloc:
                 return href
     return None
+
+
+@dataclass
+class Fetched:
+    """The features of a query and what the server said about the rest."""
+
+    features: list[dict[str, Any]]
+    crs: str
+    matched: int | None
+    pages: int
+    more: bool  # the limit stopped the paging while the server had more
+    notes: list[str] = field(default_factory=list)
+
+
+def fetch_features(
+    http: OgcHttp,
+    info: ServerInfo,
+    collection: Collection,
+    params: dict[str, Any],
+    limit: int,
+    what: str = "the query",
+) -> Fetched:
+    """Follow the pages (``rel=next``) until ``limit`` features or the end; Stop is checked between pages."""
+    crs = collection.output_crs(info.conforms(CRS_PART2))
+    request = {**params, "limit": min(limit, PAGE_SIZE)}
+    if crs != CRS84:
+        request["crs"] = crs
+    url: str | None = info.items_url(collection)
+    features: list[dict[str, Any]] = []
+    matched, pages, more = None, 0, False
+    while url:
+        reply = http.get(url, request)
+        if reply.status >= 400:
+            raise ToolError(_query_error(reply.status, reply.server_message(), params, what))
+        body = reply.body if isinstance(reply.body, dict) else None
+        if body is None or not isinstance(body.get("features"), list):
+            raise ToolError(f"{collection.id} did not answer with GeoJSON features (got {reply.content_type})")
+        pages += 1
+        if matched is None and isinstance(body.get("numberMatched"), int):
+            matched = body["numberMatched"]
+        page = [f for f in body["features"] if isinstance(f, dict)]
+        features += page
+        url, request = next_link(body, info.server.url), None
+        if len(features) >= limit:
+            more = url is not None or len(features) > limit or (matched is not None and matched > limit)
+            break
+        if not page:
+            break
+    return Fetched(features[:limit], crs, matched, pages, more)
+
+
+def _query_error(status: int, message: str, params: dict[str, Any], what: str) -> str:
+    if "filter" in params and status == 400 and ("cql" in message.lower() or "filter" in message.lower()):
+        return (
+            f"the server rejected the filter {params['filter']!r}: {message}. Write CQL2 text like "
+            "name = 'Centre' AND beds > 100, with text in single quotes"
+        )
+    return f"{what} failed (HTTP {status}): {message}"
 
 
 def describe_collection(http: OgcHttp, info: ServerInfo, collection: Collection) -> str:
@@ -204,19 +254,22 @@ def describe_collection(http: OgcHttp, info: ServerInfo, collection: Collection)
     for name in names:
         values = [row.get(name) for row in rows]
         stats = f" — {summarize_values(values)}" if rows else ""
-        lines.append(f"- {name} ({types.get(name) or _guess_type(values)}){stats}")
+        lines.append(f"- {name} ({types.get(name) or value_type(values) or 'text'}){stats}")
     if rows:
         lines.append(f"(values from a sample of {len(rows):,} features)")
     return "\n".join(lines)
 
 
-def _guess_type(values: list[Any]) -> str:
+def value_type(values: list[Any]) -> str:
+    """The JSON type the values share: boolean, integer, number or text ("" when all are null)."""
     present = [v for v in values if v is not None]
-    if present and all(isinstance(v, bool) for v in present):
+    if not present:
+        return ""
+    if all(isinstance(v, bool) for v in present):
         return "boolean"
-    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
         return "integer"
-    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
         return "number"
     return "text"
 

@@ -11,18 +11,10 @@ from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import add_result_layer
 from geogpt_qgis.tools.ogc import catalog
-from geogpt_qgis.tools.ogc.catalog import Collection, Queryable, ServerInfo, crs_label
+from geogpt_qgis.tools.ogc.catalog import Collection, Fetched, Queryable, ServerInfo, crs_label, fetch_features
 from geogpt_qgis.tools.ogc.http import OgcHttp
 from geogpt_qgis.tools.ogc.layers import layer_crs, linked_layer, memory_layer
-from geogpt_qgis.tools.ogc.query import (
-    Fetched,
-    bounded_limit,
-    check_filter,
-    clip_features,
-    fetch_features,
-    plan_bbox,
-    supports_filter,
-)
+from geogpt_qgis.tools.ogc.query import bounded_limit, check_filter, clip_features, plan_bbox, supports_filter
 from geogpt_qgis.tools.ogc.servers import OgcServer, ServerDirectory, parse_servers, urls_in
 from geogpt_qgis.tools.processing.naming import slug
 
@@ -198,29 +190,51 @@ class OgcTools(ToolFamily):
             return f"No features{why} in {source}; nothing was added. Check values with describe_ogc_collections."
         base = slug(output_name) or slug(collection.id) or "features"
         whole = not (cql or narrowed or fetched.more)
-        request = f"{info.items_url(collection)}" + (f" filter: {cql}" if cql else "")
+        request = info.items_url(collection) + (f" filter: {cql}" if cql else "")
         if whole:
             layer = linked_layer(info.server.url, collection.id, base)
             kind = "linked to the server (QGIS's OGC API Features provider)"
+            extent = features_extent(fetched.features)  # the provider would fetch them all again to know
         else:
             layer = memory_layer(fetched.features, fetched.crs, props, base, f"From {request}")
             kind = "a memory layer with the fetched features"
+            box = layer.extent()
+            extent = None if box.isNull() else (box.xMinimum(), box.yMinimum(), box.xMaximum(), box.yMaximum())
         fields = layer.fields().names()
         layer.moveToThread(self.ctx.bridge.thread())
         name = self.ctx.on_main(add_result_layer, self.ctx.project, layer, base)
-        return summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields)
+        return summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields, extent)
 
 
-def summary_text(name: str, kind: str, source: str, fetched: Fetched, crs: str, fields: list[str]) -> str:
-    """Count, extent, fields, paging and limits: what the model needs, never the features."""
+def features_extent(features: list[dict[str, Any]]) -> tuple[float, float, float, float] | None:
+    """The bounding box of GeoJSON features, or ``None`` when none has a geometry."""
     from shapely.geometry import shape
 
-    bounds = [shape(f["geometry"]).bounds for f in fetched.features if f.get("geometry")]
+    bounds = [shape(f["geometry"]).bounds for f in features if f.get("geometry")]
+    if not bounds:
+        return None
+    return (
+        min(b[0] for b in bounds),
+        min(b[1] for b in bounds),
+        max(b[2] for b in bounds),
+        max(b[3] for b in bounds),
+    )
+
+
+def summary_text(
+    name: str,
+    kind: str,
+    source: str,
+    fetched: Fetched,
+    crs: str,
+    fields: list[str],
+    extent: tuple[float, float, float, float] | None,
+) -> str:
+    """Count, extent, fields, paging and limits: what the model needs, never the features."""
     lines = [f"Added layer {name!r} ({kind}): {len(fetched.features):,} features from {source}."]
-    if bounds:
-        box = [min(b[i] for b in bounds) for i in (0, 1)] + [max(b[i] for b in bounds) for i in (2, 3)]
+    if extent:
         digits = 6 if crs == "EPSG:4326" else 1
-        lines.append(f"Extent ({crs}): " + ", ".join(f"{v:.{digits}f}" for v in box))
+        lines.append(f"Extent ({crs}): " + ", ".join(f"{v:.{digits}f}" for v in extent))
     lines.append("Fields: " + (", ".join(fields) or "none"))
     if fetched.more:
         total = f"{fetched.matched:,}" if fetched.matched is not None else "more"

@@ -9,36 +9,20 @@ returned, with the request noted in the layer's abstract.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
 from qgis.core import QgsFeature, QgsGeometry, QgsVectorLayer, QgsWkbTypes
 
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.ogc.catalog import CRS84, Queryable, crs_label
+from geogpt_qgis.tools.ogc.catalog import CRS84, Queryable, crs_label, value_type
 
 _MEMORY_TYPES = {"integer": "long", "number": "double", "boolean": "boolean"}
-_FAMILIES = {"Point": "Point", "LineString": "LineString", "Polygon": "Polygon"}
 
 
 def layer_crs(crs_uri: str) -> str:
     """The QGIS CRS id for features served in ``crs_uri`` (CRS84 is EPSG:4326 in x=lon order)."""
     return "EPSG:4326" if crs_uri == CRS84 else crs_label(crs_uri)
-
-
-def _value_type(values: Iterable[Any]) -> str:
-    """The type the values share ("" when all are null)."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return ""
-    if all(isinstance(v, bool) for v in present):
-        return "boolean"
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return "integer"
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        return "number"
-    return "text"
 
 
 def field_plan(features: list[dict[str, Any]], props: list[Queryable] | None) -> list[tuple[str, str]]:
@@ -52,7 +36,7 @@ def field_plan(features: list[dict[str, Any]], props: list[Queryable] | None) ->
     plan = []
     for name in names:
         values = [(f.get("properties") or {}).get(name) for f in features]
-        observed = _value_type(values)
+        observed = value_type(values)
         kind = declared.get(name) or observed or "text"
         if observed == "text" or (kind == "boolean" and observed not in ("", "boolean")):
             kind = "text"  # what the data holds wins over what the schema promised

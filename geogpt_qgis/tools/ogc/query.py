@@ -10,7 +10,7 @@ filtering is probed once with a filter that can match nothing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from geogpt_qgis.core.fuzzy import closest_names
@@ -24,11 +24,9 @@ from geogpt_qgis.tools.ogc.catalog import (
     ServerInfo,
     crs_label,
     crs_uri,
-    next_link,
 )
 from geogpt_qgis.tools.ogc.http import OgcHttp
 
-PAGE_SIZE = 1000
 MAX_LIMIT = 100_000
 _STRING = re.compile(r"'(?:[^']|'')*'")
 _WORD = re.compile(r'"([^"]+)"|\b([A-Za-z_][\w.:]*)\b(\s*\()?')
@@ -155,60 +153,6 @@ def plan_bbox(bbox: list[float], bbox_crs: str, collection: Collection, info: Se
     shown = ", ".join(f"{v:.6f}" for v in converted)
     note = f"bbox converted from {crs_label(source)} to CRS84 [{shown}] (the server does not take {crs_label(source)})"
     return BBoxPlan({"bbox": ",".join(f"{v:.10g}" for v in converted)}, note, (source, ring))
-
-
-@dataclass
-class Fetched:
-    """The features of a query and what the server said about the rest."""
-
-    features: list[dict[str, Any]]
-    crs: str
-    matched: int | None
-    pages: int
-    more: bool  # the limit stopped the paging while the server had more
-    notes: list[str] = field(default_factory=list)
-
-
-def fetch_features(
-    http: OgcHttp, info: ServerInfo, collection: Collection, params: dict[str, Any], limit: int
-) -> Fetched:
-    """Follow the pages (``rel=next``) until ``limit`` features or the end; Stop is checked between pages."""
-    crs = collection.output_crs(info.conforms(CRS_PART2))
-    request = {**params, "limit": min(limit, PAGE_SIZE)}
-    if crs != CRS84:
-        request["crs"] = crs
-    url: str | None = info.items_url(collection)
-    features: list[dict[str, Any]] = []
-    matched, pages, more = None, 0, False
-    while url:
-        reply = http.get(url, request)
-        if reply.status >= 400:
-            raise ToolError(_query_error(reply.status, reply.server_message(), params))
-        body = reply.body if isinstance(reply.body, dict) else None
-        if body is None or not isinstance(body.get("features"), list):
-            raise ToolError(f"{collection.id} did not answer with GeoJSON features (got {reply.content_type})")
-        pages += 1
-        if matched is None and isinstance(body.get("numberMatched"), int):
-            matched = body["numberMatched"]
-        page = [f for f in body["features"] if isinstance(f, dict)]
-        features += page
-        url, request = next_link(body, info.server.url), None
-        if len(features) >= limit:
-            more = url is not None or len(features) > limit or (matched is not None and matched > limit)
-            break
-        if not page:
-            break
-        http.cancel.raise_if_cancelled()
-    return Fetched(features[:limit], crs, matched, pages, more)
-
-
-def _query_error(status: int, message: str, params: dict[str, Any]) -> str:
-    if "filter" in params and status == 400 and ("cql" in message.lower() or "filter" in message.lower()):
-        return (
-            f"the server rejected the filter {params['filter']!r}: {message}. Write CQL2 text like "
-            "name = 'Centre' AND beds > 100, with text in single quotes"
-        )
-    return f"the query failed (HTTP {status}): {message}"
 
 
 def clip_features(features: list[dict[str, Any]], clip: tuple[str, list[tuple[float, float]]], crs: str) -> list[dict]:
