@@ -6,15 +6,17 @@ SHELL := /bin/bash
 
 PYTHON := .venv/bin/python
 STAMPS := .stamps
-DEBIAN_PACKAGES := qgis python3-qgis qgis-providers gdal-bin python3-gdal python3-psycopg2 python3-venv \
-	postgresql-15-postgis-3 xvfb xauth
+DEBIAN_PACKAGES := qgis python3-qgis qgis-providers gdal-bin python3-gdal python3-psycopg2 python3-venv python3-pip \
+	postgresql-15-postgis-3 xvfb xauth qttools5-dev-tools
 PROFILES := .qgis-profile
+LRELEASE := $(firstword $(wildcard /usr/lib/qt5/bin/lrelease) lrelease)
+TRANSLATIONS := $(patsubst %.ts,%.qm,$(wildcard i18n/*.ts))
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: help system setup demo postgis test bench lint run screenshot package clean
+.PHONY: help system setup demo postgis test eval bench lint run screenshot package translations clean
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 system:  ## install the Debian packages (QGIS 3.22, PostGIS, Xvfb) that are missing
 	@scripts/install_system.sh $(DEBIAN_PACKAGES)
@@ -32,18 +34,36 @@ $(STAMPS)/python-deps: requirements.txt requirements-dev.txt $(STAMPS)/constrain
 	$(PYTHON) scripts/qgis_constraints.py --check $(STAMPS)/constraints.txt
 	@touch $@
 
+# Mistral's Tekken vocabulary, for counting real tokens in make bench / make eval: taken out of the
+# mistral-common wheel, which is downloaded from PyPI but never installed.
+$(STAMPS)/tekken.json: scripts/fetch_tekken.py | $(PYTHON)
+	@mkdir -p $(STAMPS)/wheels
+	$(PYTHON) -m pip download --no-deps --disable-pip-version-check -q -d $(STAMPS)/wheels mistral-common==1.13.1
+	$(PYTHON) scripts/fetch_tekken.py $(STAMPS)/wheels $@
+
 demo/elvbury.gpkg demo/elvbury.qgz &: scripts/make_demo_data.py $(STAMPS)/python-deps
 	$(PYTHON) scripts/make_demo_data.py demo
 
 demo: system demo/elvbury.gpkg  ## generate the demo town (GeoPackage + styled project)
 
-setup: system $(STAMPS)/python-deps demo
+setup: system $(STAMPS)/python-deps $(STAMPS)/tekken.json demo $(TRANSLATIONS)
+
+# Compiled translations (.qm) from the .ts sources; make translations also re-reads the code.
+i18n/%.qm: i18n/%.ts | system
+	$(LRELEASE) -silent $< -qm $@
+
+translations: | system  ## update i18n/*.ts from the tr("...") calls in the code, compile the .qm files
+	/usr/bin/python3 scripts/update_translations.py
+	@for ts in i18n/*.ts; do $(LRELEASE) -silent $$ts -qm $${ts%.ts}.qm || exit 1; done
 
 postgis: system demo  ## start PostgreSQL/PostGIS and load the demo town
 	@scripts/postgis.sh
 
 test: setup postgis lint  ## install everything, start PostGIS, lint, run all tests headless
 	$(PYTHON) -m pytest
+
+eval: setup postgis  ## the GIS task suite through the whole agent, prompt budget, weak-model replays (evals/results.json)
+	$(PYTHON) -m evals
 
 bench: setup postgis  ## benchmarks: start-up, responsiveness, processing, PostGIS, conversations (bench/results.json)
 	$(PYTHON) -m bench
@@ -63,4 +83,4 @@ package: setup  ## the plugin zip for plugins.qgis.org, in dist/
 	$(PYTHON) scripts/plugin_dist.py package dist
 
 clean:  ## remove generated files (keeps the virtual environment)
-	rm -rf $(STAMPS) dist build demo/*.gpkg demo/*.qgz .qgis-settings bench/results.json
+	rm -rf $(STAMPS) dist build demo/*.gpkg demo/*.qgz .qgis-settings bench/results.json evals/results.json

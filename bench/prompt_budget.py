@@ -1,10 +1,12 @@
 """The prompt budget: what the system prompt and the tool schemas cost in every model call.
 
-Counted offline with the estimator the agent uses (``core.tokens``, on the
-high side for JSON), on the demo project, with every tool family enabled (a
-saved PostGIS connection allowed, an OGC API server configured), and with
-only the families a plain project offers.  Schemas are counted as the
-providers send them (OpenAI function format).
+Counted offline twice: with the estimator the agent uses (``core.tokens``,
+about a quarter high on prose and JSON) and in real tokens of Mistral's
+Tekken tokenizer (``bench.real_tokens``); the goal is in real tokens.  On the
+demo project, with every tool family enabled (a saved PostGIS connection
+allowed, an OGC API server configured), and with only the families a plain
+project offers.  Schemas are counted as the providers send them (OpenAI
+function format, compacted as the agent sends them).
 
     python -m bench.prompt_budget     prints one JSON line
 """
@@ -15,32 +17,32 @@ import json
 from typing import Any
 
 from bench.common import REPO, headless_qgis
+from bench.real_tokens import TOKENIZER_NAME, real_counter
 
 GOAL_TOKENS = 2500
 
 
-def _schema_tokens(functions: list[Any]) -> dict[str, int]:
-    from geogpt_qgis.agent.toolkit import Toolkit
-
-    return Toolkit(functions).schema_tokens_by_tool()
-
-
 def measure(families: list[Any], brief: str) -> dict[str, Any]:
+    """What one model call pays before any history: the system prompt and the tool schemas."""
     from geogpt_qgis.agent.prompts import build_system_prompt
+    from geogpt_qgis.agent.toolkit import Toolkit
     from geogpt_qgis.core.tokens import estimate_tokens
 
+    real = real_counter()
     prompt = build_system_prompt(brief, "", tuple(f.prompt_hint for f in families if f.prompt_hint))
-    per_family = {f.name: _schema_tokens(f.tools()) for f in families}
-    schemas = sum(sum(tools.values()) for tools in per_family.values())
-    system = estimate_tokens(prompt)
+    toolkit = Toolkit([tool for family in families for tool in family.tools()])
+    schemas_json = json.dumps(toolkit.schemas, ensure_ascii=False)
+    per_tool = {s["function"]["name"]: real(json.dumps(s, ensure_ascii=False)) for s in toolkit.schemas}
+    per_family = {f.name: sum(per_tool[name] for name in Toolkit(f.tools()).names) for f in families}
+    system, schemas = real(prompt), real(schemas_json)
     return {
         "system_prompt_tokens": system,
         "schema_tokens": schemas,
         "total_tokens": system + schemas,
-        "families": {name: sum(tools.values()) for name, tools in per_family.items()},
-        "largest_schemas": sorted(
-            ((name, n) for tools in per_family.values() for name, n in tools.items()), key=lambda kv: -kv[1]
-        )[:5],
+        "estimated_total_tokens": estimate_tokens(prompt) + toolkit.schema_tokens,
+        "tools": len(per_tool),
+        "families": per_family,
+        "largest_schemas": sorted(per_tool.items(), key=lambda kv: -kv[1])[:5],
     }
 
 
@@ -71,7 +73,13 @@ def main() -> dict[str, Any]:
         finally:
             metadata.deleteConnection("bench-budget")
             PlgOptionsManager.set_value("ogc_servers", "")
-        return {"goal_tokens": GOAL_TOKENS, "plain_project": plain, "every_family": everything}
+        return {
+            "tokenizer": TOKENIZER_NAME,
+            "goal_tokens": GOAL_TOKENS,
+            "meets_goal": everything["total_tokens"] <= GOAL_TOKENS,
+            "plain_project": plain,
+            "every_family": everything,
+        }
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""The QGIS plugin: an action, a menu entry and the chat dock, and a clean unload.
+"""The QGIS plugin: an action, a menu entry, the chat dock, the options page, and a clean unload.
 
 ``initGui`` records a teardown step for everything it creates, and ``unload``
-runs them in reverse, so unloading leaves no action, menu entry, dock, signal
-connection, log handler or translator behind.
+runs them in reverse, so unloading leaves no action, menu entry, dock, options
+page, signal connection, log handler or translator behind.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from qgis.gui import QgisInterface
 
     from geogpt_qgis.gui.dock import ChatDock
+    from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
 
 MENU = "&GeoGPT"
 STORE_FILE = "conversations.sqlite"
@@ -36,6 +37,7 @@ class GeoGptPlugin:
         self.iface = iface
         self.dock: ChatDock | None = None
         self.action: QAction | None = None
+        self.options_factory: GeoGptOptionsFactory | None = None
         self._teardown: list[Callable[[], None]] = []
 
     def initGui(self) -> None:
@@ -53,6 +55,13 @@ class GeoGptPlugin:
         self.dock = dock
         self.iface.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         self._teardown.append(self._remove_dock)
+
+        from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
+
+        options_factory = GeoGptOptionsFactory(self.iface)
+        self.iface.registerOptionsWidgetFactory(options_factory)
+        self.options_factory = options_factory
+        self._teardown.append(self._remove_options_page)
 
         action = QAction(QIcon(str(icon_path("geogpt.svg"))), tr("GeoGPT chat"), main_window)
         action.setObjectName("GeoGptChatAction")
@@ -74,6 +83,11 @@ class GeoGptPlugin:
         for menu in self.iface.mainWindow().findChildren(QMenu):
             if menu.title() == MENU and not menu.actions():
                 menu.deleteLater()
+
+    def _remove_options_page(self) -> None:
+        if self.options_factory is not None:
+            self.iface.unregisterOptionsWidgetFactory(self.options_factory)
+            self.options_factory = None
 
     def _remove_dock(self) -> None:
         if self.dock is not None:

@@ -1,11 +1,13 @@
 """Assemble the plugin folder, zip it for the plugin repository, or install it into a QGIS profile.
 
-    python scripts/plugin_dist.py package dist/            # dist/geogpt_qgis-<version>.zip
+    python scripts/plugin_dist.py package dist/            # dist/geogpt_qgis-<version>.zip, checked
     python scripts/plugin_dist.py install --profiles-path .qgis-profile [--profile geogpt] [--set key=value ...]
 
 The installed or zipped folder is what QGIS expects: the package with
-``metadata.txt``, ``resources/``, ``i18n/`` (compiled translations) and the
-licence inside, no caches, no tests.
+``metadata.txt``, ``resources/``, ``i18n/`` (compiled translations), the
+licence and ``requirements.txt`` (read by the in-plugin installer and by qpip)
+inside, no caches, no tests.  ``package`` refuses to write a zip the plugin
+repository would refuse (``package_checks``), and runs its Bandit scan.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import shutil
 import sys
 import zipfile
+from collections.abc import Callable
 from configparser import ConfigParser
 from pathlib import Path
 
@@ -21,6 +24,17 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "geogpt_qgis"
 SKIP_DIRS = {"__pycache__"}
 SKIP_SUFFIXES = {".pyc", ".pyo", ".ts", ".pro"}
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import package_checks  # noqa: E402 - a sibling script, found through the line above
+
+
+class PackageError(Exception):
+    """The plugin would be refused by the repository; ``problems`` says why."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
 
 
 def version() -> str:
@@ -58,17 +72,43 @@ def assemble(target: Path) -> Path:
     return folder
 
 
-def package(out_dir: Path) -> Path:
-    """The zip for plugins.qgis.org: one top-level folder named like the package."""
+def package(
+    out_dir: Path,
+    max_bytes: int = package_checks.MAX_BYTES,
+    bandit: bool = True,
+    prepare: Callable[[Path], None] | None = None,
+) -> Path:
+    """The zip for plugins.qgis.org: one top-level folder named like the package, checked.
+
+    ``prepare`` may change the assembled folder before the checks (tests plant bad
+    files with it).  Raises :class:`PackageError` (and leaves no zip) when a check fails.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = out_dir / "staging"
-    folder = assemble(staging)
     archive = out_dir / f"{PACKAGE}-{version()}.zip"
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                zipped.write(path, path.relative_to(staging))
-    shutil.rmtree(staging)
+    archive.unlink(missing_ok=True)
+    try:
+        folder = assemble(staging)
+        if prepare is not None:
+            prepare(folder)
+        problems = package_checks.check_metadata(folder) + package_checks.check_files(folder)
+        if bandit:
+            high, medium = package_checks.check_bandit(folder)
+            problems += high
+            for warning in medium:
+                print(f"warning: {warning}", file=sys.stderr)
+        if problems:
+            raise PackageError(problems)
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+            for path in sorted(folder.rglob("*")):
+                if path.is_file():
+                    zipped.write(path, path.relative_to(staging))
+        problems = package_checks.check_archive(archive, max_bytes)
+        if problems:
+            archive.unlink()
+            raise PackageError(problems)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return archive
 
 
@@ -76,6 +116,22 @@ def install(profiles_path: Path, profile: str, settings: dict[str, str]) -> Path
     """Copy the plugin into a QGIS profile, enable it, and store plugin settings."""
     profile_dir = profiles_path / "profiles" / profile
     plugin_dir = assemble(profile_dir / "python" / "plugins")
+    enable(profile_dir, settings)
+    return plugin_dir
+
+
+def install_zip(archive: Path, profile_dir: Path, settings: dict[str, str]) -> Path:
+    """What "Install from ZIP" does: extract into ``<profile>/python/plugins`` and enable the plugin."""
+    plugins = profile_dir / "python" / "plugins"
+    plugins.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(archive) as zipped:
+        zipped.extractall(plugins)
+    enable(profile_dir, settings)
+    return plugins / PACKAGE
+
+
+def enable(profile_dir: Path, settings: dict[str, str]) -> None:
+    """Enable the plugin in the profile's QGIS3.ini, with no start-up network calls, and store plugin settings."""
     from qgis.PyQt.QtCore import QSettings
 
     ini = QSettings(str(profile_dir / "QGIS" / "QGIS3.ini"), QSettings.Format.IniFormat)
@@ -86,7 +142,6 @@ def install(profiles_path: Path, profile: str, settings: dict[str, str]) -> Path
     for key, value in settings.items():
         ini.setValue(f"{PACKAGE}/{key}", value)
     ini.sync()
-    return plugin_dir
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,7 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     inst.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a plugin setting")
     args = parser.parse_args(argv)
     if args.command == "package":
-        print(package(args.out_dir))
+        try:
+            print(package(args.out_dir))
+        except PackageError as error:
+            for problem in error.problems:
+                print(f"error: {problem}", file=sys.stderr)
+            return 1
     else:
         settings = dict(item.split("=", 1) for item in args.set)
         print(install(args.profiles_path, args.profile, settings))

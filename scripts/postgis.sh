@@ -44,6 +44,8 @@ if [ "$(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]
     psql_admin -c "CREATE DATABASE $DB OWNER $ROLE"
 fi
 psql_admin -d "$DB" -c "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS postgis"
+# Place names: trigram similarity and accent folding (find_places works without them, less well).
+psql_admin -d "$DB" -c "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS pg_trgm; CREATE EXTENSION IF NOT EXISTS unaccent"
 
 if [ ! -f "$STAMP" ] || [ "$GPKG" -nt "$STAMP" ] || [ "$(psql_admin -d "$DB" -c "SELECT to_regclass('public.schools') IS NOT NULL")" != t ]; then
     ogr2ogr -f PostgreSQL "PG:host=127.0.0.1 port=$PG_PORT dbname=$DB user=$ROLE password=$PASSWORD" "$GPKG" \

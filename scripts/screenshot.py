@@ -43,7 +43,7 @@ def conversation() -> list[dict]:
     return [
         {"tool_calls": [{"name": "describe_layer", "arguments": {"layer": "schools"}}]},
         {"tool_calls": [{"name": "select_features", "arguments": {"layer": "schools", "expression": expression}}]},
-        {"tool_calls": [{"name": "zoom_to_layer", "arguments": {"layer": "schools", "selected_only": True}}]},
+        {"tool_calls": [{"name": "set_layer", "arguments": {"layer": "schools", "zoom": True}}]},
         {"text": answer, "chunk_delay": 0.005},
     ]
 

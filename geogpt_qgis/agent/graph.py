@@ -119,7 +119,7 @@ def build_graph(
         if model is None:
             raise RuntimeError("this graph was built without a model")
         if not bound:
-            bound.append(model.bind_tools(toolkit.tools))
+            bound.append(model.bind_tools(toolkit.schemas))
         writer = get_stream_writer()
         calls = state.get("model_calls", 0) + 1
         # Everything is estimated in raw units; the calibration shrinks the window they must fit.

@@ -39,6 +39,7 @@ from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest
 from geogpt_qgis.core.cancel import RunCancelled, current_conversation
 from geogpt_qgis.core.events import ApprovalRequested, Event, ReasoningDelta, RunFinished, TextDelta
 from geogpt_qgis.core.run_log import format_runs
+from geogpt_qgis.core.sources import with_extras
 from geogpt_qgis.core.think import ThinkTagSplitter
 from geogpt_qgis.core.tokens import TokenCalibration
 from geogpt_qgis.tools.project import project_brief
@@ -276,7 +277,7 @@ class AgentSession:
         messages = await self.history(thread_id)
         request = await self.pending(thread_id)
         self.thread_id = thread_id
-        entries = transcript(messages)
+        entries = with_extras(transcript(messages))
         current_conversation.set(thread_id)
         for family in self.families:  # server URLs the user gave earlier stay usable
             for entry in entries:
@@ -299,7 +300,7 @@ class AgentSession:
 
     async def export_markdown(self, thread_id: str) -> str:
         info = await self._store().conversation(thread_id)
-        entries = transcript(await self.history(thread_id))
+        entries = with_extras(transcript(await self.history(thread_id)))
         if info is None:
             return to_markdown("Conversation", "", time.time(), entries)
         return to_markdown(info.title, info.project, info.created, entries)

@@ -59,13 +59,18 @@ class Toolkit:
         return list(self._tools.values())
 
     @functools.cached_property
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tools as the model is sent them: OpenAI function format, with nothing that tells it nothing."""
+        return [compact_schema(_sent_schema(t)) for t in self.tools]
+
+    @functools.cached_property
     def schema_tokens(self) -> int:
-        """What the tool schemas cost in every prompt (as the providers send them: OpenAI function format)."""
-        return estimate_tokens(json.dumps([_sent_schema(t) for t in self.tools], ensure_ascii=False))
+        """What the tool schemas cost in every prompt."""
+        return estimate_tokens(json.dumps(self.schemas, ensure_ascii=False))
 
     def schema_tokens_by_tool(self) -> dict[str, int]:
         """The same cost, tool by tool (for the prompt-budget report)."""
-        return {t.name: estimate_tokens(json.dumps(_sent_schema(t), ensure_ascii=False)) for t in self.tools}
+        return {s["function"]["name"]: estimate_tokens(json.dumps(s, ensure_ascii=False)) for s in self.schemas}
 
     @property
     def names(self) -> list[str]:
@@ -172,6 +177,38 @@ def _sent_schema(tool: StructuredTool) -> dict[str, Any]:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     return convert_to_openai_tool(tool)
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without what costs tokens and tells the model nothing.
+
+    Every model call pays for every schema, so an optional ``list | None``
+    is sent as the list type (``anyOf`` with ``null`` costs ~20 tokens), empty
+    defaults (``null``, ``""``, ``false``) are dropped (not being required says
+    the same), and ``additionalProperties: true`` is dropped (JSON Schema's
+    default).
+    """
+    function = dict(schema["function"])
+    parameters = dict(function.get("parameters") or {})
+    properties = {}
+    for name, spec in (parameters.get("properties") or {}).items():
+        spec = dict(spec)
+        variants = [v for v in spec.get("anyOf", ()) if v.get("type") != "null"]
+        if "anyOf" in spec and len(variants) == 1:
+            del spec["anyOf"]
+            spec.update(variants[0])
+        if "default" in spec and _says_nothing(spec["default"]):
+            del spec["default"]
+        if spec.get("additionalProperties") is True:
+            del spec["additionalProperties"]
+        properties[name] = spec
+    parameters["properties"] = properties
+    function["parameters"] = parameters
+    return {**schema, "function": function}
+
+
+def _says_nothing(default: Any) -> bool:
+    return default is None or default is False or default == ""
 
 
 def _decoded(value: Any) -> Any:

@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from geogpt_qgis.agent.memory import STATE_NOTE, is_user_turn, kind_of, text_of
 from geogpt_qgis.core.think import ThinkTagSplitter
 
-EntryKind = Literal["user", "note", "reasoning", "answer", "tool"]
+EntryKind = Literal["user", "note", "reasoning", "answer", "tool", "chart", "sources"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,10 @@ def to_markdown(title: str, project: str, created: float, entries: Sequence[Entr
             lines += ["> **Reasoning**", ">", quoted, ""]
         elif entry.kind == "answer":
             lines += ["## GeoGPT", "", entry.text, ""]
+        elif entry.kind == "chart":  # the PNG beside the conversation in the profile
+            lines += [f"![chart](<{entry.text}>)", ""]
+        elif entry.kind == "sources":
+            lines += [entry.text, ""]
         else:
             mark = "✓" if entry.ok else "✗"
             arguments = json.dumps(entry.args, indent=2, ensure_ascii=False, default=str)

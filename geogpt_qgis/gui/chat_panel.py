@@ -13,7 +13,6 @@ tells the model what the user changed in the project between turns.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +56,8 @@ from geogpt_qgis.gui.conversations_page import ConversationsPage
 from geogpt_qgis.gui.future_relay import FutureRelay
 from geogpt_qgis.gui.markdown_dialog import MarkdownDialog
 from geogpt_qgis.gui.model_bar import ModelBar
+from geogpt_qgis.gui.sources_view import TurnSources
+from geogpt_qgis.toolbelt.dependencies import REQUIRED_MODULES, missing_packages  # noqa: F401 - tests patch it here
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext
@@ -68,29 +69,9 @@ if TYPE_CHECKING:
 
     from geogpt_qgis.agent.session import OpenedConversation
     from geogpt_qgis.agent.worker import AgentWorker
+    from geogpt_qgis.gui.install_banner import InstallBanner
 
-# Top-level modules only: finding a submodule's spec would import its parents.
-REQUIRED_MODULES = {
-    "langgraph": "langgraph",
-    "aiosqlite": "langgraph-checkpoint-sqlite",
-    "langchain_core": "langchain-core",
-    "langchain_ollama": "langchain-ollama",
-    "langchain_openai": "langchain-openai",
-}
 FLUSH_INTERVAL_MS = 40
-
-
-def missing_packages() -> list[str]:
-    """Python packages the agent needs that this QGIS cannot import."""
-    missing = []
-    for module, package in REQUIRED_MODULES.items():
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            missing.append(package)
-    return missing
 
 
 class _EnterSends(QObject):
@@ -145,7 +126,9 @@ class ChatPanel(QWidget):
         self.relay = FutureRelay(self)
         self.watcher = ProjectWatcher(self.project, self.bridge, self)
         self.dialogs: list[MarkdownDialog] = []
+        self.turn_sources = TurnSources()  # the tool calls behind the answer being written
         self._build_ui()
+        self.chat.layer_clicked.connect(self.select_layer)
         self.project.cleared.connect(self._project_cleared)
         last = PlgOptionsManager.get_plg_settings().last_thread_id
         if last and not missing_packages():
@@ -214,15 +197,16 @@ class ChatPanel(QWidget):
         layout.addWidget(self.pages, 1)
         layout.addWidget(self.input)
         layout.addLayout(buttons)
+        self.install_banner: InstallBanner | None = None
         missing = missing_packages()
-        if missing:
-            self.chat.add_notice(
-                tr(
-                    "GeoGPT needs these Python packages, which this QGIS cannot import: {p}. "
-                    "Install them into QGIS's Python (for example: python3 -m pip install {p})."
-                ).format(p=" ".join(missing)),
-                "error",
+        if missing:  # names them and offers to install them into the profile
+            from geogpt_qgis.gui.install_banner import InstallBanner
+
+            self.install_banner = InstallBanner(missing, self)
+            self.install_banner.installed.connect(
+                lambda: self.chat.add_notice(tr("The Python packages are installed: ask away."), "info")
             )
+            layout.insertWidget(0, self.install_banner)
 
     # -- running -------------------------------------------------------------
     @property
@@ -270,6 +254,7 @@ class ChatPanel(QWidget):
             self.conversation_bar.set_title(title_from(text))
         config = self.model_bar.current_config()
         worker = self._ensure_worker()
+        self.turn_sources.reset()
         self.run_id = worker.submit(text, config, self.policy.currentData(), note)
         PlgOptionsManager.set_value("last_thread_id", worker.thread_id)
         self._set_busy(True, tr("Thinking… ({m})").format(m=config.model or tr("no model")))
@@ -439,7 +424,7 @@ class ChatPanel(QWidget):
     def ask_export(self, thread_id: str | None) -> None:
         if not thread_id:
             return
-        path, _ = QFileDialog.getSaveFileName(self, tr("Export conversation"), "conversation.md", "Markdown (*.md)")
+        path, _ = QFileDialog.getSaveFileName(self, tr("Export conversation"), "conversation.md", tr("Markdown (*.md)"))
         if path:
             self.export_conversation(thread_id, path)
 
@@ -496,6 +481,7 @@ class ChatPanel(QWidget):
         self.render_seconds += time.perf_counter() - started
 
     def _handle(self, event: object) -> None:
+        self.turn_sources.record(event)
         if isinstance(event, ReasoningDelta):
             self.chat.append_reasoning(event.text)
         elif isinstance(event, ToolStarted):
@@ -517,6 +503,8 @@ class ChatPanel(QWidget):
             self._show_approval(event.request)
         elif isinstance(event, RunFinished):
             self.chat.end_turn(event.status, event.error)
+            if event.status == "finished":
+                self._show_sources()
             self.run_id = None
             labels = {
                 "finished": tr("Done."),
@@ -526,6 +514,28 @@ class ChatPanel(QWidget):
             }
             self._set_busy(False, labels[event.status])
             self.run_finished.emit(event.status)
+
+    def _show_sources(self) -> None:
+        """Under the final answer: what it rests on, from the calls that ran (layer refs named as in the project)."""
+
+        def layer_name(ref: str) -> str | None:
+            layer = self.project.mapLayer(ref) or next(iter(self.project.mapLayersByName(ref)), None)
+            return layer.name() if layer is not None else None
+
+        sources = self.turn_sources.sources(layer_name)
+        self.turn_sources.reset()
+        if not sources.empty:
+            self.chat.add_sources(sources)
+
+    def select_layer(self, name: str) -> None:
+        """A layer name was clicked in Sources: make it the current layer of the layer tree."""
+        layer = next(iter(self.project.mapLayersByName(name)), None) or self.project.mapLayer(name)
+        if layer is None:
+            self.status.setText(tr("The layer {name} is no longer in the project.").format(name=name))
+            return
+        if self.iface is not None:
+            self.iface.setActiveLayer(layer)
+        self.status.setText(tr("Selected layer {name}.").format(name=layer.name()))
 
     def _flush_text(self) -> None:
         started = time.perf_counter()
@@ -549,6 +559,8 @@ class ChatPanel(QWidget):
             self.project.cleared.disconnect(self._project_cleared)
         self.watcher.close()
         self.bridge.close()
+        if self.install_banner is not None:
+            self.install_banner.cancel()  # stops pip
         if self.worker is not None:
             self.worker.shutdown()
             self.worker.event.disconnect(self._on_event)

@@ -12,15 +12,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from qgis.PyQt.QtCore import Qt, QTimer
+from qgis.PyQt.QtCore import Qt, QTimer, pyqtSignal
 from qgis.PyQt.QtGui import QTextCursor
 from qgis.PyQt.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from geogpt_qgis.core.events import RunStatus
+from geogpt_qgis.core.sources import Sources, chart_path
 from geogpt_qgis.gui.approval_card import ApprovalCard
 from geogpt_qgis.gui.auto_height import AutoHeightTextBrowser
+from geogpt_qgis.gui.chart_view import ChartView
 from geogpt_qgis.gui.collapsible import CollapsibleSection
 from geogpt_qgis.gui.markdown_view import MarkdownView
+from geogpt_qgis.gui.sources_view import SourcesView
 from geogpt_qgis.gui.tool_step import ToolStepWidget
 from geogpt_qgis.toolbelt.i18n import tr
 
@@ -47,6 +50,8 @@ SLICE_SECONDS = 0.010
 
 class ChatView(QScrollArea):
     """A scrolling column of chat items."""
+
+    layer_clicked = pyqtSignal(str)  # a layer name clicked in a Sources section
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -129,6 +134,21 @@ class ChatView(QScrollArea):
         step = self._steps.get(call_id)
         if step is not None:
             step.finish(ok, result, seconds)
+            path = chart_path(result) if ok and step.name == "make_chart" else None
+            if path:
+                self.add_chart(path)
+
+    def add_chart(self, path: str) -> ChartView:
+        """Show a chart the agent drew (the PNG it saved)."""
+        self._end_stream()
+        return self._add(ChartView(path))
+
+    def add_sources(self, sources: Sources) -> SourcesView:
+        """The collapsible list of what the answer above rests on."""
+        self._end_stream()
+        view = SourcesView(sources)
+        view.layer_clicked.connect(self.layer_clicked)
+        return self._add(view)
 
     def add_approval_card(self, request: dict[str, Any]) -> ApprovalCard:
         self._end_stream()
@@ -161,6 +181,8 @@ class ChatView(QScrollArea):
             made = 0
             while remaining and made < SLICE_ITEMS and time.perf_counter() - started < SLICE_SECONDS:
                 widget = _entry_widget(remaining.pop())
+                if isinstance(widget, SourcesView):
+                    widget.layer_clicked.connect(self.layer_clicked)
                 self._layout.insertWidget(min(anchor, self._layout.count() - 1), widget)
                 made += 1
             if remaining:
@@ -252,6 +274,10 @@ def _entry_widget(entry: Entry) -> QWidget:
         view = MarkdownView()
         view.set_markdown(entry.text)
         return view
+    if entry.kind == "chart":
+        return ChartView(entry.text)
+    if entry.kind == "sources":
+        return SourcesView(Sources.from_dict(entry.args))
     step = ToolStepWidget(entry.call_id, entry.name, entry.args)
     step.finish(entry.ok, entry.text, None)
     return step

@@ -7,6 +7,7 @@ first shown: a user who keeps it closed pays almost nothing.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from qgis.core import QgsProject
@@ -15,6 +16,7 @@ from qgis.PyQt.QtGui import QIcon
 from qgis.PyQt.QtWidgets import QWidget
 
 from geogpt_qgis.__about__ import TITLE
+from geogpt_qgis.gui.settings_events import settings_events
 from geogpt_qgis.toolbelt.paths import icon_path
 
 if TYPE_CHECKING:
@@ -53,13 +55,24 @@ class ChatDock(QgsDockWidget):
 
             self._panel = ChatPanel(self.iface, self.project, self.store_path, self)
             self.setWidget(self._panel)
+            settings_events().changed.connect(self._settings_saved)
         return self._panel
 
     def showEvent(self, event) -> None:  # noqa: ANN001 - Qt event
         self.panel  # noqa: B018 - build the panel before the first paint
         super().showEvent(event)
 
+    def _settings_saved(self) -> None:
+        """Settings > Options saved: the chat's approval choice follows (the model picker re-reads by itself)."""
+        if self._panel is not None:
+            from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+
+            policy = self._panel.policy
+            policy.setCurrentIndex(max(0, policy.findData(PlgOptionsManager.get_plg_settings().approval_policy)))
+
     def shutdown(self) -> None:
         """Stop the agent and release everything (plugin unload, QGIS exit)."""
         if self._panel is not None:
+            with contextlib.suppress(TypeError):  # not connected
+                settings_events().changed.disconnect(self._settings_saved)
             self._panel.shutdown()

@@ -1,6 +1,7 @@
 """Pick the model in the dock: provider, model (from the server's list), URL and key.
 
-A minimal, always-at-hand picker; the full options page is its own piece.
+A minimal, always-at-hand picker; the full options page is its own piece
+(``options_page``): when it saves, the picker re-reads the settings.
 Every network or keychain call runs in the background; the widget only
 shows results.
 """
@@ -23,10 +24,18 @@ from qgis.PyQt.QtWidgets import (
 
 from geogpt_qgis.agent.config import ModelConfig, model_config_from_settings
 from geogpt_qgis.gui.background import run_in_background
+from geogpt_qgis.gui.server_queries import (
+    connection_test_text,
+    explain_server_error,
+    fetch_models,
+    key_saved_text,
+    model_info,
+    no_tools_warning,
+    store_key,
+)
+from geogpt_qgis.gui.settings_events import settings_events
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA, PROVIDER_OPENAI, PlgOptionsManager, PlgSettings
-
-_PROVIDER_LABELS = {PROVIDER_OLLAMA: "Ollama", PROVIDER_OPENAI: "OpenAI-compatible"}
 
 
 class ModelBar(QWidget):
@@ -40,8 +49,8 @@ class ModelBar(QWidget):
         self._refreshed_once = False
 
         self.provider_combo = QComboBox()
-        for key, label in _PROVIDER_LABELS.items():
-            self.provider_combo.addItem(label, key)
+        self.provider_combo.addItem("Ollama", PROVIDER_OLLAMA)
+        self.provider_combo.addItem(tr("OpenAI-compatible"), PROVIDER_OPENAI)
         self.model_combo = QComboBox()
         self.model_combo.setEditable(True)
         self.model_combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -90,6 +99,7 @@ class ModelBar(QWidget):
         self.refresh_button.clicked.connect(self.refresh_models)
         self.test_button.clicked.connect(self.test_connection)
         self.settings_button.toggled.connect(self.panel.setVisible)
+        settings_events().changed.connect(self.reload_settings)
 
     # -- settings <-> widgets ------------------------------------------------
     def _load_from_settings(self) -> None:
@@ -109,6 +119,13 @@ class ModelBar(QWidget):
         self.key_edit.setVisible(is_openai)
         self.key_edit.clear()
         self.key_edit.setPlaceholderText(tr("stored in the system keychain; type to replace"))
+
+    def reload_settings(self) -> None:
+        """Show settings saved elsewhere (the options page) and ask the server again (URL or key may be new)."""
+        self.settings = PlgOptionsManager.get_plg_settings()
+        self._load_from_settings()
+        self.config_changed.emit()
+        self.refresh_models()
 
     def _provider_changed(self) -> None:
         PlgOptionsManager.set_value("provider", self.provider_combo.currentData())
@@ -138,15 +155,16 @@ class ModelBar(QWidget):
         key = self.key_edit.text().strip()
         if not key:
             return
-        from geogpt_qgis.toolbelt.secrets import SecretStoreError, set_api_key
+        self.key_edit.clear()  # the key lives on only in the background call that stores it
+        self.show_status(tr("Saving the API key…"))
+        url = self.settings.base_url
+        run_in_background(lambda: store_key(url, key), self._key_stored)
 
-        try:
-            set_api_key(self.settings.base_url, key)
-        except SecretStoreError as exc:
-            self.show_status(str(exc), error=True)
-            return
-        self.key_edit.clear()
-        self.show_status(tr("API key saved in the system keychain."))
+    def _key_stored(self, where: str | None, error: BaseException | None) -> None:
+        if error is not None:
+            self.show_status(str(error), error=True)
+        else:
+            self.show_status(key_saved_text(where or ""))
 
     def current_config(self) -> ModelConfig:
         """The model settings for the next run (the key is looked up by the worker)."""
@@ -164,12 +182,12 @@ class ModelBar(QWidget):
         """Ask the server for its models; fill the list when it answers."""
         provider, url = self.settings.provider, self.settings.base_url
         self.refresh_button.setEnabled(False)
-        run_in_background(lambda: _fetch_models(provider, url), self._models_arrived)
+        run_in_background(lambda: fetch_models(provider, url), self._models_arrived)
 
     def _models_arrived(self, models: list[str] | None, error: BaseException | None) -> None:
         self.refresh_button.setEnabled(True)
         if error is not None:
-            self.show_status(str(error), error=True)
+            self.show_status(explain_server_error(error, self.settings.provider, self.settings.base_url), error=True)
             return
         current = self.model_combo.currentText()
         self.model_combo.blockSignals(True)
@@ -193,44 +211,22 @@ class ModelBar(QWidget):
         if self.settings.provider != PROVIDER_OLLAMA or not model:
             return
         url = self.settings.base_url
-        run_in_background(lambda: _model_info(url, model), self._tool_support_arrived)
+        run_in_background(lambda: model_info(url, model), self._tool_support_arrived)
 
     def _tool_support_arrived(self, info, error: BaseException | None) -> None:  # noqa: ANN001 - ModelInfo, imported lazily
         if error is None and info is not None and info.supports_tools is False:
-            self.show_status(
-                tr("This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1)."), error=True
-            )
+            self.show_status(no_tools_warning(), error=True)
 
     def test_connection(self) -> None:
         provider, url = self.settings.provider, self.settings.base_url
         self.show_status(tr("Testing…"))
-        run_in_background(lambda: _fetch_models(provider, url), self._test_finished)
+        run_in_background(lambda: fetch_models(provider, url), self._test_finished)
 
     def _test_finished(self, models: list[str] | None, error: BaseException | None) -> None:
-        if error is not None:
-            self.show_status(tr("Connection failed: ") + str(error), error=True)
-        else:
-            self.show_status(tr("Connected: {n} models available.").format(n=len(models or [])))
+        provider, url = self.settings.provider, self.settings.base_url
+        self.show_status(connection_test_text(models, error, provider, url), error=error is not None)
 
     def show_status(self, text: str, error: bool = False) -> None:
         self.status_label.setText(text)
         self.status_label.setStyleSheet("color: #a94442;" if error else "")
         self.status_label.setVisible(bool(text))
-
-
-def _model_info(url: str, model: str):
-    from geogpt_qgis.agent.providers import ollama_model_info
-
-    return ollama_model_info(url, model)
-
-
-def _fetch_models(provider: str, url: str) -> list[str]:
-    """Runs on a background thread; the HTTP client is imported there, not at QGIS start-up."""
-    from geogpt_qgis.agent.providers import list_models
-
-    api_key = None
-    if provider == PROVIDER_OPENAI:
-        from geogpt_qgis.toolbelt.secrets import get_api_key
-
-        api_key = get_api_key(url)
-    return list_models(provider, url, api_key)

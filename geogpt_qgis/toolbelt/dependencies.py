@@ -10,6 +10,7 @@ installer.
 
 from __future__ import annotations
 
+import importlib.util
 from importlib import metadata
 
 # Distributions QGIS or its Python bindings depend on in compiled form.
@@ -29,18 +30,47 @@ PROTECTED_DISTRIBUTIONS = (
 )
 
 
-def installed_version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
+# What the agent imports, top-level modules only (finding a submodule's spec would import its
+# parents), with the distribution that provides each: the dock names these when they are missing.
+REQUIRED_MODULES = {
+    "langgraph": "langgraph",
+    "aiosqlite": "langgraph-checkpoint-sqlite",
+    "langchain_core": "langchain-core",
+    "langchain_ollama": "langchain-ollama",
+    "langchain_openai": "langchain-openai",
+}
 
 
-def protected_constraints() -> list[str]:
+def installed_version(distribution: str, path: list[str] | None = None) -> str | None:
+    """The version of ``distribution`` found on ``path`` (default ``sys.path``), or ``None``."""
+    if path is None:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return None
+    found = next(iter(metadata.distributions(name=distribution, path=path)), None)
+    return found.version if found is not None else None
+
+
+def protected_versions(path: list[str] | None = None) -> dict[str, str]:
+    """Name and version of every protected distribution present on ``path`` (default ``sys.path``)."""
+    found = {name: installed_version(name, path) for name in PROTECTED_DISTRIBUTIONS}
+    return {name: version for name, version in found.items() if version}
+
+
+def protected_constraints(path: list[str] | None = None) -> list[str]:
     """``name==version`` for every protected distribution this Python already has."""
-    pins = []
-    for name in PROTECTED_DISTRIBUTIONS:
-        version = installed_version(name)
-        if version:
-            pins.append(f"{name}=={version}")
-    return pins
+    return [f"{name}=={version}" for name, version in protected_versions(path).items()]
+
+
+def missing_packages() -> list[str]:
+    """Distributions the agent needs whose modules this QGIS cannot import."""
+    missing = []
+    for module, package in REQUIRED_MODULES.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(package)
+    return missing

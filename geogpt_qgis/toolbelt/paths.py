@@ -34,6 +34,11 @@ def i18n_dir() -> Path:
     return _first_existing(PACKAGE_DIR / "i18n", PACKAGE_DIR.parent / "i18n")
 
 
+def requirements_file() -> Path:
+    """The plugin's ``requirements.txt``: what the installer (and qpip) installs."""
+    return _first_existing(PACKAGE_DIR / "requirements.txt", PACKAGE_DIR.parent / "requirements.txt")
+
+
 def profile_data_dir() -> Path:
     """A folder of the plugin's own inside the active QGIS user profile, created on demand."""
     from qgis.core import QgsApplication

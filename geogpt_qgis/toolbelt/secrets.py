@@ -1,20 +1,31 @@
-"""API keys, kept in the operating system's keychain through ``keyring``.
+"""API keys, kept in the operating system's keychain through ``keyring``, else in QGIS's.
 
 Keys are stored per server URL, so an OpenAI key and an OpenRouter key live
-side by side.  They never go to QSettings, the project, logs or the
-conversation store.  When no key is stored, ``OPENAI_API_KEY`` from the
-environment is honoured.  ``keyring`` is imported lazily: it scans entry
-points and may talk to D-Bus, which start-up must not pay for.
+side by side.  Where keyring has no usable backend (a headless Linux box:
+``keyring.backends.fail``) or the keychain fails, keys go to the QGIS
+authentication database (``toolbelt.auth_db``), encrypted with the master
+password.  They never go to QSettings, the project, logs or the
+conversation store.  Reading tries the keychain, then the authentication
+database, then ``OPENAI_API_KEY`` from the environment.  ``keyring`` is
+imported lazily: it scans entry points and may talk to D-Bus, which start-up
+must not pay for.  Call these functions off the main thread: the keychain
+may be slow (the authentication database part hops to the main thread by
+itself).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from urllib.parse import urlsplit
 
 SERVICE = "geogpt_qgis"
 ENV_VAR = "OPENAI_API_KEY"
+KEYCHAIN = "keychain"
+AUTH_DB = "auth_db"
+
+log = logging.getLogger(__name__)
 
 
 class SecretStoreError(RuntimeError):
@@ -28,48 +39,112 @@ def account_for(base_url: str) -> str:
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}{path}"
 
 
-def _usable_keyring():
-    import keyring
-    from keyring.backends import fail
+def _usable_keyring():  # the keyring module (imported lazily) or None
+    """``keyring`` if its backend can really keep a key; ``None`` for the fail/null backends or an empty chain."""
+    try:
+        import keyring
+        from keyring.backends import chainer, fail, null
 
-    backend = keyring.get_keyring()
-    if isinstance(backend, fail.Keyring):
+        backend = keyring.get_keyring()
+    except Exception:  # noqa: BLE001 - a broken keyring install is the same as none
+        return None
+    if isinstance(backend, (fail.Keyring, null.Keyring)):
+        return None
+    if isinstance(backend, chainer.ChainerBackend) and not backend.backends:
         return None
     return keyring
 
 
-def get_api_key(base_url: str) -> str | None:
-    """The stored key for ``base_url``, else ``$OPENAI_API_KEY``, else ``None``."""
-    try:
-        keyring = _usable_keyring()
-        stored = keyring.get_password(SERVICE, account_for(base_url)) if keyring else None
-    except Exception:  # noqa: BLE001 - a broken keychain must not stop a keyless server
-        stored = None
-    return stored or os.environ.get(ENV_VAR) or None
-
-
-def set_api_key(base_url: str, key: str) -> None:
-    """Store (or, with an empty key, delete) the key for ``base_url``."""
+def _keychain_get(account: str) -> str | None:
     keyring = _usable_keyring()
     if keyring is None:
-        raise SecretStoreError(
-            "No system keychain is available to store the API key. "
-            f"Set the {ENV_VAR} environment variable before starting QGIS instead."
-        )
+        return None
+    try:
+        return keyring.get_password(SERVICE, account)
+    except Exception as exc:  # noqa: BLE001 - a broken keychain must not stop a keyless server
+        log.warning("The system keychain could not be read (%s).", type(exc).__name__)
+        return None
+
+
+def _auth_db_get(account: str) -> str | None:
+    try:
+        from geogpt_qgis.toolbelt import auth_db
+
+        return auth_db.read_key(account)
+    except Exception as exc:  # noqa: BLE001 - e.g. the master password dialog was cancelled
+        log.warning("The API key in the QGIS authentication database could not be read: %s", exc)
+        return None
+
+
+def get_api_key(base_url: str) -> str | None:
+    """The stored key for ``base_url`` (keychain, then QGIS authentication database), else ``$OPENAI_API_KEY``."""
+    account = account_for(base_url)
+    for where, read in ((KEYCHAIN, _keychain_get), (AUTH_DB, _auth_db_get)):
+        stored = read(account)
+        if stored:
+            log.debug("API key for %s found in the %s store", account, where)
+            return stored
+    from_env = os.environ.get(ENV_VAR) or None
+    if from_env:
+        log.debug("API key for %s taken from $%s", account, ENV_VAR)
+    return from_env
+
+
+def set_api_key(base_url: str, key: str) -> str:
+    """Store (or, with an empty key, delete) the key for ``base_url``; return where it went (``KEYCHAIN``/``AUTH_DB``).
+
+    Raises ``SecretStoreError`` (with what to do) when neither store can take it.
+    """
     account = account_for(base_url)
     if not key:
+        _delete_everywhere(account)
+        return ""
+    keyring = _usable_keyring()
+    if keyring is not None:
+        try:
+            keyring.set_password(SERVICE, account, key)
+        except Exception as exc:  # noqa: BLE001 - e.g. a locked or broken keychain: use QGIS's instead
+            log.warning("The system keychain refused the API key (%s); using QGIS's.", type(exc).__name__)
+        else:
+            with contextlib.suppress(Exception):  # an older copy in QGIS's database must not linger
+                from geogpt_qgis.toolbelt import auth_db
+
+                auth_db.delete_key(account)
+            log.debug("API key for %s saved in the system keychain", account)
+            return KEYCHAIN
+    from geogpt_qgis.toolbelt import auth_db
+
+    try:
+        auth_db.store_key(account, key)
+    except auth_db.AuthDbError as exc:
+        raise SecretStoreError(str(exc)) from exc
+    log.debug("API key for %s saved in the QGIS authentication database", account)
+    return AUTH_DB
+
+
+def _delete_everywhere(account: str) -> None:
+    keyring = _usable_keyring()
+    if keyring is not None:
         from keyring.errors import PasswordDeleteError
 
         with contextlib.suppress(PasswordDeleteError):
             keyring.delete_password(SERVICE, account)
-        return
-    keyring.set_password(SERVICE, account, key)
+    from geogpt_qgis.toolbelt import auth_db
+
+    try:
+        auth_db.delete_key(account)
+    except auth_db.AuthDbError as exc:
+        raise SecretStoreError(str(exc)) from exc
 
 
 def has_stored_key(base_url: str) -> bool:
-    """Whether the keychain holds a key for ``base_url`` (the environment is not consulted)."""
+    """Whether a key is stored for ``base_url`` (the environment is not consulted, no password is asked)."""
+    account = account_for(base_url)
+    if _keychain_get(account):
+        return True
     try:
-        keyring = _usable_keyring()
-        return bool(keyring and keyring.get_password(SERVICE, account_for(base_url)))
-    except Exception:  # noqa: BLE001 - a broken keychain must not stop a keyless server
+        from geogpt_qgis.toolbelt import auth_db
+
+        return auth_db.has_key(account)
+    except Exception:  # noqa: BLE001 - no usable store means no stored key
         return False

@@ -30,10 +30,7 @@ class CodeTools(ToolFamily):
     name = "code"
     title = "PyQGIS code"
     summary = "run PyQGIS code in the live QGIS, after the user approves it"
-    prompt_hint = (
-        "Code: run_pyqgis only for what no other tool does; the user must approve each run. "
-        "`iface`, `project` and qgis.core classes are available; print what you need to see."
-    )
+    prompt_hint = "run_pyqgis only for what no other tool does."
 
     def __init__(self, ctx: ToolContext) -> None:
         super().__init__(ctx)
@@ -69,10 +66,10 @@ class CodeTools(ToolFamily):
 
     @gated("preview_run_pyqgis")
     def run_pyqgis(self, code: str) -> str:
-        """Run PyQGIS code in QGIS (the user approves it first). Variables persist between calls.
+        """Run PyQGIS code (after the user approves); `iface`, `project` and qgis.core are defined.
 
         Args:
-            code: Python; `iface`, `project`, qgis.core classes predefined; the last expression's value is shown.
+            code: Python; the last expression's value is shown.
         """
         compiled = compile_snippet(code)
         if not approval_granted():

@@ -45,6 +45,14 @@ def _source_label(layer: QgsVectorLayer) -> str:
     return f"{provider}: {source.split('|')[0]}"
 
 
+def _check_edit(field: str, value: str, delete: bool) -> None:
+    """One action per call: a field and its new value, or deletion."""
+    if delete and field.strip():
+        raise ToolError("give either delete=true or a field and value, not both")
+    if not delete and not (field.strip() and value.strip()):
+        raise ToolError("give the field to set and its new value, or delete=true to delete the features")
+
+
 class EditTools(ToolFamily):
     """Remove layers, delete or change features (each approved by the user)."""
 
@@ -53,7 +61,7 @@ class EditTools(ToolFamily):
     summary = "remove layers, delete features, change attribute values (each after the user approves)"
 
     def tools(self) -> list[ToolFunction]:
-        return [self.remove_layer, self.delete_features, self.update_features]
+        return [self.remove_layer, self.edit_features]
 
     # -- remove a layer ------------------------------------------------------------
     def preview_remove_layer(self, layer: str) -> ApprovalRequest:
@@ -74,7 +82,7 @@ class EditTools(ToolFamily):
 
     @gated("preview_remove_layer")
     def remove_layer(self, layer: str) -> str:
-        """Remove a layer from the project (the user approves it first; its data is not deleted).
+        """Remove a layer from the project (its data stays).
 
         Args:
             layer: Layer name or id.
@@ -90,59 +98,50 @@ class EditTools(ToolFamily):
         self.ctx.project.removeMapLayer(target.id())
         return f"Removed layer {name!r} from the project."
 
-    # -- delete features -----------------------------------------------------------
-    def preview_delete_features(self, layer: str, expression: str) -> ApprovalRequest:
+    # -- delete or change features ---------------------------------------------------
+    def preview_edit_features(
+        self, layer: str, expression: str, field: str = "", value: str = "", delete: bool = False
+    ) -> ApprovalRequest:
+        _check_edit(field, value, delete)
         vector, ids = self._matching(layer, expression)
+        stored = f"{len(ids):,} of {feature_count_label(vector)} features, stored in {_source_label(vector)}."
+        if delete:
+            return ApprovalRequest(
+                action=f"Delete {len(ids):,} features from {vector.name()!r}",
+                details=f"In {vector.name()!r}, delete the features where {expression}\n{stored}",
+                affected=[f"layer {vector.name()!r} ({_source_label(vector)})"],
+            )
+        self.ctx.on_main(self._check_update, vector.id(), field, value)
         return ApprovalRequest(
-            action=f"Delete {len(ids):,} features from {vector.name()!r}",
-            details=f"In {vector.name()!r}, delete the features where {expression}\n"
-            f"{len(ids):,} of {feature_count_label(vector)} features, stored in {_source_label(vector)}.",
-            affected=[f"layer {vector.name()!r} ({_source_label(vector)})"],
+            action=f"Change {field!r} on {len(ids):,} features of {vector.name()!r}",
+            details=f"In {vector.name()!r}, set {field} to {value} on the features where {expression}\n{stored}",
+            affected=[f"layer {vector.name()!r} ({_source_label(vector)}), field {field!r}"],
         )
 
-    @gated("preview_delete_features")
-    def delete_features(self, layer: str, expression: str) -> str:
-        """Delete the features matching an expression (the user approves it first).
+    @gated("preview_edit_features")
+    def edit_features(self, layer: str, expression: str, field: str = "", value: str = "", delete: bool = False) -> str:
+        """Set a field on, or delete, the features matching an expression.
 
         Args:
             layer: Layer name or id.
-            expression: QGIS expression choosing the features, e.g. "status" = 'closed'.
+            expression: Chooses the features.
+            field: Field to set.
+            value: Expression for the value, e.g. 'closed' or "pupils" * 2.
+            delete: Delete them instead.
         """
+        _check_edit(field, value, delete)
         vector, ids = self._matching(layer, expression)
+        if not delete:
+            self.ctx.on_main(self._check_update, vector.id(), field, value)
         if not approval_granted():
             raise ToolError(NEEDS_APPROVAL)
-        return self.ctx.on_main(self._delete, vector.id(), ids)
+        if delete:
+            return self.ctx.on_main(self._delete, vector.id(), ids)
+        return self.ctx.on_main(self._update, vector.id(), ids, field, value)
 
     def _delete(self, layer_id: str, ids: list[int]) -> str:
         vector = self._vector(layer_id)
         return self._in_edit_session(vector, lambda: vector.deleteFeatures(ids), f"deleted {len(ids):,} features")
-
-    # -- change attribute values ----------------------------------------------------
-    def preview_update_features(self, layer: str, expression: str, field: str, value: str) -> ApprovalRequest:
-        vector, ids = self._matching(layer, expression)
-        self.ctx.on_main(self._check_update, vector.id(), field, value)
-        return ApprovalRequest(
-            action=f"Change {field!r} on {len(ids):,} features of {vector.name()!r}",
-            details=f"In {vector.name()!r}, set {field} to {value} on the features where {expression}\n"
-            f"{len(ids):,} of {feature_count_label(vector)} features, stored in {_source_label(vector)}.",
-            affected=[f"layer {vector.name()!r} ({_source_label(vector)}), field {field!r}"],
-        )
-
-    @gated("preview_update_features")
-    def update_features(self, layer: str, expression: str, field: str, value: str) -> str:
-        """Set a field on the features matching an expression (the user approves it first).
-
-        Args:
-            layer: Layer name or id.
-            expression: QGIS expression choosing the features.
-            field: The field to change.
-            value: QGIS expression for the new value, e.g. 'closed' (quoted text) or "pupils" * 2.
-        """
-        vector, ids = self._matching(layer, expression)
-        self.ctx.on_main(self._check_update, vector.id(), field, value)
-        if not approval_granted():
-            raise ToolError(NEEDS_APPROVAL)
-        return self.ctx.on_main(self._update, vector.id(), ids, field, value)
 
     def _check_update(self, layer_id: str, field: str, value: str) -> None:
         vector = self._vector(layer_id)

@@ -1,4 +1,4 @@
-"""Project tools: see the layers, describe them, select, zoom, show/hide, rename, style.
+"""Project tools: see the layers, describe them, select features; show/hide, rename, colour and zoom to a layer.
 
 Reads of features happen on the worker through a feature source; every change
 to the project or the map canvas is handed to the main thread.
@@ -54,8 +54,8 @@ class ProjectTools(ToolFamily):
     name = "project"
     title = "Project layers"
     summary = (
-        "list and describe layers; read attribute values; select features by expression; zoom; "
-        "show/hide, rename and colour layers"
+        "list and describe layers; read attribute values; select features by expression; "
+        "show/hide, rename, colour and zoom to layers"
     )
 
     def tools(self) -> list[ToolFunction]:
@@ -64,15 +64,12 @@ class ProjectTools(ToolFamily):
             self.describe_layer,
             self.read_features,
             self.select_features,
-            self.zoom_to_layer,
-            self.set_layer_visibility,
-            self.rename_layer,
-            self.set_layer_color,
+            self.set_layer,
         ]
 
     # -- reading -----------------------------------------------------------
     def list_layers(self) -> str:
-        """List the project's layers: name, id, type, geometry, CRS, feature count, visibility."""
+        """List the project's layers: name, type, CRS, feature count, visibility."""
         return self.ctx.on_main(self._list_layers)
 
     def _list_layers(self) -> str:
@@ -98,7 +95,7 @@ class ProjectTools(ToolFamily):
         )
 
     def describe_layer(self, layer: str) -> str:
-        """Describe a layer: fields with types and common values, CRS and units, extent, feature count.
+        """Describe a layer: fields, types, common values, CRS, extent, count.
 
         Args:
             layer: Layer name or id.
@@ -146,13 +143,13 @@ class ProjectTools(ToolFamily):
         return "\n".join(lines), plan_vector_read(layer)
 
     def read_features(self, layer: str, fields: list[str] | None = None, expression: str = "", limit: int = 20) -> str:
-        """Read the attribute values of a few features as a table (no geometry).
+        """Read attribute values of features as a table.
 
         Args:
             layer: Layer name or id.
-            fields: Field names to show (default: all).
-            expression: Optional QGIS filter expression.
-            limit: Most rows (1-50).
+            fields: Fields to show (default: all).
+            expression: Filter expression.
+            limit: Rows (1-50).
         """
         limit = max(1, min(int(limit), MAX_READ_ROWS))
         plan, request, columns = self.ctx.on_main(self._prepare_read, layer, fields or [], expression)
@@ -192,11 +189,11 @@ class ProjectTools(ToolFamily):
 
     # -- selection ---------------------------------------------------------
     def select_features(self, layer: str, expression: str) -> str:
-        """Select the features of a vector layer matching a QGIS expression (replaces the selection).
+        """Select the features matching an expression (empty clears the selection).
 
         Args:
             layer: Layer name or id.
-            expression: QGIS expression, e.g. "type" = 'primary' AND "pupils" > 300. Empty clears the selection.
+            expression: e.g. "type" = 'primary' AND "pupils" > 300.
         """
         if not expression.strip():
             return self.ctx.on_main(self._clear_selection, layer)
@@ -224,20 +221,66 @@ class ProjectTools(ToolFamily):
         )
 
     # -- map and layer tree ------------------------------------------------
-    def zoom_to_layer(self, layer: str, selected_only: bool = False) -> str:
-        """Zoom the map to a layer's extent, or to its selected features.
+    def set_layer(
+        self,
+        layer: str,
+        visible: bool | None = None,
+        name: str = "",
+        color: str = "",
+        opacity: float | None = None,
+        zoom: bool = False,
+    ) -> str:
+        """Show or hide, rename, colour or zoom to a layer (to its selection if any).
 
         Args:
             layer: Layer name or id.
-            selected_only: Zoom to the selected features only.
+            visible: Show or hide.
+            name: New name.
+            color: e.g. red or #1f78b4.
+            opacity: 0 to 1.
+            zoom: Zoom the map to it.
         """
-        return self.ctx.on_main(self._zoom, layer, selected_only)
+        if visible is None and not name and not color and opacity is None and not zoom:
+            raise ToolError("nothing to change: give visible, name, color, opacity or zoom")
+        qcolor = None
+        if color or opacity is not None:
+            qcolor = QColor(color.strip() or "#1f78b4")
+            if color and not qcolor.isValid():
+                raise ToolError(f"{color!r} is not a colour; use a name like 'red' or a hex code like '#1f78b4'")
+            if opacity is not None and not 0.0 <= opacity <= 1.0:
+                raise ToolError(f"opacity must be between 0 and 1, not {opacity}")
+        if name and not name.strip():
+            raise ToolError("the new name is empty")
+        return self.ctx.on_main(self._set_layer, layer, visible, name.strip(), qcolor, color.strip(), opacity, zoom)
 
-    def _zoom(self, ref: str, selected_only: bool) -> str:
+    def _set_layer(
+        self,
+        ref: str,
+        visible: bool | None,
+        name: str,
+        qcolor: QColor | None,
+        color: str,
+        opacity: float | None,
+        zoom: bool,
+    ) -> str:
         target = resolve_layer(self.ctx.project, ref)
-        if selected_only:
-            if not isinstance(target, QgsVectorLayer) or target.selectedFeatureCount() == 0:
-                raise ToolError(f"{target.name()!r} has no selected features; select some first or zoom to the layer")
+        if qcolor is not None:
+            self._check_styleable(target)
+        if zoom and target.extent().isNull():
+            raise ToolError(f"{target.name()!r} has an empty extent; nothing to zoom to")
+        done = []
+        if name:
+            done.append(self._rename(target, name))
+        if visible is not None:
+            done.append(self._set_visibility(target, visible))
+        if qcolor is not None:
+            done.append(self._set_color(target, qcolor, color, opacity))
+        if zoom:
+            done.append(self._zoom(target))
+        return " ".join(done)
+
+    def _zoom(self, target: QgsMapLayer) -> str:
+        if isinstance(target, QgsVectorLayer) and target.selectedFeatureCount():
             extent = target.boundingBoxOfSelected()
             what = f"the {target.selectedFeatureCount():,} selected features of {target.name()!r}"
         else:
@@ -261,17 +304,7 @@ class ProjectTools(ToolFamily):
         canvas.refresh()
         return f"Zoomed the map to {what}."
 
-    def set_layer_visibility(self, layer: str, visible: bool) -> str:
-        """Show or hide a layer on the map.
-
-        Args:
-            layer: Layer name or id.
-            visible: True to show, False to hide.
-        """
-        return self.ctx.on_main(self._set_visibility, layer, visible)
-
-    def _set_visibility(self, ref: str, visible: bool) -> str:
-        target = resolve_layer(self.ctx.project, ref)
+    def _set_visibility(self, target: QgsMapLayer, visible: bool) -> str:
         node = self.ctx.project.layerTreeRoot().findLayer(target.id())
         if node is None:
             raise ToolError(f"{target.name()!r} is not in the layer tree, so it cannot be shown or hidden")
@@ -281,20 +314,7 @@ class ProjectTools(ToolFamily):
             node.setItemVisibilityChecked(False)
         return f"{'Showed' if visible else 'Hid'} layer {target.name()!r}."
 
-    def rename_layer(self, layer: str, new_name: str) -> str:
-        """Rename a layer.
-
-        Args:
-            layer: Layer name or id.
-            new_name: The new name.
-        """
-        return self.ctx.on_main(self._rename, layer, new_name)
-
-    def _rename(self, ref: str, new_name: str) -> str:
-        new_name = new_name.strip()
-        if not new_name:
-            raise ToolError("the new name is empty")
-        target = resolve_layer(self.ctx.project, ref)
+    def _rename(self, target: QgsMapLayer, new_name: str) -> str:
         old = target.name()
         clash = [
             other for other in ordered_layers(self.ctx.project) if other.name() == new_name and other is not target
@@ -303,27 +323,22 @@ class ProjectTools(ToolFamily):
         note = f" Note: another layer is also named {new_name!r}." if clash else ""
         return f"Renamed {old!r} to {new_name!r}.{note}"
 
-    def set_layer_color(self, layer: str, color: str, opacity: float = 1.0) -> str:
-        """Style a vector layer with a single colour.
+    @staticmethod
+    def _check_styleable(target: QgsMapLayer) -> None:
+        """Refuse before any change, so a bad call changes nothing."""
+        if not isinstance(target, QgsVectorLayer):
+            raise ToolError(f"{target.name()!r} is a raster layer; a colour needs a vector layer")
+        if not target.isSpatial():
+            raise ToolError(f"{target.name()!r} has no geometry, so it has no map style")
 
-        Args:
-            layer: Layer name or id.
-            color: Colour name ('red', 'steelblue') or hex code ('#1f78b4').
-            opacity: From 0 (transparent) to 1 (opaque).
-        """
-        qcolor = QColor(color.strip())
-        if not qcolor.isValid():
-            raise ToolError(f"{color!r} is not a colour; use a name like 'red' or a hex code like '#1f78b4'")
-        if not 0.0 <= opacity <= 1.0:
-            raise ToolError(f"opacity must be between 0 and 1, not {opacity}")
-        return self.ctx.on_main(self._set_color, layer, qcolor, opacity)
-
-    def _set_color(self, ref: str, qcolor: QColor, opacity: float) -> str:
-        vector = resolve_vector_layer(self.ctx.project, ref)
-        if not vector.isSpatial():
-            raise ToolError(f"{vector.name()!r} has no geometry, so it has no map style")
+    def _set_color(self, vector: QgsVectorLayer, qcolor: QColor, color: str, opacity: float | None) -> str:
         symbol = QgsSymbol.defaultSymbol(vector.geometryType())
-        symbol.setColor(qcolor)
+        if color:
+            symbol.setColor(qcolor)
+        else:  # only the opacity changes: keep the current colour
+            current = vector.renderer().symbol() if isinstance(vector.renderer(), QgsSingleSymbolRenderer) else None
+            symbol.setColor(current.color() if current is not None else symbol.color())
+        opacity = 1.0 if opacity is None else opacity
         symbol.setOpacity(opacity)
         vector.setRenderer(QgsSingleSymbolRenderer(symbol))
         vector.triggerRepaint()
@@ -331,7 +346,7 @@ class ProjectTools(ToolFamily):
             tree_view = self.ctx.iface.layerTreeView()
             if tree_view is not None:
                 tree_view.refreshLayerSymbology(vector.id())
-        return f"Styled {vector.name()!r} with a single colour {qcolor.name()} at opacity {opacity:g}."
+        return f"Styled {vector.name()!r} with a single colour {symbol.color().name()} at opacity {opacity:g}."
 
 
 def _cell(value: object) -> str:

@@ -23,6 +23,7 @@ from tests.support.net import free_port
 from tests.support.runs import (
     CODE_TOOL_NAMES,
     EDIT_TOOL_NAMES,
+    INSIGHT_TOOL_NAMES,
     PROCESSING_TOOL_NAMES,
     PROJECT_TOOL_NAMES,
     wait_until,
@@ -78,6 +79,7 @@ def test_a_question_runs_real_tools_and_streams_the_answer(provider, model_serve
         *EDIT_TOOL_NAMES,
         *PROCESSING_TOOL_NAMES,
         *CODE_TOOL_NAMES,
+        *INSIGHT_TOOL_NAMES,
         "describe_capabilities",
     ]
     # Each tool result went back to the model in the next request.
@@ -106,7 +108,7 @@ def test_unknown_tools_and_bad_arguments_go_back_to_the_model(provider, model_se
     model_server.script(
         [
             Turn(tool_calls=[ToolCall("list_layer")]),
-            Turn(tool_calls=[ToolCall("set_layer_visibility", {"layer": "parks", "visible": "maybe"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "visible": "maybe"})]),
             Turn(tool_calls=[ToolCall("describe_layer", {"layer": "schols"})]),
             Turn(text="Done."),
         ]
@@ -117,9 +119,9 @@ def test_unknown_tools_and_bad_arguments_go_back_to_the_model(provider, model_se
     assert [r.ok for r in results] == [False, False, False]
     requests = model_server.chat_requests()
     unknown = requests[1].tool_messages()[-1]["content"]
-    assert "there is no tool 'list_layer'" in unknown and "Did you mean list_layers?" in unknown
+    assert "there is no tool 'list_layer'" in unknown and "Did you mean list_layers" in unknown
     wrong_type = requests[2].tool_messages()[-1]["content"]
-    assert "invalid arguments for set_layer_visibility" in wrong_type and "'visible'" in wrong_type
+    assert "invalid arguments for set_layer" in wrong_type and "'visible'" in wrong_type
     assert "did you mean 'schools'?" in requests[3].tool_messages()[-1]["content"]
     assert recorder.text(run) == "Done."
 
@@ -322,10 +324,10 @@ def test_the_api_key_comes_from_the_keychain_or_the_environment(model_server, wo
 
 def test_tool_steps_carry_their_arguments(model_server, worker, recorder):
     model_server.script(
-        [Turn(tool_calls=[ToolCall("rename_layer", {"layer": "parks", "new_name": "green"})]), Turn(text="ok")]
+        [Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "name": "green"})]), Turn(text="ok")]
     )
     run = worker.submit("rename parks", make_config(model_server))
     assert recorder.wait(run).status == "finished"
     started = recorder.of(run, ToolStarted)[0]
-    assert started.name == "rename_layer" and started.args == {"layer": "parks", "new_name": "green"}
+    assert started.name == "set_layer" and started.args == {"layer": "parks", "name": "green"}
     assert json.dumps(started.args)  # serialisable for the dock and the run log

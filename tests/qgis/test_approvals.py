@@ -135,16 +135,16 @@ GATED = {
         "Remove layer 'parks' from the project",
         "Its data source is not deleted",
     ),
-    "delete_features": Gated(
-        "delete_features",
-        lambda env: {"layer": "schools", "expression": PRIMARY},
+    "edit_features deleting": Gated(
+        "edit_features",
+        lambda env: {"layer": "schools", "expression": PRIMARY, "delete": True},
         feature_count("schools"),
         lambda env, before: feature_count("schools")(env) == before - 16,
         "Delete 16 features from 'schools'",
         PRIMARY,
     ),
-    "update_features": Gated(
-        "update_features",
+    "edit_features setting a field": Gated(
+        "edit_features",
         lambda env: {"layer": "schools", "expression": PRIMARY, "field": "pupils", "value": "0"},
         primary_pupils,
         lambda env, before: primary_pupils(env) == [0] * len(before),
@@ -277,8 +277,7 @@ def test_a_gated_tool_called_without_a_decision_refuses_and_changes_nothing(name
         "run_pyqgis": CodeTools,
         "run_sql": PostgisTools,
         "remove_layer": EditTools,
-        "delete_features": EditTools,
-        "update_features": EditTools,
+        "edit_features": EditTools,
         "run_algorithm": ProcessingTools,
     }
     tool = getattr(families[gated.tool](tool_ctx), gated.tool)

@@ -46,7 +46,7 @@ def test_answer_streams_to_stdout_steps_to_stderr_and_the_project_is_saved(model
     model_server.script(
         [
             Turn(tool_calls=[ToolCall("describe_layer", {"layer": "parks"})]),
-            Turn(tool_calls=[ToolCall("rename_layer", {"layer": "parks", "new_name": "green_spaces"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "name": "green_spaces"})]),
             Turn(text=answer),
         ]
     )
@@ -55,7 +55,7 @@ def test_answer_streams_to_stdout_steps_to_stderr_and_the_project_is_saved(model
     assert done.returncode == 0, done.stderr
     assert done.stdout == answer + "\n"
     assert '→ describe_layer(layer="parks")' in done.stderr
-    assert '→ rename_layer(layer="parks", new_name="green_spaces")' in done.stderr
+    assert '→ set_layer(layer="parks", name="green_spaces")' in done.stderr
     assert "✓" in done.stderr and "Renamed 'parks' to 'green_spaces'." in done.stderr
     saved = QgsProject()
     assert saved.read(str(out))

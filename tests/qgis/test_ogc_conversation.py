@@ -46,7 +46,7 @@ def test_collections_and_hospitals_in_the_centre_district(model_server, worker, 
     )
     model_server.script(
         [
-            Turn(tool_calls=[ToolCall("list_ogc_collections", {})]),
+            Turn(tool_calls=[ToolCall("describe_ogc_collections", {})]),
             Turn(
                 tool_calls=[
                     ToolCall(
@@ -88,7 +88,7 @@ def test_collections_and_hospitals_in_the_centre_district(model_server, worker, 
     assert finished.status == "finished", finished.error
     results = recorder.tool_results(run)
     assert [r.name for r in results] == [
-        "list_ogc_collections",
+        "describe_ogc_collections",
         "query_ogc_collection",
         "query_ogc_collection",
         "run_algorithm",
@@ -113,7 +113,7 @@ def test_collections_and_hospitals_in_the_centre_district(model_server, worker, 
 def test_a_server_url_given_in_the_chat_can_be_used(model_server, worker, recorder, ogc_server):
     model_server.script(
         [
-            Turn(tool_calls=[ToolCall("list_ogc_collections", {"server": ogc_server.url})]),
+            Turn(tool_calls=[ToolCall("describe_ogc_collections", {"server": ogc_server.url})]),
             Turn(text="It has 6 collections."),
         ]
     )
@@ -123,7 +123,7 @@ def test_a_server_url_given_in_the_chat_can_be_used(model_server, worker, record
     (result,) = recorder.tool_results(run)
     assert result.ok, result.result
     assert ": 6 feature collections" in result.result.splitlines()[0]
-    assert "list_ogc_collections" in str(model_server.chat_requests()[0].body.get("tools"))
+    assert "describe_ogc_collections" in str(model_server.chat_requests()[0].body.get("tools"))
 
 
 def test_without_a_server_the_family_is_not_offered(model_server, worker, recorder):

@@ -55,7 +55,7 @@ def test_the_family_is_off_without_a_server_and_on_with_a_configured_one_or_a_ur
         tools.notice_user_text(f"Look at {ogc_server.url}/collections?f=html please.")
         assert tools.unavailable_reason() is None
         context = contextvars.copy_context()  # the agent runs tools in a copy of the run's context
-        assert "hospitals" in call(context.run, tools.list_ogc_collections, ogc_server.url)
+        assert "hospitals" in call(context.run, tools.describe_ogc_collections, None, ogc_server.url)
     finally:
         current_conversation.reset(token)
     assert tools.unavailable_reason() is not None  # another conversation has not named it
@@ -65,17 +65,17 @@ def test_the_family_is_off_without_a_server_and_on_with_a_configured_one_or_a_ur
 
 def test_a_url_nobody_gave_is_refused(ogc):
     with pytest.raises(ToolError, match="neither configured nor given by the user"):
-        call(ogc.list_ogc_collections, "http://127.0.0.1:9/evil")
+        call(ogc.describe_ogc_collections, None, "http://127.0.0.1:9/evil")
 
 
 # -- listing and describing ------------------------------------------------------------------
 def test_collections_are_listed_with_title_and_description(ogc):
-    text = call(ogc.list_ogc_collections)
+    text = call(ogc.describe_ogc_collections)
     assert text.splitlines()[0].endswith(": 6 feature collections")
     for name, (title, description, _) in POSTGIS_COLLECTIONS.items():
         assert f"- {name} — {title}: {description}" in text
     assert "- parks_file — Parks (file): Parks and green spaces, from a GeoJSON file." in text
-    assert call(ogc.list_ogc_collections, "elvbury") == text  # by name, case-insensitively
+    assert call(ogc.describe_ogc_collections, None, "elvbury") == text  # by name, case-insensitively
 
 
 def test_describing_gives_types_extent_crs_count_and_common_values_from_a_sample(ogc):
@@ -232,13 +232,13 @@ def test_a_collection_whose_server_ignores_filters_is_refused_rather_than_answer
 
 def test_an_unreachable_server(tool_ctx, demo_project):
     PlgOptionsManager.set_value("ogc_servers", f"down = http://127.0.0.1:{free_port()}")
-    message = _refused(demo_project, OgcTools(tool_ctx).list_ogc_collections)
+    message = _refused(demo_project, OgcTools(tool_ctx).describe_ogc_collections)
     assert "connection refused. Check the URL and that the server is up." in message
 
 
 def test_a_url_that_is_not_an_ogc_api_features_server(tool_ctx, demo_project, model_server):
     PlgOptionsManager.set_value("ogc_servers", f"models = {model_server.url}")
-    message = _refused(demo_project, OgcTools(tool_ctx).list_ogc_collections)
+    message = _refused(demo_project, OgcTools(tool_ctx).describe_ogc_collections)
     assert message.startswith(f"{model_server.url} is not an OGC API Features server (its /collections answered HTTP")
 
 
@@ -246,14 +246,14 @@ def test_a_server_that_does_not_answer_times_out(tool_ctx, demo_project):
     with silent_server() as url:
         PlgOptionsManager.set_value("ogc_servers", url)
         PlgOptionsManager.set_value("ogc_timeout", 1.0)
-        message = _refused(demo_project, OgcTools(tool_ctx).list_ogc_collections)
+        message = _refused(demo_project, OgcTools(tool_ctx).describe_ogc_collections)
     assert "did not answer within 1 s" in message
 
 
 def test_stop_ends_a_request_to_a_silent_server_at_once(tool_ctx):
     with silent_server() as url:
         PlgOptionsManager.set_value("ogc_servers", url)
-        outcome, seconds = stop_midway(OgcTools(tool_ctx).list_ogc_collections, after=0.3)
+        outcome, seconds = stop_midway(OgcTools(tool_ctx).describe_ogc_collections, None, after=0.3)
     assert outcome == "cancelled"
     assert seconds < 1.0
 

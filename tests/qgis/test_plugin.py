@@ -60,6 +60,8 @@ def test_load_then_unload_leaves_nothing_behind(real_iface, tmp_path, monkeypatc
     dock = loaded["docks"][0]
     assert window.dockWidgetArea(dock) == Qt.DockWidgetArea.RightDockWidgetArea
     assert plugin.action in real_iface.plugin_toolbar.actions()
+    assert real_iface.options_factories == [plugin.options_factory]  # Settings > Options > GeoGPT
+    assert real_iface.options_factories[0].title() == "GeoGPT"
     # The panel stops runs when the project closes; its watcher follows layers and the CRS for change notes.
     assert _receivers(project, "cleared") == baseline["cleared"] + 2
     assert all(_receivers(project, name) == baseline[name] + 1 for name in watched[1:])
@@ -77,6 +79,7 @@ def test_load_then_unload_leaves_nothing_behind(real_iface, tmp_path, monkeypatc
     assert all(_receivers(project, name) == baseline[name] for name in watched)
     assert len(logger.handlers) == baseline["handlers"]
     assert plugin.dock is None and plugin.action is None
+    assert real_iface.options_factories == [] and plugin.options_factory is None
 
 
 def test_unload_during_a_run_stops_it_cleanly(real_iface, tmp_path, monkeypatch, model_server, demo_project):

@@ -115,7 +115,7 @@ def test_describe_raster_layer(tools, demo_project, tmp_path):
     with pytest.raises(ToolError, match="'dem' is a raster layer; this needs a vector layer"):
         tools.select_features("dem", "1")
     with pytest.raises(ToolError, match="needs a vector layer"):
-        tools.set_layer_color("dem", "red")
+        tools.set_layer("dem", color="red")
 
 
 def test_unknown_and_ambiguous_layers_say_what_exists(tools, demo_project):
@@ -165,12 +165,10 @@ def test_zoom_to_layer_and_to_selection(tools, demo_project, qgis_iface):
     canvas = qgis_iface.mapCanvas()
     canvas.setDestinationCrs(demo_project.crs())
     schools = demo_project.mapLayersByName("schools")[0]
-    with pytest.raises(ToolError, match="has no selected features"):
-        tools.zoom_to_layer("schools", selected_only=True)
-    assert tools.zoom_to_layer("districts") == "Zoomed the map to layer 'districts'."
+    assert tools.set_layer("districts", zoom=True) == "Zoomed the map to layer 'districts'."
     assert canvas.extent().contains(demo_project.mapLayersByName("districts")[0].extent())
     schools.selectByIds([3])
-    tools.zoom_to_layer("schools", selected_only=True)
+    assert "the 1 selected features of 'schools'" in tools.set_layer("schools", zoom=True)
     point = schools.getFeature(3).geometry().asPoint()
     assert canvas.extent().contains(point)
     assert canvas.extent().width() < 2000
@@ -178,7 +176,7 @@ def test_zoom_to_layer_and_to_selection(tools, demo_project, qgis_iface):
 
 def test_zoom_without_a_map_window_sets_the_project_view(demo_project, bridge):
     headless = ProjectTools(ToolContext(project=demo_project, bridge=bridge, iface=None))
-    message = headless.zoom_to_layer("parks")
+    message = headless.set_layer("parks", zoom=True)
     assert "no map window in headless mode" in message
     view = demo_project.viewSettings().defaultViewExtent()
     assert view.contains(demo_project.mapLayersByName("parks")[0].extent())
@@ -187,27 +185,34 @@ def test_zoom_without_a_map_window_sets_the_project_view(demo_project, bridge):
 def test_visibility_rename_and_colour(tools, demo_project):
     root = demo_project.layerTreeRoot()
     parks = demo_project.mapLayersByName("parks")[0]
-    assert tools.set_layer_visibility("parks", False) == "Hid layer 'parks'."
+    assert tools.set_layer("parks", visible=False) == "Hid layer 'parks'."
     assert not root.findLayer(parks.id()).isVisible()
-    tools.set_layer_visibility("parks", True)
+    tools.set_layer("parks", visible=True)
     assert root.findLayer(parks.id()).isVisible()
-    assert tools.rename_layer("parks", "green spaces") == "Renamed 'parks' to 'green spaces'."
+    assert tools.set_layer("parks", name="green spaces") == "Renamed 'parks' to 'green spaces'."
     assert parks.name() == "green spaces"
-    assert "also named 'roads'" in tools.rename_layer("green spaces", "roads")
-    tools.rename_layer(parks.id(), "parks")
+    assert "also named 'roads'" in tools.set_layer("green spaces", name="roads")
+    tools.set_layer(parks.id(), name="parks")
     with pytest.raises(ToolError, match="the new name is empty"):
-        tools.rename_layer("parks", "  ")
-    result = tools.set_layer_color("parks", "#1f78b4", 0.5)
+        tools.set_layer("parks", name="  ")
+    with pytest.raises(ToolError, match="nothing to change"):
+        tools.set_layer("parks")
+    result = tools.set_layer("parks", color="#1f78b4", opacity=0.5)
     assert result == "Styled 'parks' with a single colour #1f78b4 at opacity 0.5."
     renderer = parks.renderer()
     assert isinstance(renderer, QgsSingleSymbolRenderer)
     assert renderer.symbol().color().name() == "#1f78b4"
     assert renderer.symbol().opacity() == pytest.approx(0.5)
     with pytest.raises(ToolError, match="'blurple' is not a colour"):
-        tools.set_layer_color("parks", "blurple")
+        tools.set_layer("parks", color="blurple", name="never")
     with pytest.raises(ToolError, match="opacity must be between 0 and 1"):
-        tools.set_layer_color("parks", "red", 3)
+        tools.set_layer("parks", color="red", opacity=3)
     assert renderer.symbol().color().name() == "#1f78b4"
+    assert parks.name() == "parks"  # a refused call changes nothing
+    # Several changes in one call; opacity alone keeps the colour.
+    both = tools.set_layer("parks", visible=False, opacity=0.25)
+    assert both == "Hid layer 'parks'. Styled 'parks' with a single colour #1f78b4 at opacity 0.25."
+    assert parks.renderer().symbol().opacity() == pytest.approx(0.25)
 
 
 def test_tools_called_from_a_worker_thread_go_through_the_main_thread(tools, demo_project):
@@ -216,7 +221,7 @@ def test_tools_called_from_a_worker_thread_go_through_the_main_thread(tools, dem
     def work() -> None:
         results["thread"] = threading.current_thread().name
         results["list"] = tools.list_layers()
-        results["rename"] = tools.rename_layer("roads", "streets")
+        results["rename"] = tools.set_layer("roads", name="streets")
 
     thread = threading.Thread(target=work, name="agent-worker")
     thread.start()

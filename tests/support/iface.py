@@ -24,6 +24,7 @@ class FaithfulIface(QObject):
         self.plugin_toolbar = QToolBar("Plugins", self._window)
         self.plugin_toolbar.setObjectName("mPluginToolBar")
         self._window.addToolBar(self.plugin_toolbar)
+        self.options_factories: list = []  # what QGIS's options dialog would offer as pages
 
     def mainWindow(self) -> QMainWindow:
         return self._window
@@ -63,3 +64,9 @@ class FaithfulIface(QObject):
 
     def removeDockWidget(self, dock: QDockWidget) -> None:
         self._window.removeDockWidget(dock)
+
+    def registerOptionsWidgetFactory(self, factory: object) -> None:  # noqa: N802 - QGIS API name
+        self.options_factories.append(factory)
+
+    def unregisterOptionsWidgetFactory(self, factory: object) -> None:  # noqa: N802 - QGIS API name
+        self.options_factories.remove(factory)

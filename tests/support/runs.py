@@ -16,14 +16,12 @@ PROJECT_TOOL_NAMES = [
     "describe_layer",
     "read_features",
     "select_features",
-    "zoom_to_layer",
-    "set_layer_visibility",
-    "rename_layer",
-    "set_layer_color",
+    "set_layer",
 ]
 PROCESSING_TOOL_NAMES = ["search_algorithms", "describe_algorithm", "run_algorithm"]
-EDIT_TOOL_NAMES = ["remove_layer", "delete_features", "update_features"]
+EDIT_TOOL_NAMES = ["remove_layer", "edit_features"]
 CODE_TOOL_NAMES = ["run_pyqgis"]
+INSIGHT_TOOL_NAMES = ["find_places", "make_chart"]
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> float:

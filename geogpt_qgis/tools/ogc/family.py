@@ -28,10 +28,7 @@ class OgcTools(ToolFamily):
     name = "ogc"
     title = "OGC API Features"
     summary = "list, describe and query collections of OGC API Features servers; results become layers"
-    prompt_hint = (
-        "Feature servers: list_ogc_collections, describe_ogc_collections, then query_ogc_collection "
-        "(CQL2 filter, bbox); the result becomes a layer."
-    )
+    prompt_hint = "Feature servers: describe_ogc_collections before query_ogc_collection."
 
     def __init__(self, ctx: ToolContext) -> None:
         super().__init__(ctx)
@@ -56,7 +53,7 @@ class OgcTools(ToolFamily):
         return None
 
     def tools(self) -> list[ToolFunction]:
-        return [self.list_ogc_collections, self.describe_ogc_collections, self.query_ogc_collection]
+        return [self.describe_ogc_collections, self.query_ogc_collection]
 
     # -- shared steps ----------------------------------------------------------------------------
     def _http(self) -> OgcHttp:
@@ -80,33 +77,28 @@ class OgcTools(ToolFamily):
         )
 
     # -- tools -----------------------------------------------------------------------------------
-    def list_ogc_collections(self, server: str = "") -> str:
-        """List a feature server's collections.
+    def describe_ogc_collections(self, collections: list[str] | None = None, server: str = "") -> str:
+        """List a feature server's collections, or describe some: properties, values, extent, CRSs.
 
         Args:
+            collections: Collection ids (none: list them all).
             server: Server name or URL (default: the only one).
         """
-        with self._http() as http:
-            info = self._server(http, server)
-        text = catalog.format_collections(info)
-        others = [s.name for s in self._directory().all() if s.url != info.server.url]
-        return text + (f"\nOther servers: {', '.join(others)}" if others else "")
-
-    def describe_ogc_collections(self, collections: list[str], server: str = "") -> str:
-        """Describe collections: properties, types, common values, extent, CRSs, count.
-
-        Args:
-            collections: Collection ids.
-            server: Server name or URL.
-        """
         if not collections:
-            raise ToolError("name at least one collection")
+            return self._list_collections(server)
         if len(collections) > MAX_DESCRIBED:
             raise ToolError(f"describe at most {MAX_DESCRIBED} collections per call")
         with self._http() as http:
             info = self._server(http, server)
             found = [info.collection(name) for name in collections]
             return "\n\n".join(catalog.describe_collection(http, info, c) for c in found)
+
+    def _list_collections(self, server: str) -> str:
+        with self._http() as http:
+            info = self._server(http, server)
+        text = catalog.format_collections(info)
+        others = [s.name for s in self._directory().all() if s.url != info.server.url]
+        return text + (f"\nOther servers: {', '.join(others)}" if others else "")
 
     def query_ogc_collection(
         self,
@@ -119,14 +111,14 @@ class OgcTools(ToolFamily):
         limit: int = 1000,
         output_name: str = "",
     ) -> str:
-        """Fetch features into a new layer; returns count, extent, fields.
+        """Fetch features into a new layer.
 
         Args:
             collection: Collection id.
             server: Server name or URL.
-            filter: CQL2 text, e.g. beds > 100 AND name = 'X'.
-            bbox: [min_x, min_y, max_x, max_y], x/y order.
-            bbox_crs: e.g. EPSG:25832 (default: CRS84 degrees).
+            filter: CQL2 text, e.g. beds > 100.
+            bbox: [min_x, min_y, max_x, max_y].
+            bbox_crs: e.g. EPSG:25832 (default: CRS84).
             properties: Only these properties.
             limit: Most features.
             output_name: Layer name.

@@ -49,8 +49,12 @@ def _label(uri: QgsDataSourceUri) -> str:
 
 
 def resolve_connection(name: str, allowed: list[str]) -> SavedConnection:
-    """The saved connection called ``name``, if the agent may use it."""
+    """The saved connection called ``name``, if the agent may use it; no name means the only one."""
     name = (name or "").strip()
+    if not name and len(allowed) == 1:
+        name = allowed[0]
+    elif not name and allowed:
+        raise ToolError(f"name the connection, one of: {', '.join(allowed)}")
     if name not in allowed:
         if name in saved_connection_names():
             raise ToolError(f"the connection {name!r} is not enabled for GeoGPT (see the plugin settings)")

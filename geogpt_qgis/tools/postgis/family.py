@@ -32,7 +32,7 @@ from geogpt_qgis.tools.postgis.query import (
 from geogpt_qgis.tools.postgis.sql_text import is_write_statement, referenced_tables
 from geogpt_qgis.tools.processing.naming import slug
 
-MAX_PREVIEW = 50
+PREVIEW_ROWS = 20  # rows the model reads; aggregate in SQL for more
 MAX_DESCRIBED = 5
 
 
@@ -42,11 +42,7 @@ class PostgisTools(ToolFamily):
     name = "postgis"
     title = "PostGIS"
     summary = "list saved database connections and their tables, describe tables, run SQL (writes once approved)"
-    prompt_hint = (
-        "Databases: list_connections, list_tables, describe_table before writing SQL; run_sql runs one statement "
-        "read-only (filter and aggregate in SQL; writes need write=true and the user's approval); a result with "
-        "geometry becomes a layer backed by the query."
-    )
+    prompt_hint = "SQL: describe_table first; filter and aggregate in SQL."
 
     def _settings(self) -> Any:
         return PlgOptionsManager.get_plg_settings()
@@ -64,7 +60,7 @@ class PostgisTools(ToolFamily):
         return None
 
     def tools(self) -> list[ToolFunction]:
-        return [self.list_connections, self.list_tables, self.describe_table, self.run_sql]
+        return [self.list_tables, self.describe_table, self.run_sql]
 
     def _connection(self, name: str) -> SavedConnection:
         return self.ctx.on_main(lambda: resolve_connection(name, self._allowed()))
@@ -72,26 +68,26 @@ class PostgisTools(ToolFamily):
     def _database(self, name: str) -> Database:
         return Database(self._connection(name), self.ctx.cancel, self._settings().sql_timeout)
 
-    def list_connections(self) -> str:
-        """List the saved PostgreSQL connections you may use."""
-        return self.ctx.on_main(lambda: describe_connections(self._allowed()))
-
-    def list_tables(self, connection: str, schema_name: str = "") -> str:
-        """List tables and views: geometry column (type, SRID), estimated rows, comment.
+    def list_tables(self, connection: str = "", schema_name: str = "") -> str:
+        """List database connections and the tables of one: geometry, SRID, rows.
 
         Args:
-            connection: Saved connection name.
-            schema_name: Only this schema (default: all).
+            connection: Connection name (default: the only one).
+            schema_name: Only this schema.
         """
+        allowed = self._allowed()
+        connections = self.ctx.on_main(lambda: describe_connections(allowed))
+        if not connection.strip() and len(allowed) > 1:
+            return f"{connections}\nCall list_tables with one of them to see its tables."
         with self._database(connection) as db:
-            return catalog.list_tables(db, schema_name.strip())
+            return f"{connections}\n\n{catalog.list_tables(db, schema_name.strip())}"
 
-    def describe_table(self, connection: str, tables: list[str]) -> str:
-        """Describe tables: columns with types and comments, keys, common values, geometry.
+    def describe_table(self, tables: list[str], connection: str = "") -> str:
+        """Describe tables: columns, types, keys, common values, geometry.
 
         Args:
-            connection: Saved connection name.
-            tables: Table or view names, e.g. ["public.schools"].
+            tables: e.g. ["public.schools"].
+            connection: Connection name (default: the only one).
         """
         if not tables:
             raise ToolError("name at least one table")
@@ -101,10 +97,11 @@ class PostgisTools(ToolFamily):
             return "\n\n".join(catalog.describe_table(db, table) for table in tables)
 
     def preview_run_sql(
-        self, connection: str, sql: str, write: bool = False, **_display: Any
+        self, sql: str, connection: str = "", write: bool = False, **_display: Any
     ) -> ApprovalRequest | None:
         """A write (by its keyword, by its plan, or asked for with write=true) needs the user's approval."""
         statement = single_statement(sql)
+        connection = self._connection(connection).name
         tables: list[tuple[str, float]] = []
         if not (write or is_write_statement(statement)):
             with self._database(connection) as db:
@@ -125,26 +122,22 @@ class PostgisTools(ToolFamily):
     @gated("preview_run_sql")
     def run_sql(
         self,
-        connection: str,
         sql: str,
+        connection: str = "",
         output_name: str = "",
-        add_table: bool = False,
-        limit: int = 20,
         write: bool = False,
     ) -> str:
-        """Run one SQL statement; show the first rows and the count. Geometry results become layers.
+        """Run one SQL statement (read-only unless write); shows the count and first rows.
 
         Args:
-            connection: Saved connection name.
-            sql: One statement, e.g. SELECT ...; reads run read-only.
-            output_name: Name for the result layer.
-            add_table: Also add a result without geometry to the project as a table.
-            limit: Rows to show (1-50).
-            write: The statement changes data or schema (the user approves it first).
+            sql: One statement.
+            connection: Connection name (default: the only one).
+            output_name: Add the result as a layer or table with this name.
+            write: It changes data.
         """
         settings = self._settings()
         saved = self._connection(connection)
-        preview_rows = max(1, min(int(limit), MAX_PREVIEW))
+        preview_rows = PREVIEW_ROWS
         if approval_granted():
             with Database(saved, self.ctx.cancel, settings.sql_timeout, read_only=False) as db:
                 return run_write(db, single_statement(sql), preview_rows)
@@ -153,7 +146,8 @@ class PostgisTools(ToolFamily):
         with Database(saved, self.ctx.cancel, settings.sql_timeout) as db:
             result = run_query(db, sql, preview_rows, settings.sql_row_cap)
         text = format_result(result)
-        if (result.geometry and result.total > 0) or (add_table and result.total > 0 and result.geometry is None):
+        # Rows with geometry always become a layer; a plain table only when the model names it.
+        if result.total > 0 and (result.geometry or output_name.strip()):
             tables = referenced_tables(result.statement)
             base = slug(output_name) or f"{slug(tables[0].split('.')[-1]) if tables else 'query'}_sql"
             layer = query_layer(saved, result, base)

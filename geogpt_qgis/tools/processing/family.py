@@ -16,7 +16,7 @@ from geogpt_qgis.tools.processing.params import IN_PLACE_ALGORITHMS, file_output
 from geogpt_qgis.tools.processing.runner import ProcessingRunner
 from geogpt_qgis.tools.processing.search import format_matches
 
-MAX_RESULTS = 10
+SEARCH_RESULTS = 6  # enough to choose from, few enough to read
 
 
 class ProcessingTools(ToolFamily):
@@ -25,11 +25,7 @@ class ProcessingTools(ToolFamily):
     name = "processing"
     title = "Processing"
     summary = "find, describe and run any QGIS processing algorithm; results become project layers"
-    prompt_hint = (
-        "Analysis: search_algorithms for the task, describe_algorithm for its parameters, then run_algorithm "
-        "with layer names and a descriptive output_name; each result becomes a layer usable in the next step. "
-        "Prefer native: algorithms."
-    )
+    prompt_hint = "Analysis: search_algorithms for the task, describe_algorithm, run_algorithm; results are layers."
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -43,14 +39,13 @@ class ProcessingTools(ToolFamily):
             return "QGIS Processing is not loaded (enable the Processing plugin)"
         return None
 
-    def search_algorithms(self, query: str, limit: int = 5) -> str:
-        """Find processing algorithms for a task, e.g. "buffer", "count points in polygon", "dissolve by attribute".
+    def search_algorithms(self, query: str) -> str:
+        """Find processing algorithms for a task.
 
         Args:
-            query: The task in plain words.
-            limit: How many matches (1-10).
+            query: The task in plain words, e.g. count points in polygon.
         """
-        limit = max(1, min(int(limit), MAX_RESULTS))
+        limit = SEARCH_RESULTS
         index = self.ctx.on_main(current_index)
         matches = index.search(query, limit)
         if not matches:
@@ -58,7 +53,7 @@ class ProcessingTools(ToolFamily):
         return format_matches(matches)
 
     def describe_algorithm(self, algorithm: str) -> str:
-        """Show an algorithm's parameters (types, defaults, choices, units) and outputs.
+        """Show an algorithm's parameters: types, defaults, choices, units.
 
         Args:
             algorithm: Algorithm id, e.g. native:buffer.
@@ -92,11 +87,11 @@ class ProcessingTools(ToolFamily):
 
     @gated("preview_run_algorithm")
     def run_algorithm(self, algorithm: str, parameters: dict[str, Any], output_name: str = "") -> str:
-        """Run a processing algorithm; its result layers are added to the project.
+        """Run a processing algorithm; result layers are added to the project.
 
         Args:
-            algorithm: Algorithm id, e.g. native:buffer.
-            parameters: Values by parameter name; layers by project layer name. Leave outputs out.
-            output_name: Name for the result layer, e.g. schools_within_500m_of_rivers.
+            algorithm: Algorithm id.
+            parameters: Values by parameter name; layers by name. Leave outputs out.
+            output_name: Result layer name, e.g. schools_near_rivers.
         """
         return self._runner.run(algorithm, parameters or {}, output_name)

@@ -10,6 +10,7 @@ zone, and the model is told.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,6 +279,33 @@ def _wanted(accepted: list[int]) -> str:
     return " or ".join(SOURCE_TYPE_NAMES.get(t, str(t)) for t in accepted)
 
 
+_LENGTH_UNITS = {
+    "m": 1.0, "meter": 1.0, "meters": 1.0, "metre": 1.0, "metres": 1.0,
+    "km": 1000.0, "kilometer": 1000.0, "kilometers": 1000.0, "kilometre": 1000.0, "kilometres": 1000.0,
+    "cm": 0.01, "ft": 0.3048, "foot": 0.3048, "feet": 0.3048, "yd": 0.9144, "yard": 0.9144, "yards": 0.9144,
+    "mi": 1609.344, "mile": 1609.344, "miles": 1609.344,
+}  # fmt: skip
+_NUMBER_WITH_UNIT = re.compile(r"^\s*(-?\d+(?:[.,]\d+)?)\s*([a-zA-Z°]+)\s*$")
+
+
+def _not_a_number(name: str, kind: str, value: Any) -> str:
+    """Why ``value`` is not a number, naming the number to send instead when a unit was written out.
+
+    Distances are plain numbers in metres (a layer in degrees is reprojected
+    to a metric CRS first), so "1 km" means DISTANCE=1000.
+    """
+    match = _NUMBER_WITH_UNIT.match(str(value))
+    if kind == "distance" and match:
+        amount, unit = float(match.group(1).replace(",", ".")), match.group(2).lower()
+        if unit in _LENGTH_UNITS:
+            return f"{name} takes a plain number in metres, not {value!r}: give {name}={amount * _LENGTH_UNITS[unit]:g}"
+        if unit in ("°", "deg", "degree", "degrees"):
+            return f"{name} takes metres, not degrees: layers in degrees are reprojected first; give metres, e.g. 500"
+    if kind == "distance":
+        return f"{name} takes a plain number in metres, not {value!r}, e.g. {name}=500"
+    return f"{name} takes a number, not {value!r}"
+
+
 def _scalar_value(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any, project: QgsProject) -> Any:
     name, kind = definition.name(), definition.type()
     if kind == "enum":
@@ -286,7 +314,7 @@ def _scalar_value(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any
         try:
             number = float(value)
         except (TypeError, ValueError):
-            raise ToolError(f"{name} takes a number, not {value!r}") from None
+            raise ToolError(_not_a_number(name, kind, value)) from None
         if kind == "number":
             if number < definition.minimum() or number > definition.maximum():
                 low, high = definition.minimum(), definition.maximum()

@@ -1,0 +1,127 @@
+"""Tool calls as weak local models really make them, replayed against the real tools.
+
+Each replay is a call with one typical mistake and what the reply must name
+for the model to fix it (or, for mistakes the tools can undo safely, such as
+JSON sent as a string, that the call simply works).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = (
+    "misspelt algorithm id",
+    "parameter of another algorithm",
+    "distance in the wrong unit",
+    "JSON arguments as a string",
+    "missing required argument",
+)
+
+
+@dataclass(frozen=True)
+class Replay:
+    kind: str
+    tool: str
+    args: Any
+    names: list[str] = field(default_factory=list)  # what the error must name; empty: the call must work
+    note: str = ""  # for calls that work: what the result must say
+
+
+def _buffer(**parameters: Any) -> dict[str, Any]:
+    return {"algorithm": "native:buffer", "parameters": parameters}
+
+
+REPLAYS = [
+    Replay(
+        KINDS[0], "run_algorithm", {"algorithm": "native:bufer", "parameters": {"INPUT": "rivers"}}, ["native:buffer"]
+    ),
+    Replay(
+        KINDS[0],
+        "run_algorithm",
+        {"algorithm": "native:extractbylocaton", "parameters": {"INPUT": "schools"}},
+        ["native:extractbylocation"],
+    ),
+    Replay(KINDS[0], "describe_algorithm", {"algorithm": "buffer"}, [], note="native:buffer"),
+    Replay(KINDS[0], "describe_algorithm", {"algorithm": "native:dissolv"}, ["native:dissolve"]),
+    Replay(KINDS[1], "run_algorithm", _buffer(INPUT="rivers", DIST=100), ["DISTANCE"]),
+    Replay(
+        KINDS[1],
+        "run_algorithm",
+        {"algorithm": "native:clip", "parameters": {"INPUT": "roads", "MASK": "districts"}},
+        ["OVERLAY"],
+    ),
+    Replay(
+        KINDS[1],
+        "run_algorithm",
+        {
+            "algorithm": "native:extractbylocation",
+            "parameters": {"INPUT": "schools", "PREDICATE": [0], "OVERLAY": "rivers"},
+        },
+        ["INTERSECT"],
+    ),
+    Replay(
+        KINDS[1],
+        "run_algorithm",
+        {"algorithm": "native:countpointsinpolygon", "parameters": {"POLYGONS": "districts", "INPUT": "schools"}},
+        ["POINTS"],
+    ),
+    Replay(KINDS[2], "run_algorithm", _buffer(INPUT="rivers", DISTANCE="500 m"), ["DISTANCE=500"]),
+    Replay(KINDS[2], "run_algorithm", _buffer(INPUT="rivers", DISTANCE="1 km"), ["DISTANCE=1000"]),
+    Replay(KINDS[2], "run_algorithm", _buffer(INPUT="stations_wgs84", DISTANCE=500), [], note="metres"),
+    Replay(KINDS[2], "run_algorithm", _buffer(INPUT="rivers", DISTANCE="0.5km"), ["DISTANCE=500"]),
+    Replay(KINDS[3], "describe_layer", '{"layer": "schools"}', []),
+    Replay(KINDS[3], "run_algorithm", {"algorithm": "native:centroids", "parameters": '{"INPUT": "parks"}'}, []),
+    Replay(KINDS[3], "read_features", {"layer": "schools", "fields": '["name", "pupils"]', "limit": 3}, []),
+    Replay(KINDS[4], "describe_layer", {}, ["layer"]),
+    Replay(KINDS[4], "run_algorithm", {"algorithm": "native:buffer"}, ["parameters"]),
+    Replay(KINDS[4], "run_algorithm", _buffer(DISTANCE=100), ["INPUT"]),
+    Replay(KINDS[4], "select_features", {"layer": "schools"}, ["expression"]),
+]
+
+
+@dataclass
+class ReplayResult:
+    kind: str
+    tool: str
+    fixed: bool
+    reply: str
+
+
+def judge(replay: Replay, ok: bool, text: str) -> bool:
+    if not replay.names:
+        return ok and replay.note.lower() in text.lower()
+    return not ok and all(name.lower() in text.lower() for name in replay.names)
+
+
+def add_degree_layer(project: Any) -> None:
+    """A point layer in EPSG:4326, for buffering "500" meant as metres."""
+    from qgis.core import QgsFeature, QgsGeometry, QgsPointXY, QgsVectorLayer
+
+    layer = QgsVectorLayer("Point?crs=EPSG:4326", "stations_wgs84", "memory")
+    feature = QgsFeature()
+    feature.setGeometry(QgsGeometry.fromPointXY(QgsPointXY(9.0, 55.9)))
+    layer.dataProvider().addFeatures([feature])
+    project.addMapLayer(layer)
+
+
+def replay_all(toolkit: Any, call_in_thread: Any) -> list[ReplayResult]:
+    results = []
+    for replay in REPLAYS:
+        outcome = call_in_thread(lambda r=replay: asyncio.run(toolkit.run(r.tool, r.args)), timeout=120)
+        results.append(ReplayResult(replay.kind, replay.tool, judge(replay, outcome.ok, outcome.text), outcome.text))
+    return results
+
+
+def summarise_replays(results: list[ReplayResult]) -> dict[str, Any]:
+    kinds = {}
+    for kind in KINDS:
+        mine = [r for r in results if r.kind == kind]
+        kinds[kind] = {"replays": len(mine), "fixed": sum(r.fixed for r in mine)}
+    return {
+        "replays": len(results),
+        "fixed": sum(r.fixed for r in results),
+        "kinds": kinds,
+        "not_fixed": [{"kind": r.kind, "tool": r.tool, "reply": r.reply[:300]} for r in results if not r.fixed],
+    }

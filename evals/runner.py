@@ -1,0 +1,205 @@
+"""Play each task through the whole agent and score it; collect calls and prompt sizes per model call."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evals.oracle import Oracle
+from evals.task import GROUPS, Call, Expected, LayerExpect, Reads, Task
+from tests.support.model_server import ScriptedModelServer, ToolCall, Turn
+
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+@dataclass
+class TaskResult:
+    id: str
+    group: str
+    passed: bool
+    failures: list[str] = field(default_factory=list)
+    model_calls: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    seconds: float = 0.0
+    prompt: list[dict[str, int]] = field(default_factory=list)  # per model call: system, tools, history tokens
+
+
+def script_for(task: Task) -> Any:
+    """The scripted model: each request gets the next step; answers are written from the tool results read."""
+    steps = list(task.steps)
+    counter = iter(range(1_000_000))
+
+    def next_turn(body: dict[str, Any]) -> Turn:
+        if not steps:
+            return Turn(text="(the trace has ended)")
+        step = steps.pop(0)
+        if isinstance(step, list):
+            return Turn(tool_calls=[ToolCall(c.name, dict(c.args), call_id=f"call_{next(counter)}") for c in step])
+        results = [str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "tool"]
+        try:
+            return Turn(text=step(Reads(results)))
+        except (ValueError, KeyError, IndexError, StopIteration, AttributeError) as exc:
+            return Turn(text=f"(could not read the tool results: {type(exc).__name__}: {exc})")
+
+    return next_turn
+
+
+def prompt_sizes(body: dict[str, Any], count: Any) -> dict[str, int]:
+    """Tokens of one request: the system prompt, the tool schemas and the rest (history and the new message)."""
+    messages = body.get("messages", [])
+    system = sum(count(str(m.get("content", ""))) for m in messages if m.get("role") == "system")
+    history = sum(count(json.dumps(m, ensure_ascii=False)) for m in messages if m.get("role") != "system")
+    tools = count(json.dumps(body.get("tools", []), ensure_ascii=False))
+    return {"system": system, "tools": tools, "history": history, "total": system + tools + history}
+
+
+def answer_numbers(text: str) -> list[float]:
+    return [float(n.replace(",", "")) for n in NUMBER.findall(text)]
+
+
+def _close(a: float, b: float, tolerance: float) -> bool:
+    return abs(a - b) <= max(tolerance * abs(b), 1e-6)
+
+
+def check_answer(answer: str, expected: Expected) -> list[str]:
+    failures = []
+    found = answer_numbers(answer)
+    for number in expected.numbers:
+        if not any(_close(n, float(number), expected.tolerance) for n in found):
+            failures.append(
+                f"the answer lacks {number:g} (it has {', '.join(f'{n:g}' for n in found) or 'no numbers'})"
+            )
+    lowered = answer.lower()
+    failures += [f"the answer does not mention {word!r}" for word in expected.words if word.lower() not in lowered]
+    return failures
+
+
+def check_layer(name: str, layer: Any, want: LayerExpect) -> list[str]:
+    failures = []
+    features = list(layer.getFeatures())
+    if want.count is not None and len(features) != want.count:
+        failures.append(f"layer {name!r} has {len(features)} features, expected {want.count}")
+    if want.area is not None:
+        area = sum(f.geometry().area() for f in features)
+        if not _close(area, want.area, want.tolerance):
+            failures.append(f"layer {name!r} covers {area:,.0f} m², expected {want.area:,.0f} m²")
+    if want.length is not None:
+        length = sum(f.geometry().length() for f in features)
+        if not _close(length, want.length, want.tolerance):
+            failures.append(f"layer {name!r} is {length:,.1f} m long, expected {want.length:,.1f} m")
+    if want.values is not None:
+        key, value, expected = want.values
+        actual = {f[key]: f[value] for f in features}
+        for k, v in expected.items():
+            got = actual.get(k)
+            ok = got is not None and (
+                _close(float(got), float(v), want.tolerance) if isinstance(v, (int, float)) else str(got) == str(v)
+            )
+            if not ok:
+                failures.append(f"layer {name!r}: {key}={k!r} has {value}={got!r}, expected {v!r}")
+    return failures
+
+
+class EvalRunner:
+    """Runs tasks in one QGIS: a fresh copy of the demo project and a fresh agent per task."""
+
+    def __init__(
+        self, workdir: Path, server: ScriptedModelServer, oracle: Oracle, ctx_factory: Any, count_tokens: Any
+    ) -> None:
+        self.workdir = workdir
+        self.server = server
+        self.oracle = oracle
+        self.ctx_factory = ctx_factory  # project -> ToolContext
+        self.count = count_tokens
+
+    def run(self, task: Task) -> TaskResult:
+        from qgis.core import QgsProject
+
+        from geogpt_qgis.agent.config import ModelConfig
+        from geogpt_qgis.agent.worker import AgentWorker
+        from tests.support.demo import copy_demo
+        from tests.support.runs import RunRecorder
+
+        folder = self.workdir / task.id
+        shutil.rmtree(folder, ignore_errors=True)
+        project = QgsProject.instance()
+        project.clear()
+        if not project.read(str(copy_demo(folder))):
+            return TaskResult(task.id, task.group, False, [f"the demo project did not open: {project.error()}"])
+        before = {layer.name() for layer in project.mapLayers().values()}
+        expected = task.expect(self.oracle)
+        worker = AgentWorker(self.ctx_factory(project), store_path=folder / "store.sqlite")
+        recorder = RunRecorder(worker)
+        first_request = len(self.server.chat_requests())
+        self.server.script(script_for(task))
+        started = time.monotonic()
+        try:
+            run = worker.submit(
+                task.question, ModelConfig(model="qwen3:8b", base_url=self.server.url, timeout=60, max_steps=15)
+            )
+            finished = recorder.wait(run, 180)
+        finally:
+            seconds = time.monotonic() - started
+            worker.shutdown()
+        requests = self.server.chat_requests()[first_request:]
+        results = recorder.tool_results(run)
+        outcome = TaskResult(
+            task.id,
+            task.group,
+            False,
+            model_calls=len(requests),
+            tool_calls=len(results),
+            tool_errors=sum(not r.ok for r in results),
+            seconds=round(seconds, 2),
+            prompt=[prompt_sizes(r.body, self.count) for r in requests],
+        )
+        failures = []
+        if finished.status != "finished":
+            failures.append(f"the run {finished.status}: {finished.error}")
+        failures += [f"{r.name} failed: {r.result[:200]}" for r in results if not r.ok]
+        failures += check_answer(recorder.text(run), expected)
+        added = {layer.name(): layer for layer in project.mapLayers().values() if layer.name() not in before}
+        for name, want in expected.layers.items():
+            if name not in added:
+                failures.append(f"no layer {name!r} was added (added: {', '.join(added) or 'none'})")
+            else:
+                failures += check_layer(name, added[name], want)
+        if expected.no_new_layers and added:
+            failures.append(f"layers were added where none should be: {', '.join(added)}")
+        outcome.failures = failures
+        outcome.passed = not failures
+        project.clear()
+        return outcome
+
+
+def summarise(results: list[TaskResult]) -> dict[str, Any]:
+    """Pass rate per group and overall, the failures, and the cost of each task."""
+    groups = {}
+    for group in GROUPS:
+        mine = [r for r in results if r.group == group]
+        if mine:
+            groups[group] = {"tasks": len(mine), "passed": sum(r.passed for r in mine)}
+            groups[group]["pass_rate"] = round(groups[group]["passed"] / len(mine), 3)
+    largest = max((p for r in results for p in r.prompt), key=lambda p: p["total"], default=None)
+    return {
+        "tasks": len(results),
+        "passed": sum(r.passed for r in results),
+        "pass_rate": round(sum(r.passed for r in results) / len(results), 3) if results else 0.0,
+        "groups": groups,
+        "failures": {r.id: r.failures for r in results if not r.passed},
+        "largest_prompt": largest,
+        "per_task": [
+            {k: v for k, v in asdict(r).items() if k not in ("failures", "prompt")}
+            | {"largest_prompt": max((p["total"] for p in r.prompt), default=0)}
+            for r in results
+        ],
+    }
+
+
+__all__ = ["Call", "EvalRunner", "TaskResult", "summarise"]

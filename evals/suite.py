@@ -1,0 +1,43 @@
+"""Every task of ``make eval``, and running the whole suite in an already running QGIS."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evals.oracle import Oracle
+from evals.robustness import add_degree_layer, replay_all, summarise_replays
+from evals.runner import EvalRunner, summarise
+from evals.task import Task
+from evals.tasks_analysis import MULTI_STEP, SINGLE
+from evals.tasks_data import OGC, SQL, with_oracle
+from evals.tasks_project import DECLINE, INSPECTION
+
+
+def all_tasks(oracle: Oracle) -> list[Task]:
+    return [*INSPECTION, *SINGLE, *MULTI_STEP, *SQL, *with_oracle(OGC, oracle), *DECLINE]
+
+
+def run_suite(workdir: Path, server: Any, gpkg: Path, ctx_factory: Any, count_tokens: Any, only: str = "") -> dict:
+    """Run the tasks (those whose id contains ``only``) and the robustness replays; return the report."""
+    from qgis.core import QgsProject
+
+    from geogpt_qgis.agent.toolkit import Toolkit
+    from geogpt_qgis.tools.registry import active_families, build_families
+    from tests.support.demo import copy_demo
+    from tests.support.runs import call_in_thread
+
+    oracle = Oracle(gpkg)
+    runner = EvalRunner(workdir, server, oracle, ctx_factory, count_tokens)
+    results = [runner.run(task) for task in all_tasks(oracle) if only in task.id]
+    report = summarise(results)
+
+    project = QgsProject.instance()
+    project.clear()
+    project.read(str(copy_demo(workdir / "replays")))
+    add_degree_layer(project)
+    families = active_families(build_families(ctx_factory(project)))
+    toolkit = Toolkit([tool for family in families for tool in family.tools()])
+    report["robustness"] = summarise_replays(replay_all(toolkit, call_in_thread))
+    project.clear()
+    return report

@@ -1,0 +1,89 @@
+"""What the model picker and the options page ask the model server, and how they word the answers.
+
+The query functions block (HTTP, keychain) and are meant for
+``run_in_background``; the HTTP client and the keychain are imported there,
+not at QGIS start-up.  The wording functions run on the main thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from geogpt_qgis.toolbelt.i18n import tr
+from geogpt_qgis.toolbelt.preferences import PROVIDER_OPENAI
+
+if TYPE_CHECKING:
+    from geogpt_qgis.agent.providers import ModelInfo
+
+
+def fetch_models(provider: str, url: str, api_key: str | None = None) -> list[str]:
+    """The server's model names (background).  Without ``api_key``, an OpenAI-compatible server gets the stored one."""
+    from geogpt_qgis.agent.providers import list_models
+
+    if provider == PROVIDER_OPENAI and not api_key:
+        from geogpt_qgis.toolbelt.secrets import get_api_key
+
+        api_key = get_api_key(url)
+    return list_models(provider, url, api_key)
+
+
+def model_info(url: str, model: str) -> ModelInfo:
+    """Context length and tool support of an Ollama model (background)."""
+    from geogpt_qgis.agent.providers import ollama_model_info
+
+    return ollama_model_info(url, model)
+
+
+def store_key(url: str, key: str) -> str:
+    """Store the API key for ``url`` (background: the keychain may be slow or ask to be unlocked); say where."""
+    from geogpt_qgis.toolbelt.secrets import set_api_key
+
+    return set_api_key(url, key)
+
+
+def key_saved_text(where: str) -> str:
+    """Tell the user where the key went (``secrets.KEYCHAIN`` or ``secrets.AUTH_DB``)."""
+    from geogpt_qgis.toolbelt.secrets import AUTH_DB
+
+    if where == AUTH_DB:
+        return tr("API key saved in the QGIS authentication database.")
+    return tr("API key saved in the system keychain.")
+
+
+def no_tools_warning() -> str:
+    return tr("This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1).")
+
+
+def connected_text(models: list[str] | None) -> str:
+    return tr("Connected: {n} models available.").format(n=len(models or []))
+
+
+def explain_server_error(exc: BaseException, provider: str, url: str) -> str:
+    """One actionable sentence for a failed model-list request (dead server, wrong URL, refused key...)."""
+    import urllib.error
+
+    from geogpt_qgis.agent.config import ModelConfig
+    from geogpt_qgis.agent.providers import CONNECT_TIMEOUT, explain_model_error
+
+    status = getattr(exc, "status_code", None)
+    if status == 404:
+        hint = (
+            tr("OpenAI-compatible servers usually end in /v1")
+            if provider == PROVIDER_OPENAI
+            else tr("Ollama's is usually http://localhost:11434")
+        )
+        return tr("The server at {u} has no model list there (HTTP 404). Check the server URL ({h}).").format(
+            u=url, h=hint
+        )
+    cause = exc.__cause__
+    if status is not None or isinstance(cause, (urllib.error.URLError, TimeoutError, ConnectionError)):
+        config = ModelConfig(provider=provider, base_url=url, timeout=CONNECT_TIMEOUT)
+        return explain_model_error(exc, config)
+    return str(exc)  # already written for the user (not an http(s) URL, not JSON...)
+
+
+def connection_test_text(models: list[str] | None, error: BaseException | None, provider: str, url: str) -> str:
+    """What "Test connection" shows: the model count, or why it failed and what to do."""
+    if error is None:
+        return connected_text(models)
+    return tr("Connection failed: ") + explain_server_error(error, provider, url)

@@ -1,0 +1,102 @@
+"""The "Sources" section under an answer, and the bookkeeping that builds it from the turn's tool events.
+
+Layer names are links: a click asks the panel to select that layer in the
+layer tree (``layer_clicked``).  Chart paths open the image.  The section
+starts collapsed, like tool steps, so answers stay the first thing read.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from qgis.PyQt.QtCore import QUrl, pyqtSignal
+from qgis.PyQt.QtGui import QDesktopServices
+from qgis.PyQt.QtWidgets import QWidget
+
+from geogpt_qgis.core.events import ToolFinished, ToolStarted
+from geogpt_qgis.core.sources import Sources, ToolCallRecord, collect_sources
+from geogpt_qgis.gui.auto_height import AutoHeightTextBrowser
+from geogpt_qgis.gui.collapsible import CollapsibleSection
+from geogpt_qgis.toolbelt.i18n import tr
+
+LAYER_SCHEME = "layer"
+LINKED = {"Layers", "Results"}
+
+
+def sources_html(sources: Sources) -> str:
+    """The lists as HTML; layers and results link to ``layer:<name>``, charts to their file."""
+    headings = {
+        "Layers": tr("Layers"),
+        "Tables": tr("Tables"),
+        "Collections": tr("Collections"),
+        "Algorithms": tr("Algorithms"),
+        "Results": tr("Results"),
+        "Charts": tr("Charts"),
+    }
+    lines = []
+    for heading, items in sources.sections():
+        if heading in LINKED:
+            shown = [f'<a href="{LAYER_SCHEME}:{quote(item, safe="")}">{html.escape(item)}</a>' for item in items]
+        elif heading == "Charts":
+            shown = [
+                f'<a href="{QUrl.fromLocalFile(item).toString()}" title="{html.escape(item)}">'
+                f"{html.escape(Path(item).name)}</a>"
+                for item in items
+            ]
+        else:
+            shown = [f"<code>{html.escape(item)}</code>" for item in items]
+        lines.append(f"<b>{html.escape(headings[heading])}:</b> " + ", ".join(shown))
+    return "<br/>".join(lines)
+
+
+class SourcesView(CollapsibleSection):
+    """``▸ Sources (5)``; expanded: the lists, with clickable layer names."""
+
+    layer_clicked = pyqtSignal(str)
+
+    def __init__(self, sources: Sources, parent: QWidget | None = None) -> None:
+        body = AutoHeightTextBrowser(max_height=220)
+        body.setOpenLinks(False)
+        body.setOpenExternalLinks(False)
+        count = sum(len(items) for _, items in sources.sections())
+        super().__init__(tr("Sources ({n})").format(n=count), body, parent)
+        self.setObjectName("geogptSources")
+        self.sources = sources
+        body.setHtml(sources_html(sources))
+        body.anchorClicked.connect(self._follow)
+
+    def _follow(self, url: QUrl) -> None:
+        if url.scheme() == LAYER_SCHEME:
+            self.layer_clicked.emit(url.path(QUrl.ComponentFormattingOption.FullyDecoded))
+        elif url.isLocalFile():
+            QDesktopServices.openUrl(url)
+
+    def click_layer(self, name: str) -> None:
+        """What a click on ``name`` does (for tests and keyboard use)."""
+        self._follow(QUrl(f"{LAYER_SCHEME}:{quote(name, safe='')}"))
+
+
+class TurnSources:
+    """The tool calls of the turn on screen, from the run's events, until its answer is final."""
+
+    def __init__(self) -> None:
+        self._started: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.calls: list[ToolCallRecord] = []
+
+    def reset(self) -> None:
+        self._started.clear()
+        self.calls.clear()
+
+    def record(self, event: object) -> None:
+        if isinstance(event, ToolStarted):
+            self._started[event.call_id] = (event.name, dict(event.args))
+        elif isinstance(event, ToolFinished):
+            name, args = self._started.pop(event.call_id, (event.name, {}))
+            self.calls.append(ToolCallRecord(name, args, event.ok, event.result))
+
+    def sources(self, layer_name: Callable[[str], str | None] | None = None) -> Sources:
+        return collect_sources(self.calls, layer_name)

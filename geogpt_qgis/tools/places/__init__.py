@@ -1,0 +1,1 @@
+"""Finding places by name across project layers and PostGIS tables, and making them usable as areas."""

@@ -1,0 +1,450 @@
+"""find_places end to end: search, rank, disambiguate, and turn each place into a layer other tools can use.
+
+A place the model names becomes a small memory layer ``place_<name>`` holding
+its features in the project CRS.  That one layer serves every "area of
+interest" use without further tools: ``run_algorithm`` takes it as
+INPUT/INTERSECT/OVERLAY (buffered for "within 2 km of"), ``select_features``
+takes ``overlay_intersects('place_x')`` or a distance to it, the map zooms to
+it, and ``run_sql`` gets the geometry as WKT (or, for a place found in
+PostGIS, a subquery on its own table).
+
+Project layers are searched first; the allowed PostGIS databases only for
+names the project does not hold exactly, so a project built from the same
+tables does not answer every question twice.  A name found in two places at
+the same spot (a database twin, a processing copy) counts once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from qgis.core import (
+    QgsDataSourceUri,
+    QgsFeature,
+    QgsFillSymbol,
+    QgsGeometry,
+    QgsLineSymbol,
+    QgsMarkerSymbol,
+    QgsProject,
+    QgsSingleSymbolRenderer,
+    QgsUnitTypes,
+    QgsVectorLayer,
+    QgsWkbTypes,
+)
+
+from geogpt_qgis.tools.base import ToolContext, ToolError
+from geogpt_qgis.tools.layers import add_result_layer
+from geogpt_qgis.tools.places import postgis_tables
+from geogpt_qgis.tools.places.matching import (
+    EXACT,
+    MIN_SCORE,
+    Candidate,
+    Decision,
+    PlaceQuery,
+    decide,
+    merge_duplicates,
+    normalize,
+    parse_query,
+    query_score,
+    shortlist,
+    source_key,
+    trigram_similarity,
+)
+from geogpt_qgis.tools.places.project_layers import (
+    PLACE_PROPERTY,
+    LayerSnapshot,
+    NameGroup,
+    ProjectSnapshot,
+    containing_names,
+    counts_inside,
+    fetch_geometries,
+    scan_names,
+    snapshot,
+)
+from geogpt_qgis.tools.postgis.connections import resolve_connection
+from geogpt_qgis.tools.postgis.database import Database
+from geogpt_qgis.tools.processing.naming import slug
+
+MAX_NAMES = 10
+CLOSEST_SCAN = 20_000  # names per layer compared when nothing matched, for the closest ones
+LOCATED = 6  # candidates per name whose location is looked up
+WKT_CHARS = 400  # longer geometries are given to SQL as a bounding box
+CACHE_SECONDS = 600.0
+PLACE_COLOR = "#e31a1c"
+
+
+@dataclass
+class Located:
+    """A candidate with its features' geometries (project CRS) and where it is."""
+
+    candidate: Candidate
+    geometries: list[QgsGeometry]
+    sql: str = ""  # how run_sql can use it
+
+
+@dataclass
+class TableSource:
+    """An open database and its name tables, for one find_places call."""
+
+    connection: str
+    db: Database
+    tables: list[postgis_tables.NameTable]
+    extensions: set[str]
+    notes: list[str] = field(default_factory=list)
+
+
+class PlaceFinder:
+    """Finds places for the tools of one ``ToolContext``."""
+
+    def __init__(self, ctx: ToolContext, allowed: Callable[[], list[str]], sql_timeout: Callable[[], float]) -> None:
+        self.ctx = ctx
+        self._allowed = allowed
+        self._sql_timeout = sql_timeout
+        self._table_cache: dict[str, tuple[float, list[postgis_tables.NameTable], set[str]]] = {}
+
+    # -- the call (worker thread) ------------------------------------------------------------
+    def find(self, names: list[str]) -> str:
+        names = [str(n).strip() for n in names or [] if str(n).strip()]
+        if not names:
+            raise ToolError('name at least one place, e.g. names=["Nordby school"]')
+        if len(names) > MAX_NAMES:
+            raise ToolError(f"find at most {MAX_NAMES} places per call")
+        cancel = self.ctx.cancel
+        snap: ProjectSnapshot = self.ctx.on_main(snapshot, self.ctx.project)
+        scanned: list[tuple[LayerSnapshot, dict[str, NameGroup]]] = []
+        notes: list[str] = []
+        for layer in snap.named:
+            groups, capped = scan_names(layer, cancel)
+            scanned.append((layer, groups))
+            if capped:
+                notes.append(f"only the first {len(groups):,}+ names of layer {layer.name!r} were searched")
+        layer_sources = [layer.name for layer in snap.named]
+        queries = [parse_query(name, layer_sources) for name in names]
+        found = [self._layer_candidates(query, scanned) for query in queries]
+        found = [
+            cands
+            if any(c.score >= MIN_SCORE for c in cands)
+            else self._layer_candidates(query, scanned, everything=True)
+            for query, cands in zip(queries, found, strict=True)
+        ]
+        with contextlib.ExitStack() as stack:
+            wanting = [
+                i
+                for i, (query, cands) in enumerate(zip(queries, found, strict=True))
+                if not any(c.score >= EXACT for c in cands) or (":" in query.text and not query.source)
+            ]
+            databases = self._open_databases(stack, notes) if wanting else []
+            table_sources = [f"{t.schema}.{t.table}" for source in databases for t in source.tables]
+            for i in wanting:
+                reparsed = parse_query(names[i], layer_sources + table_sources)
+                if reparsed != queries[i]:  # "table:name" narrows to a database table
+                    queries[i] = reparsed
+                    found[i] = self._layer_candidates(reparsed, scanned)
+                found[i] += self._table_candidates(reparsed, databases)
+            for source in databases:
+                notes += source.notes
+            decisions = [self._decide(query, cands, snap) for query, cands in zip(queries, found, strict=True)]
+            return self._report(decisions, snap, notes)
+
+    def _layer_candidates(
+        self, query: PlaceQuery, scanned: list[tuple[LayerSnapshot, dict[str, NameGroup]]], everything: bool = False
+    ) -> list[Candidate]:
+        """Every name worth scoring (``everything``: all of them, up to a cap, for the closest names of a miss)."""
+        candidates: list[Candidate] = []
+        for layer, groups in scanned:
+            if query.source and source_key(layer.name) != query.source:
+                continue
+            for index, (name, group) in enumerate(groups.items()):
+                if everything and index >= CLOSEST_SCAN:
+                    break
+                if not everything and not _worth_scoring(query, name):
+                    continue
+                candidates.append(
+                    Candidate(
+                        name=name,
+                        source=layer.name,
+                        score=query_score(query, layer.name, name),
+                        count=len(group.fids),
+                        type_value=group.type_value,
+                        source_size=layer.feature_count,
+                        ref=(layer, group.fids),
+                    )
+                )
+        return candidates
+
+    # -- databases -----------------------------------------------------------------------------
+    def _open_databases(self, stack: contextlib.ExitStack, notes: list[str]) -> list[TableSource]:
+        opened: list[TableSource] = []
+        allowed = self.ctx.on_main(self._allowed)
+        for name in allowed:
+            try:
+                saved = self.ctx.on_main(resolve_connection, name, allowed)
+                db = stack.enter_context(Database(saved, self.ctx.cancel, self._sql_timeout()))
+                tables, available = self._tables(name, db)
+            except ToolError as exc:
+                notes.append(f"database {name!r} was not searched: {exc}")
+                continue
+            source = TableSource(name, db, tables, available)
+            if tables and "pg_trgm" not in available:
+                source.notes.append(f"{name!r} has no pg_trgm extension; its names were matched without it")
+            opened.append(source)
+        return opened
+
+    def _tables(self, connection: str, db: Database) -> tuple[list[postgis_tables.NameTable], set[str]]:
+        hit = self._table_cache.get(connection)
+        if hit is not None and time.monotonic() - hit[0] < CACHE_SECONDS:
+            return hit[1], hit[2]
+        tables, available = postgis_tables.name_tables(db), postgis_tables.extensions(db)
+        self._table_cache[connection] = (time.monotonic(), tables, available)
+        return tables, available
+
+    def _table_candidates(self, query: PlaceQuery, databases: list[TableSource]) -> list[Candidate]:
+        candidates: list[Candidate] = []
+        for source in databases:
+            for table in source.tables:
+                if query.source and source_key(table.table) != query.source:
+                    continue
+                self.ctx.check_cancelled()
+                wanted = [query.name] + ([r] if (r := query.hint_remainder(table.table)) else [])
+                try:
+                    rows, capped = postgis_tables.matching_names(source.db, table, wanted, source.extensions)
+                except ToolError as exc:  # one unreadable table does not spoil the search
+                    source.notes.append(f"{table.qualified} in {source.connection!r} was not searched: {exc}")
+                    continue
+                if capped:
+                    source.notes.append(f"only {postgis_tables.FALLBACK_NAMES:,} names of {table.qualified} searched")
+                candidates += [
+                    Candidate(
+                        name=name,
+                        source=table.qualified,
+                        score=query_score(query, table.table, name),
+                        kind="table",
+                        connection=source.connection,
+                        count=count,
+                        type_value=kind,
+                        source_size=table.rows,
+                        ref=(source.db, table),
+                    )
+                    for name, count, kind in rows
+                ]
+        return candidates
+
+    # -- ranking and locating ------------------------------------------------------------------
+    def _decide(
+        self, query: PlaceQuery, candidates: list[Candidate], snap: ProjectSnapshot
+    ) -> tuple[Decision, dict[int, Located]]:
+        """The decision for one name, and the located candidates by ``id`` (the best few only)."""
+        ranked = shortlist(candidates)
+        located = {id(candidate): self._locate(candidate, snap) for candidate in ranked[:LOCATED]}
+        ranked = merge_duplicates(ranked[:LOCATED], snap.tolerance) + ranked[LOCATED:]
+        return decide(query, ranked), located
+
+    def _locate(self, candidate: Candidate, snap: ProjectSnapshot) -> Located:
+        cancel = self.ctx.cancel
+        if candidate.kind == "layer":
+            layer, fids = candidate.ref
+            geometries = fetch_geometries(layer, fids, cancel)
+            sql = _layer_sql(layer, candidate.name)
+        else:
+            db, table = candidate.ref
+            srid = snap.crs.postgisSrid()
+            geometries = []
+            for wkb in postgis_tables.feature_wkbs(db, table, candidate.name, srid):
+                geometry = QgsGeometry()
+                geometry.fromWkb(wkb)
+                geometries.append(geometry)
+            sql = postgis_tables.subquery(table, candidate.name)
+        if geometries:
+            whole = QgsGeometry.collectGeometry(geometries)
+            point = (
+                whole.centroid() if whole.type() == QgsWkbTypes.GeometryType.PointGeometry else whole.pointOnSurface()
+            )
+            if not point.isNull():
+                xy = point.asPoint()
+                candidate.location = (xy.x(), xy.y())
+            candidate.geometry_label = _geometry_label(geometries, snap)
+        return Located(candidate, geometries, sql)
+
+    # -- the answer ------------------------------------------------------------------------------
+    def _report(
+        self, decisions: list[tuple[Decision, dict[int, Located]]], snap: ProjectSnapshot, notes: list[str]
+    ) -> str:
+        chosen = [d for d, _ in decisions if d.chosen is not None]
+        lines = [f"Found {len(chosen)} of {len(decisions)} place{'s' if len(decisions) != 1 else ''}:"]
+        taken: set[str] = set()
+        sql_lines: list[str] = []
+        example = ""
+        for decision, located in decisions:
+            if decision.chosen is not None:
+                item = located.get(id(decision.chosen)) or self._locate(decision.chosen, snap)
+                if not item.geometries:
+                    lines.append(f"- {decision.query.text!r}: {self._describe(item, snap, False)} has no geometry")
+                    continue
+                layer_name = self._add_layer(item, snap, taken)
+                example = example or layer_name
+                lines.append(
+                    f"- {decision.query.text!r}: {self._describe(item, snap, True)} -> added layer {layer_name!r}"
+                )
+                sql = item.sql or _wkt_sql(item.geometries, snap)
+                sql_lines.append(f"  {layer_name}: {sql}")
+            elif decision.ambiguous:
+                options = "; ".join(
+                    self._describe(located.get(id(c)) or Located(c, []), snap, False) for c in decision.candidates
+                )
+                first = decision.candidates[0]
+                lines.append(
+                    f"- {decision.query.text!r} is ambiguous, nothing added: {options}. Ask the user which, or call "
+                    f"again with layer:name, e.g. {source_key(first.source)}:{first.name}"
+                )
+            else:
+                closest = ", ".join(f"{c.name!r} ({_where(c)})" for c in decision.closest) or "none"
+                lines.append(f"- {decision.query.text!r}: no match. Closest names: {closest}")
+        if example:
+            lines.append(
+                f"Use place_* layers as areas: run_algorithm INPUT/INTERSECT/OVERLAY={example} (native:buffer it "
+                f"for 'within N m'); select_features expression overlay_intersects('{example}') or "
+                f"distance($geometry, aggregate('{example}','collect',$geometry)) <= 2000; zoom to it."
+            )
+            lines.append(f"In run_sql (EPSG:{snap.crs.postgisSrid() or '?'}):")
+            lines += sql_lines
+        lines += [f"Note: {note}" for note in notes]
+        return "\n".join(lines)
+
+    def _describe(self, item: Located, snap: ProjectSnapshot, details: bool) -> str:
+        candidate = item.candidate
+        parts = [f"{candidate.name!r} ({_where(candidate)}"]
+        if candidate.type_value:
+            parts.append(f", type {candidate.type_value}")
+        if candidate.geometry_label:
+            parts.append(f"; {candidate.geometry_label}")
+        if candidate.location is not None:
+            digits = 5 if snap.crs.isGeographic() else 0
+            x, y = candidate.location
+            parts.append(f" at {x:.{digits}f}, {y:.{digits}f}")
+        skip = candidate.source if candidate.kind == "layer" else ""
+        if candidate.location is not None and item.geometries:
+            polygon = item.geometries[0].type() == QgsWkbTypes.GeometryType.PolygonGeometry
+            point = QgsGeometry.fromPointXY(_point(candidate.location))
+            if not polygon:
+                inside = containing_names(snap, point, skip, self.ctx.cancel)
+                if inside:
+                    parts.append(", in " + " and ".join(inside))
+            elif details:
+                whole = QgsGeometry.unaryUnion(item.geometries)
+                counts = counts_inside(snap, whole, skip, self.ctx.cancel)
+                if counts:
+                    parts.append("; inside: " + ", ".join(counts))
+        if candidate.also_in and details:
+            parts.append("; also in " + ", ".join(candidate.also_in))
+        return "".join(parts) + ")"
+
+    def _add_layer(self, item: Located, snap: ProjectSnapshot, taken: set[str]) -> str:
+        base = "place_" + (slug(normalize(item.candidate.name)) or "unnamed")
+        if base in taken:
+            base = f"{base}_{slug(source_key(item.candidate.source))}"
+        name = self.ctx.on_main(_add_place_layer, self.ctx.project, base, item, snap)
+        taken.add(name)
+        return name
+
+
+def _worth_scoring(query: PlaceQuery, name: str) -> bool:
+    """A cheap first look, so a layer of 100,000 names is not compared character by character."""
+    normalized = normalize(name)
+    if any(len(word) >= 3 and word[:3] in normalized for word in query.name.split()):
+        return True
+    return trigram_similarity(query.name, normalized) >= 0.2
+
+
+def _where(candidate: Candidate) -> str:
+    if candidate.kind == "table":
+        return f"table {candidate.source} in {candidate.connection}"
+    return f"layer {candidate.source}"
+
+
+def _point(xy: tuple[float, float]) -> Any:
+    from qgis.core import QgsPointXY
+
+    return QgsPointXY(*xy)
+
+
+def _geometry_label(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> str:
+    kind = geometries[0].type()
+    count = f"{len(geometries)} " if len(geometries) > 1 else ""
+    metric = not snap.crs.isGeographic() and snap.crs.mapUnits() == QgsUnitTypes.DistanceUnit.DistanceMeters
+    if kind == QgsWkbTypes.GeometryType.PolygonGeometry:
+        area = sum(g.area() for g in geometries)
+        size = f", {area / 1e6:.2f} km²" if metric else ""
+        return f"{count}polygon{'s' if count else ''}{size}"
+    if kind == QgsWkbTypes.GeometryType.LineGeometry:
+        length = sum(g.length() for g in geometries)
+        size = f", {length / 1000:.2f} km long" if metric else ""
+        return f"{count}line{'s' if count else ''}{size}"
+    return f"{count}point{'s' if count else ''}"
+
+
+def _layer_sql(layer: LayerSnapshot, name: str) -> str:
+    """For a project layer read from PostGIS, the place as a subquery on its table."""
+    if layer.provider != "postgres":
+        return ""
+    uri = QgsDataSourceUri(layer.uri)
+    if not uri.table() or uri.table().startswith("(") or not uri.geometryColumn():
+        return ""
+    table = postgis_tables.NameTable(
+        uri.schema() or "public", uri.table(), uri.geometryColumn(), 0, layer.name_field, "", 0
+    )
+    return postgis_tables.subquery(table, name)
+
+
+def _wkt_sql(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> str:
+    srid = snap.crs.postgisSrid()
+    whole = QgsGeometry.collectGeometry(geometries) if len(geometries) > 1 else geometries[0]
+    wkt = whole.asWkt(6 if snap.crs.isGeographic() else 1)
+    if len(wkt) <= WKT_CHARS:
+        return f"ST_GeomFromText('{wkt}', {srid})"
+    box = whole.boundingBox()
+    return (
+        f"ST_MakeEnvelope({box.xMinimum():.1f}, {box.yMinimum():.1f}, {box.xMaximum():.1f}, {box.yMaximum():.1f}, "
+        f"{srid}) (its bounding box; the shape is too long to quote: filter by name in its own table for the exact one)"
+    )
+
+
+def _add_place_layer(project: QgsProject, base: str, item: Located, snap: ProjectSnapshot) -> str:
+    """A memory layer with the place's features, replacing an earlier place layer of that name (main thread)."""
+    for old in project.mapLayersByName(base):
+        if old.customProperty(PLACE_PROPERTY):
+            project.removeMapLayer(old.id())
+    geometries = [QgsGeometry(g) for g in item.geometries]
+    kinds = {g.wkbType() for g in geometries}
+    if len(kinds) > 1:
+        for geometry in geometries:
+            geometry.convertToMultiType()
+        kinds = {g.wkbType() for g in geometries}
+    wkb_type = kinds.pop() if kinds else QgsWkbTypes.Type.Point
+    uri = f"{QgsWkbTypes.displayString(wkb_type)}?crs={snap.crs.authid()}&field=name:string&field=source:string"
+    layer = QgsVectorLayer(uri + "&field=type:string", base, "memory")
+    layer.setCrs(snap.crs)  # also a CRS without an authority id
+    candidate = item.candidate
+    features = []
+    for geometry in geometries:
+        feature = QgsFeature(layer.fields())
+        feature.setAttributes([candidate.name, _where(candidate), candidate.type_value])
+        feature.setGeometry(geometry)
+        features.append(feature)
+    layer.dataProvider().addFeatures(features)
+    layer.updateExtents()
+    layer.setCustomProperty(PLACE_PROPERTY, candidate.label)
+    layer.setRenderer(QgsSingleSymbolRenderer(_place_symbol(layer.geometryType())))
+    return add_result_layer(project, layer, base)
+
+
+def _place_symbol(kind: QgsWkbTypes.GeometryType) -> Any:
+    """A red outline, line or star: a place stands out over the data without hiding it."""
+    if kind == QgsWkbTypes.GeometryType.PolygonGeometry:
+        return QgsFillSymbol.createSimple({"color": "0,0,0,0", "outline_color": PLACE_COLOR, "outline_width": "0.8"})
+    if kind == QgsWkbTypes.GeometryType.LineGeometry:
+        return QgsLineSymbol.createSimple({"color": PLACE_COLOR, "width": "1.2"})
+    return QgsMarkerSymbol.createSimple({"name": "star", "color": PLACE_COLOR, "size": "5"})

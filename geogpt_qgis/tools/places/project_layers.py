@@ -1,0 +1,238 @@
+"""Places in the project's vector layers: which layers have names, the names they hold, where those features are.
+
+``snapshot`` runs on the main thread and keeps only what the worker needs
+(a feature source, the name and type fields, a transform to the project CRS);
+everything else reads those snapshots on the worker, cancellable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsCoordinateTransform,
+    QgsFeatureRequest,
+    QgsField,
+    QgsGeometry,
+    QgsProject,
+    QgsRectangle,
+    QgsVectorLayer,
+    QgsVectorLayerFeatureSource,
+    QgsWkbTypes,
+)
+from qgis.PyQt.QtCore import QMetaType
+
+from geogpt_qgis.core.cancel import CancelToken
+from geogpt_qgis.tools.layers import ordered_layers, python_value
+from geogpt_qgis.tools.places.matching import NAME_FIELD_PATTERN, TYPE_FIELD_PATTERN
+
+PLACE_PROPERTY = "geogpt/place"  # set on the layers find_places makes: they are results, never searched
+SCAN_CAP = 200_000  # features read per layer for names
+COUNT_CAP = 200_000  # layers bigger than this are not counted inside a place
+FEATURES_PER_PLACE = 1000
+CANCEL_EVERY = 500
+
+_NAME = re.compile(NAME_FIELD_PATTERN, re.IGNORECASE)
+_TYPE = re.compile(TYPE_FIELD_PATTERN, re.IGNORECASE)
+
+
+@dataclass
+class LayerSnapshot:
+    """One vector layer, readable off the main thread."""
+
+    layer_id: str
+    name: str
+    source: QgsVectorLayerFeatureSource
+    name_field: str
+    type_field: str
+    feature_count: int
+    geometry_type: QgsWkbTypes.GeometryType
+    wkb_type: QgsWkbTypes.Type
+    to_project: QgsCoordinateTransform
+    from_project: QgsCoordinateTransform
+    provider: str
+    uri: str
+
+
+@dataclass
+class ProjectSnapshot:
+    """The searchable layers, every other spatial layer (for counts), and the project CRS."""
+
+    crs: QgsCoordinateReferenceSystem
+    named: list[LayerSnapshot] = field(default_factory=list)
+    spatial: list[LayerSnapshot] = field(default_factory=list)
+    place_layers: dict[str, str] = field(default_factory=dict)  # name -> id of earlier place layers
+
+    @property
+    def tolerance(self) -> float:
+        """Two features this close (project units) are at the same spot."""
+        return 1e-5 if self.crs.isGeographic() else 1.0
+
+
+def is_text(qgs_field: QgsField) -> bool:
+    """A text field (QMetaType ids equal QVariant's, and scoped QMetaType enums run on Qt5 and Qt6)."""
+    return int(qgs_field.type()) == int(QMetaType.Type.QString)
+
+
+def _string_field(layer: QgsVectorLayer, pattern: re.Pattern[str]) -> str:
+    names = [f.name() for f in layer.fields() if is_text(f)]
+    exact = [n for n in names if pattern.match(n) and n.lower() in ("name", "navn", "type", "class", "kind")]
+    matching = [n for n in names if pattern.search(n)]
+    return (exact or matching or [""])[0]
+
+
+def snapshot(project: QgsProject) -> ProjectSnapshot:
+    """What the worker needs to search the project's layers (main thread)."""
+    crs = project.crs()
+    snap = ProjectSnapshot(crs)
+    context = project.transformContext()
+    for layer in ordered_layers(project):
+        if not isinstance(layer, QgsVectorLayer) or not layer.isValid() or not layer.isSpatial():
+            continue
+        if layer.customProperty(PLACE_PROPERTY):
+            snap.place_layers[layer.name()] = layer.id()
+            continue
+        name_field = _string_field(layer, _NAME)
+        target = crs if crs.isValid() else layer.crs()
+        item = LayerSnapshot(
+            layer_id=layer.id(),
+            name=layer.name(),
+            source=QgsVectorLayerFeatureSource(layer),
+            name_field=name_field,
+            type_field=_string_field(layer, _TYPE),
+            feature_count=layer.featureCount(),
+            geometry_type=layer.geometryType(),
+            wkb_type=layer.wkbType(),
+            to_project=QgsCoordinateTransform(layer.crs(), target, context),
+            from_project=QgsCoordinateTransform(target, layer.crs(), context),
+            provider=layer.providerType(),
+            uri=layer.source(),
+        )
+        snap.spatial.append(item)
+        if name_field:
+            snap.named.append(item)
+    if not crs.isValid() and snap.spatial:
+        snap.crs = snap.spatial[0].to_project.destinationCrs()
+    return snap
+
+
+@dataclass
+class NameGroup:
+    """The features of one layer sharing a name."""
+
+    fids: list[int] = field(default_factory=list)
+    types: Counter = field(default_factory=Counter)
+
+    @property
+    def type_value(self) -> str:
+        return self.types.most_common(1)[0][0] if self.types else ""
+
+
+def scan_names(layer: LayerSnapshot, cancel: CancelToken) -> tuple[dict[str, NameGroup], bool]:
+    """The layer's names with the ids (and types) of their features; and whether the scan stopped at the cap."""
+    request = QgsFeatureRequest()
+    request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
+    columns = [c for c in (layer.name_field, layer.type_field) if c]
+    request.setSubsetOfAttributes(columns, layer.source.fields())
+    request.setLimit(SCAN_CAP + 1)
+    groups: dict[str, NameGroup] = {}
+    capped = False
+    for index, feature in enumerate(layer.source.getFeatures(request)):
+        if index % CANCEL_EVERY == 0:
+            cancel.raise_if_cancelled()
+        if index >= SCAN_CAP:
+            capped = True
+            break
+        value = python_value(feature[layer.name_field])
+        if value is None or not str(value).strip():
+            continue
+        group = groups.setdefault(str(value), NameGroup())
+        group.fids.append(feature.id())
+        if layer.type_field:
+            kind = python_value(feature[layer.type_field])
+            if kind is not None and str(kind).strip():
+                group.types[str(kind)] += 1
+    return groups, capped
+
+
+def fetch_geometries(layer: LayerSnapshot, fids: list[int], cancel: CancelToken) -> list[QgsGeometry]:
+    """The geometries of ``fids`` in the project CRS (at most ``FEATURES_PER_PLACE``)."""
+    request = QgsFeatureRequest()
+    request.setFilterFids(fids[:FEATURES_PER_PLACE])
+    request.setNoAttributes()
+    found: list[QgsGeometry] = []
+    for index, feature in enumerate(layer.source.getFeatures(request)):
+        if index % CANCEL_EVERY == 0:
+            cancel.raise_if_cancelled()
+        geometry = QgsGeometry(feature.geometry())
+        if geometry.isNull():
+            continue
+        if layer.to_project.isValid() and not layer.to_project.isShortCircuited():
+            geometry.transform(layer.to_project)
+        found.append(geometry)
+    return found
+
+
+def containing_names(snap: ProjectSnapshot, point: QgsGeometry, skip: str, cancel: CancelToken) -> list[str]:
+    """``districts 'Nordby'``: the named polygons (of other layers) the point lies in, for locating a place."""
+    found: list[str] = []
+    for layer in snap.named:
+        if layer.geometry_type != QgsWkbTypes.GeometryType.PolygonGeometry or layer.name == skip:
+            continue
+        cancel.raise_if_cancelled()
+        local = QgsGeometry(point)
+        if not layer.from_project.isShortCircuited():
+            local.transform(layer.from_project)
+        request = QgsFeatureRequest()
+        request.setFilterRect(local.boundingBox().buffered(1e-9))
+        request.setSubsetOfAttributes([layer.name_field], layer.source.fields())
+        for feature in layer.source.getFeatures(request):
+            if feature.geometry().contains(local):
+                found.append(f"{layer.name} {python_value(feature[layer.name_field])!r}")
+                break
+        if len(found) == 2:
+            break
+    return found
+
+
+def counts_inside(snap: ProjectSnapshot, area: QgsGeometry, skip: str, cancel: CancelToken) -> list[str]:
+    """``schools 6``: features of the other layers inside a polygon place (points within, others overlapping)."""
+    counts: list[str] = []
+    for layer in snap.spatial:
+        if layer.name == skip or not 0 <= layer.feature_count <= COUNT_CAP:
+            continue
+        local = QgsGeometry(area)
+        if not layer.from_project.isShortCircuited():
+            local.transform(layer.from_project)
+        engine = QgsGeometry.createGeometryEngine(local.constGet())
+        engine.prepareGeometry()
+        request = QgsFeatureRequest()
+        request.setFilterRect(local.boundingBox())
+        request.setNoAttributes()
+        total = 0
+        for index, feature in enumerate(layer.source.getFeatures(request)):
+            if index % CANCEL_EVERY == 0:
+                cancel.raise_if_cancelled()
+            geometry = feature.geometry()
+            if geometry.isNull():
+                continue
+            inside = (
+                engine.contains(geometry.constGet())
+                if layer.geometry_type == QgsWkbTypes.GeometryType.PointGeometry
+                else engine.intersects(geometry.constGet()) and not engine.touches(geometry.constGet())
+            )
+            total += bool(inside)
+        if total:
+            counts.append(f"{layer.name} {total:,}")
+    return counts
+
+
+def bounding_box(geometries: list[QgsGeometry]) -> QgsRectangle:
+    box = QgsRectangle()
+    box.setMinimal()
+    for geometry in geometries:
+        box.combineExtentWith(geometry.boundingBox())
+    return box

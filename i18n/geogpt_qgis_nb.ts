@@ -1,0 +1,870 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="nb_NO" sourcelanguage="en">
+<context>
+    <name>GeoGPT</name>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="61"/>
+        <source>Reason, if you reject (the assistant reads it)</source>
+        <translation>Begrunnelse hvis du avviser (assistenten leser den)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="62"/>
+        <source>Approve</source>
+        <translation>Godkjenn</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="63"/>
+        <source>Approve all in this conversation</source>
+        <translation>Godkjenn alt i denne samtalen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="64"/>
+        <source>Reject</source>
+        <translation>Avvis</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="65"/>
+        <source>Drop</source>
+        <translation>Forkast</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="66"/>
+        <source>Give up this step without continuing the conversation</source>
+        <translation>Gi opp dette steget uten å fortsette samtalen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="294"/>
+        <source>Dropped</source>
+        <translation>Forkastet</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="55"/>
+        <source>You may edit this before approving</source>
+        <translation>Du kan redigere dette før du godkjenner</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="93"/>
+        <source>Approved (edited)</source>
+        <translation>Godkjent (redigert)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="93"/>
+        <source>Approved</source>
+        <translation>Godkjent</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="98"/>
+        <source>Rejected</source>
+        <translation>Avvist</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="46"/>
+        <source>Approval needed: {action}</source>
+        <translation>Godkjenning kreves: {action}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="50"/>
+        <source>Affects:</source>
+        <translation>Berører:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chart_view.py" line="74"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="54"/>
+        <source>Open</source>
+        <translation>Åpne</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chart_view.py" line="77"/>
+        <source>Save as…</source>
+        <translation>Lagre som…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chart_view.py" line="92"/>
+        <source>Save chart</source>
+        <translation>Lagre diagram</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chart_view.py" line="65"/>
+        <source>The chart image is missing: {p}</source>
+        <translation>Diagrambildet mangler: {p}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="149"/>
+        <source>Ask about your map… (Enter sends, Shift+Enter for a new line)</source>
+        <translation>Spør om kartet ditt… (Enter sender, Shift+Enter gir ny linje)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="152"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="465"/>
+        <source>Send</source>
+        <translation>Send</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="160"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="168"/>
+        <source>Before running code, changing data or writing files</source>
+        <translation>Før kode kjøres, data endres eller filer skrives</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="296"/>
+        <source>Dropped the step.</source>
+        <translation>Steget ble forkastet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="420"/>
+        <source>Rename conversation</source>
+        <translation>Gi samtalen nytt navn</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="420"/>
+        <source>Title:</source>
+        <translation>Tittel:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="427"/>
+        <source>Export conversation</source>
+        <translation>Eksporter samtale</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="427"/>
+        <source>Markdown (*.md)</source>
+        <translation>Markdown (*.md)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="435"/>
+        <source>Delete conversation</source>
+        <translation>Slett samtale</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="435"/>
+        <source>Delete this conversation and its run log? This cannot be undone.</source>
+        <translation>Vil du slette denne samtalen og kjøreloggen? Dette kan ikke angres.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="462"/>
+        <source>New conversation.</source>
+        <translation>Ny samtale.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="162"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="163"/>
+        <source>Ask before changes</source>
+        <translation>Spør før endringer</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="163"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="164"/>
+        <source>Trust this conversation</source>
+        <translation>Stol på denne samtalen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="164"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="165"/>
+        <source>Never allow changes</source>
+        <translation>Tillat aldri endringer</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="287"/>
+        <source>Approved; continuing…</source>
+        <translation>Godkjent; fortsetter…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="287"/>
+        <source>Rejected; telling the assistant…</source>
+        <translation>Avvist; gir beskjed til assistenten…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="328"/>
+        <source>Left for later</source>
+        <translation>Utsatt til senere</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="350"/>
+        <source>Conversation restored.</source>
+        <translation>Samtalen er gjenopprettet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="352"/>
+        <source>This step is waiting for your approval.</source>
+        <translation>Dette steget venter på din godkjenning.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="354"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="513"/>
+        <source>Waiting for your approval.</source>
+        <translation>Venter på din godkjenning.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="385"/>
+        <source>Conversation deleted.</source>
+        <translation>Samtalen er slettet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="410"/>
+        <source>GeoGPT run log</source>
+        <translation>GeoGPT-kjørelogg</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="465"/>
+        <source>Stop</source>
+        <translation>Stopp</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="260"/>
+        <source>Thinking… ({m})</source>
+        <translation>Tenker… ({m})</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="441"/>
+        <source>The conversation store failed: {e}</source>
+        <translation>Samtalelageret feilet: {e}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="538"/>
+        <source>Selected layer {name}.</source>
+        <translation>Valgte laget {name}.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="207"/>
+        <source>The Python packages are installed: ask away.</source>
+        <translation>Python-pakkene er installert: bare spør i vei.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="251"/>
+        <source>Cannot run: missing Python packages: {p}.</source>
+        <translation>Kan ikke kjøre: mangler Python-pakker: {p}.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="260"/>
+        <source>no model</source>
+        <translation>ingen modell</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="400"/>
+        <source>Exported to {p}</source>
+        <translation>Eksportert til {p}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="534"/>
+        <source>The layer {name} is no longer in the project.</source>
+        <translation>Laget {name} finnes ikke lenger i prosjektet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="489"/>
+        <source>Running {tool}…</source>
+        <translation>Kjører {tool}…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="495"/>
+        <source>Thinking…</source>
+        <translation>Tenker…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="398"/>
+        <source>Could not export: {e}</source>
+        <translation>Kunne ikke eksportere: {e}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="492"/>
+        <source>Running {tool}… {percent:.0f}%</source>
+        <translation>Kjører {tool}… {percent:.0f} %</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="510"/>
+        <source>Done.</source>
+        <translation>Ferdig.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="511"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="206"/>
+        <source>Stopped.</source>
+        <translation>Stoppet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="512"/>
+        <source>Failed.</source>
+        <translation>Mislyktes.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="272"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="115"/>
+        <source>Thinking</source>
+        <translation>Tenker</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="208"/>
+        <source>The run failed.</source>
+        <translation>Kjøringen mislyktes.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="23"/>
+        <source>ctx %p%</source>
+        <translation>ktx %p%</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="29"/>
+        <source>How full the model&apos;s context window is: shown after the first request.</source>
+        <translation>Hvor fullt modellens kontekstvindu er: vises etter første forespørsel.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="37"/>
+        <source>Context: {used:,} of {limit:,} tokens ({percent:.0f}%) in the last request</source>
+        <translation>Kontekst: {used:,} av {limit:,} tokens ({percent:.0f} %) i siste forespørsel</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="41"/>
+        <source>; {reserved:,} kept free for the answer</source>
+        <translation>; {reserved:,} holdt av til svaret</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="43"/>
+        <source>; {n} older messages summarised to fit</source>
+        <translation>; {n} eldre meldinger oppsummert for å få plass</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="28"/>
+        <source>Conversations</source>
+        <translation>Samtaler</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="30"/>
+        <source>Your conversations: resume, rename, delete, export</source>
+        <translation>Samtalene dine: fortsett, gi nytt navn, slett, eksporter</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="32"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="55"/>
+        <source>New conversation</source>
+        <translation>Ny samtale</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="36"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="55"/>
+        <source>Rename…</source>
+        <translation>Gi nytt navn…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="37"/>
+        <source>Export to Markdown…</source>
+        <translation>Eksporter til Markdown…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="38"/>
+        <source>Run log…</source>
+        <translation>Kjørelogg…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="40"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="57"/>
+        <source>Delete</source>
+        <translation>Slett</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="43"/>
+        <source>More for this conversation</source>
+        <translation>Mer for denne samtalen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="43"/>
+        <source>&lt;b&gt;Conversations&lt;/b&gt;</source>
+        <translation>&lt;b&gt;Samtaler&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="44"/>
+        <source>Only this project</source>
+        <translation>Bare dette prosjektet</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="45"/>
+        <source>Show only the conversations started in the project that is open now</source>
+        <translation>Vis bare samtalene som ble startet i prosjektet som er åpent nå</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="52"/>
+        <source>No conversations yet.</source>
+        <translation>Ingen samtaler ennå.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="56"/>
+        <source>Export…</source>
+        <translation>Eksporter…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="58"/>
+        <source>Back to chat</source>
+        <translation>Tilbake til chatten</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="88"/>
+        <source>no saved project</source>
+        <translation>ikke noe lagret prosjekt</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="89"/>
+        <source>1 turn</source>
+        <translation>1 runde</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="90"/>
+        <source> (current)</source>
+        <translation> (gjeldende)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="93"/>
+        <source>made before the project was saved</source>
+        <translation>laget før prosjektet ble lagret</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="89"/>
+        <source>{n} turns</source>
+        <translation>{n} runder</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="37"/>
+        <source>Install cancelled.</source>
+        <translation>Installasjonen ble avbrutt.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="39"/>
+        <source>Cannot reach PyPI (pypi.org) to download the packages. Check the internet connection or the proxy settings, then try again.</source>
+        <translation>Får ikke kontakt med PyPI (pypi.org) for å laste ned pakkene. Sjekk internettilkoblingen eller mellomtjenerinnstillingene (proxy), og prøv igjen.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="56"/>
+        <source>pip could not install the packages:
+{detail}</source>
+        <translation>pip kunne ikke installere pakkene:
+{detail}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="106"/>
+        <source>Install</source>
+        <translation>Installer</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="109"/>
+        <source>Cancel</source>
+        <translation>Avbryt</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="112"/>
+        <source>Show log</source>
+        <translation>Vis logg</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="149"/>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="174"/>
+        <source>Checking QGIS&apos;s Python…</source>
+        <translation>Sjekker Python-installasjonen til QGIS…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="162"/>
+        <source>GeoGPT install log</source>
+        <translation>GeoGPT-installasjonslogg</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="175"/>
+        <source>Looking up {name}… ({n} packages so far)</source>
+        <translation>Slår opp {name}… ({n} pakker så langt)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="176"/>
+        <source>Downloading {name}…</source>
+        <translation>Laster ned {name}…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="177"/>
+        <source>Installing {n} packages…</source>
+        <translation>Installerer {n} pakker…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="178"/>
+        <source>Leaving out what QGIS already has…</source>
+        <translation>Utelater det QGIS allerede har…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="179"/>
+        <source>Checking that everything imports…</source>
+        <translation>Sjekker at alt kan importeres…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="44"/>
+        <source>QGIS&apos;s Python ({python}) has no pip. Install pip for it (on Debian or Ubuntu: sudo apt install python3-pip), then try again.</source>
+        <translation>Python-installasjonen til QGIS ({python}) har ikke pip. Installer pip for den (på Debian eller Ubuntu: sudo apt install python3-pip), og prøv igjen.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="49"/>
+        <source>Cannot find the Python that QGIS runs on, so pip cannot be started. Install the packages from the OSGeo4W shell or a terminal: {command}</source>
+        <translation>Finner ikke Python-installasjonen som QGIS kjører på, så pip kan ikke startes. Installer pakkene fra OSGeo4W Shell eller en terminal: {command}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="55"/>
+        <source>The packages were installed but do not work:
+{detail}</source>
+        <translation>Pakkene ble installert, men fungerer ikke:
+{detail}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="192"/>
+        <source>Try again</source>
+        <translation>Prøv igjen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="91"/>
+        <source>GeoGPT needs Python packages that this QGIS does not have: {p}. Install them now? They go into your QGIS profile; nothing QGIS ships is changed.</source>
+        <translation>GeoGPT trenger Python-pakker som denne QGIS-installasjonen ikke har: {p}. Vil du installere dem nå? De legges i QGIS-profilen din; ingenting som følger med QGIS, blir endret.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="201"/>
+        <source>Installed, but QGIS still cannot import: {p}. Restart QGIS, or see the log.</source>
+        <translation>Installert, men QGIS kan fortsatt ikke importere: {p}. Start QGIS på nytt, eller se loggen.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="210"/>
+        <source>Installed in {s:.0f} s. GeoGPT is ready; restart QGIS when convenient to load the newer versions of: {p}.</source>
+        <translation>Installert på {s:.0f} s. GeoGPT er klar; start QGIS på nytt når det passer, for å laste inn de nyere versjonene av: {p}.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="217"/>
+        <source>Installed in {s:.0f} s. GeoGPT is ready.</source>
+        <translation>Installert på {s:.0f} s. GeoGPT er klar.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/markdown_dialog.py" line="22"/>
+        <source>Copy as Markdown</source>
+        <translation>Kopier som Markdown</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="53"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="113"/>
+        <source>OpenAI-compatible</source>
+        <translation>OpenAI-kompatibel</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="57"/>
+        <source>The model to use; the list comes from the server</source>
+        <translation>Modellen som skal brukes; listen kommer fra tjeneren</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="60"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="121"/>
+        <source>Reload the server&apos;s model list</source>
+        <translation>Last inn modellisten fra tjeneren på nytt</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="64"/>
+        <source>Server URL, API key and connection test</source>
+        <translation>Tjener-URL, API-nøkkel og tilkoblingstest</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="76"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="133"/>
+        <source>Test connection</source>
+        <translation>Test tilkoblingen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="82"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="144"/>
+        <source>Server URL</source>
+        <translation>Tjener-URL</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="83"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="128"/>
+        <source>API key</source>
+        <translation>API-nøkkel</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="121"/>
+        <source>stored in the system keychain; type to replace</source>
+        <translation>lagret i systemets nøkkelring; skriv for å erstatte</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="159"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="332"/>
+        <source>Saving the API key…</source>
+        <translation>Lagrer API-nøkkelen…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="222"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="438"/>
+        <source>Testing…</source>
+        <translation>Tester…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_bar.py" line="204"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="408"/>
+        <source>The server has no models installed.</source>
+        <translation>Tjeneren har ingen modeller installert.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="112"/>
+        <source>Ollama</source>
+        <translation>Ollama</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="115"/>
+        <source>Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1</source>
+        <translation>Ollama: http://localhost:11434 · OpenAI-kompatibel: URL-en som slutter på /v1</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="141"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="145"/>
+        <source>Model</source>
+        <translation>Modell</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="143"/>
+        <source>Provider</source>
+        <translation>Leverandør</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="155"/>
+        <source>Lower is more predictable; GeoGPT works best at 0-0.3</source>
+        <translation>Lavere gir mer forutsigbare svar; GeoGPT fungerer best på 0–0,3</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="159"/>
+        <source> tokens</source>
+        <translation> tokens</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="160"/>
+        <source>The most the model is sent at once; capped by the model&apos;s own window</source>
+        <translation>Det meste modellen får tilsendt på én gang; begrenset av modellens eget kontekstvindu</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="169"/>
+        <source>Agent</source>
+        <translation>Agent</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="171"/>
+        <source>Temperature</source>
+        <translation>Temperatur</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="172"/>
+        <source>Context limit</source>
+        <translation>Kontekstgrense</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="173"/>
+        <source>Approval</source>
+        <translation>Godkjenning</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="176"/>
+        <source>One per line: Name = URL, e.g.
+City data = https://example.org/ogcapi</source>
+        <translation>Én per linje: Navn = URL, f.eks.
+Bydata = https://example.org/ogcapi</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="181"/>
+        <source>All saved connections, including ones added later</source>
+        <translation>Alle lagrede tilkoblinger, også de som legges til senere</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="186"/>
+        <source>Data sources</source>
+        <translation>Datakilder</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="188"/>
+        <source>OGC API Features servers</source>
+        <translation>OGC API Features-tjenere</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="194"/>
+        <source>PostgreSQL connections the agent may use</source>
+        <translation>PostgreSQL-tilkoblinger agenten kan bruke</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="196"/>
+        <source>Debug logging (Log Messages panel, GeoGPT tab)</source>
+        <translation>Feilsøkingslogging (panelet Loggmeldinger, fanen GeoGPT)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="197"/>
+        <source>Troubleshooting</source>
+        <translation>Feilsøking</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="253"/>
+        <source>type a key to store it in the system keychain</source>
+        <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="280"/>
+        <source>No PostgreSQL connection is saved in QGIS yet (Data Source Manager &gt; PostgreSQL).</source>
+        <translation>Ingen PostgreSQL-tilkobling er lagret i QGIS ennå (Datakildebehandler &gt; PostgreSQL).</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="453"/>
+        <source>a key is stored; type a new one to replace it</source>
+        <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="455"/>
+        <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
+        <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="430"/>
+        <source>✓ This model can call tools.</source>
+        <translation>✓ Denne modellen kan kalle verktøy.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="374"/>
+        <source>Line {n}: {u!r} is not an http(s) URL.</source>
+        <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="50"/>
+        <source>API key saved in the system keychain.</source>
+        <translation>API-nøkkelen er lagret i systemets nøkkelring.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="54"/>
+        <source>This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1).</source>
+        <translation>Denne modellen kan ikke kalle verktøy; GeoGPT trenger en som kan (f.eks. qwen3, llama3.1).</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="49"/>
+        <source>API key saved in the QGIS authentication database.</source>
+        <translation>API-nøkkelen er lagret i autentiseringsdatabasen til QGIS.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="89"/>
+        <source>Connection failed: </source>
+        <translation>Tilkoblingen mislyktes: </translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="58"/>
+        <source>Connected: {n} models available.</source>
+        <translation>Tilkoblet: {n} modeller tilgjengelig.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="71"/>
+        <source>OpenAI-compatible servers usually end in /v1</source>
+        <translation>OpenAI-kompatible tjenere slutter vanligvis på /v1</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="73"/>
+        <source>Ollama&apos;s is usually http://localhost:11434</source>
+        <translation>Ollama bruker vanligvis http://localhost:11434</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="75"/>
+        <source>The server at {u} has no model list there (HTTP 404). Check the server URL ({h}).</source>
+        <translation>Tjeneren på {u} har ingen modelliste der (HTTP 404). Sjekk tjener-URL-en ({h}).</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="33"/>
+        <source>Layers</source>
+        <translation>Kartlag</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="34"/>
+        <source>Tables</source>
+        <translation>Tabeller</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="35"/>
+        <source>Collections</source>
+        <translation>Samlinger</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="36"/>
+        <source>Algorithms</source>
+        <translation>Algoritmer</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="37"/>
+        <source>Results</source>
+        <translation>Resultater</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="38"/>
+        <source>Charts</source>
+        <translation>Diagrammer</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="66"/>
+        <source>Sources ({n})</source>
+        <translation>Kilder ({n})</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="31"/>
+        <source>running…</source>
+        <translation>kjører…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="40"/>
+        <source>Arguments</source>
+        <translation>Argumenter</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="59"/>
+        <source>Stopped before it finished.</source>
+        <translation>Stoppet før det var ferdig.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="42"/>
+        <source>Result</source>
+        <translation>Resultat</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="60"/>
+        <source>■ stopped</source>
+        <translation>■ stoppet</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="47"/>
+        <source>running… {percent:.0f}%</source>
+        <translation>kjører… {percent:.0f} %</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/plugin.py" line="66"/>
+        <source>GeoGPT chat</source>
+        <translation>GeoGPT-chat</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/plugin.py" line="68"/>
+        <source>Show or hide the GeoGPT chat</source>
+        <translation>Vis eller skjul GeoGPT-chatten</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="83"/>
+        <source>The QGIS master password is not set, so the API key cannot be stored in the QGIS authentication database. Set it in Settings &gt; Options &gt; Authentication (or enter it when QGIS asks), or set the OPENAI_API_KEY environment variable before starting QGIS.</source>
+        <translation>Hovedpassordet i QGIS er ikke satt, så API-nøkkelen kan ikke lagres i autentiseringsdatabasen til QGIS. Sett det i Innstillinger &gt; Alternativer &gt; Autentisering (eller skriv det inn når QGIS spør), eller sett miljøvariabelen OPENAI_API_KEY før du starter QGIS.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="104"/>
+        <source>The QGIS authentication database could not decrypt the stored API key.</source>
+        <translation>Autentiseringsdatabasen til QGIS kunne ikke dekryptere den lagrede API-nøkkelen.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="128"/>
+        <source>The QGIS authentication database refused to store the API key.</source>
+        <translation>Autentiseringsdatabasen til QGIS nektet å lagre API-nøkkelen.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="61"/>
+        <source>No system keychain is available, and the QGIS authentication database is disabled{r}. Install a keyring backend (e.g. GNOME Keyring or KWallet), or set the OPENAI_API_KEY environment variable before starting QGIS.</source>
+        <translation>Ingen nøkkelring er tilgjengelig i systemet, og autentiseringsdatabasen til QGIS er deaktivert{r}. Installer en nøkkelring-bakende (f.eks. GNOME Keyring eller KWallet), eller sett miljøvariabelen OPENAI_API_KEY før du starter QGIS.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="145"/>
+        <source>QGIS did not answer in time; the master password dialog may still be open.</source>
+        <translation>QGIS svarte ikke i tide; dialogen for hovedpassordet kan fortsatt være åpen.</translation>
+    </message>
+    <message>
+        <source>Installed. Restart QGIS to use the new versions of: {p}.</source>
+        <translation type="obsolete">Installert. Start QGIS på nytt for å bruke de nye versjonene av: {p}.</translation>
+    </message>
+</context>
+</TS>

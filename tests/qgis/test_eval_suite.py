@@ -1,0 +1,59 @@
+"""``make eval`` runs in the test suite too: every task passes, every weak-model mistake gets its fix named."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bench.real_tokens import real_counter
+from evals.oracle import Oracle
+from evals.runner import EvalRunner
+from evals.suite import all_tasks, run_suite
+from evals.task import GROUPS, Expected
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from tests.support.demo import GPKG
+from tests.support.postgis import saved_connection
+
+pytestmark = pytest.mark.postgis
+
+
+@pytest.fixture
+def eval_env(ogc_server, bridge, qgis_app):
+    from geogpt_qgis.tools.base import ToolContext
+
+    with saved_connection("elvbury"):
+        PlgOptionsManager.set_value("ogc_servers", f"Elvbury open data = {ogc_server.url}")
+        yield lambda project: ToolContext(project=project, bridge=bridge)
+
+
+def test_every_task_passes_and_every_replayed_mistake_is_answered_with_its_fix(eval_env, model_server, tmp_path):
+    report = run_suite(tmp_path, model_server, GPKG, eval_env, real_counter())
+    assert report["tasks"] >= 30
+    assert set(report["groups"]) == set(GROUPS)
+    assert report["failures"] == {}
+    assert report["passed"] == report["tasks"]
+    for row in report["per_task"]:
+        assert row["model_calls"] == row["tool_calls"] + 1  # one call per step, then the answer
+        assert 0 < row["largest_prompt"] < 8192
+    robust = report["robustness"]
+    assert robust["replays"] >= 15 and set(robust["kinds"]) == {
+        "misspelt algorithm id",
+        "parameter of another algorithm",
+        "distance in the wrong unit",
+        "JSON arguments as a string",
+        "missing required argument",
+    }
+    assert robust["not_fixed"] == [], robust["not_fixed"]
+
+
+def test_a_wrong_expectation_fails_the_task_with_its_reason(eval_env, model_server, tmp_path, demo_project):
+    oracle = Oracle(GPKG)
+    task = next(t for t in all_tasks(oracle) if t.id == "big-schools")
+    right = task.expect(oracle)
+    wrong = dataclasses.replace(task, expect=lambda o: Expected(numbers=[right.numbers[0] + 1], layers=right.layers))
+    runner = EvalRunner(tmp_path, model_server, oracle, eval_env, real_counter())
+    assert runner.run(task).passed
+    failed = runner.run(wrong)
+    assert not failed.passed
+    assert failed.failures == [f"the answer lacks {right.numbers[0] + 1:g} (it has {right.numbers[0]:g}, 400)"]
