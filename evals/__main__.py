@@ -24,9 +24,10 @@ def _print(report: dict[str, Any]) -> None:
         print(f"  {group:<17} {row['passed']}/{row['tasks']}")
     for task, failures in report["failures"].items():
         print(f"  FAILED {task}: " + "; ".join(failures))
-    print("Per task: model calls, tool calls, largest prompt (Tekken tokens)")
+    print("Per task: model calls, tool calls; tokens of each model call as system + tools + history (Tekken)")
     for row in report["per_task"]:
-        print(f"  {row['id']:<30} {row['model_calls']:>2} {row['tool_calls']:>2} {row['largest_prompt']:>6}")
+        calls = " ".join(f"{p['system']}+{p['tools']}+{p['history']}" for p in row["prompt"])
+        print(f"  {row['id']:<30} {row['model_calls']:>2} {row['tool_calls']:>2}  {calls}")
     budget = report["prompt_budget"]["every_family"]
     print(
         f"Prompt budget, every family: {budget['system_prompt_tokens']} system + {budget['schema_tokens']} schemas = "

@@ -27,7 +27,7 @@ class TaskResult:
     tool_calls: int = 0
     tool_errors: int = 0
     seconds: float = 0.0
-    prompt: list[dict[str, int]] = field(default_factory=list)  # per model call: system, tools, history tokens
+    prompt: list[dict[str, int]] = field(default_factory=list)  # per model call: system, tools, history, total
 
 
 def script_for(task: Task) -> Any:
@@ -195,7 +195,7 @@ def summarise(results: list[TaskResult]) -> dict[str, Any]:
         "failures": {r.id: r.failures for r in results if not r.passed},
         "largest_prompt": largest,
         "per_task": [
-            {k: v for k, v in asdict(r).items() if k not in ("failures", "prompt")}
+            {k: v for k, v in asdict(r).items() if k != "failures"}
             | {"largest_prompt": max((p["total"] for p in r.prompt), default=0)}
             for r in results
         ],

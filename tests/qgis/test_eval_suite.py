@@ -36,6 +36,10 @@ def test_every_task_passes_and_every_replayed_mistake_is_answered_with_its_fix(e
     for row in report["per_task"]:
         assert row["model_calls"] == row["tool_calls"] + 1  # one call per step, then the answer
         assert 0 < row["largest_prompt"] < 8192
+        assert len(row["prompt"]) == row["model_calls"]
+        first, last = row["prompt"][0], row["prompt"][-1]
+        assert first["system"] > 200 and first["tools"] > 1000  # every call pays for both
+        assert last["history"] > first["history"]  # the tool results the answer was written from
     robust = report["robustness"]
     assert robust["replays"] >= 15 and set(robust["kinds"]) == {
         "misspelt algorithm id",
