@@ -12,8 +12,9 @@
   a 100,000-feature buffer, the main-thread stall meanwhile, and search speed.
 - PostGIS (``bench.postgis``): a million-geometry query result as a layer versus
   a GeoJSON round trip; describing a ten-million-row table.
-- Prompt budget (``bench.prompt_budget``): the estimated tokens of system
-  prompt and tool schemas in one call, with every tool family and without.
+- Prompt budget (``bench.prompt_budget``): the tokens of system prompt and
+  tool schemas in one call (Tekken tokens, and the agent's own estimate), with
+  every tool family and without.
 - Conversations (``bench.conversations``): the per-step cost of checkpointing as
   a conversation grows to 200 messages, the store's size, and opening that
   conversation in the dock (total time, main-thread stall).
@@ -104,8 +105,9 @@ def main() -> int:
         m = b[key]
         print(
             f"prompt budget with {label}: system prompt {m['system_prompt_tokens']} + tool schemas "
-            f"{m['schema_tokens']} = {m['total_tokens']} tokens (goal <= {b['goal_tokens']}; estimated on the high "
-            f"side); by family: " + ", ".join(f"{k} {v}" for k, v in m["families"].items())
+            f"{m['schema_tokens']} = {m['total_tokens']} {b['tokenizer']} tokens (goal <= {b['goal_tokens']}; "
+            f"the agent's own estimate, on the high side: {m['estimated_total_tokens']}); by family: "
+            + ", ".join(f"{k} {v}" for k, v in m["families"].items())
         )
     RESULTS.write_text(json.dumps(results, indent=2))
     print(f"wrote {RESULTS.relative_to(REPO)}")
