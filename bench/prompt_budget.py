@@ -33,7 +33,7 @@ def measure(families: list[Any], brief: str) -> dict[str, Any]:
     toolkit = Toolkit([tool for family in families for tool in family.tools()])
     schemas_json = json.dumps(toolkit.schemas, ensure_ascii=False)
     per_tool = {s["function"]["name"]: real(json.dumps(s, ensure_ascii=False)) for s in toolkit.schemas}
-    per_family = {f.name: sum(per_tool[name] for name in Toolkit(f.tools()).names) for f in families}
+    per_family = {f.name: sum(per_tool[tool.__name__] for tool in f.tools()) for f in families}
     system, schemas = real(prompt), real(schemas_json)
     return {
         "system_prompt_tokens": system,

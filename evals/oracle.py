@@ -42,6 +42,10 @@ class Oracle:
     def district(self, name: str) -> BaseGeometry:
         return next(g for a, g in self.rows("districts") if a["name"] == name)
 
+    def density(self) -> dict[str, float]:
+        """People per km² of each district, to three decimals."""
+        return {a["name"]: round(a["population"] / (g.area / 1e6), 3) for a, g in self.rows("districts")}
+
     def count_per_district(self, points: list[BaseGeometry]) -> dict[str, int]:
         """How many of ``points`` each district's polygon intersects (as QGIS's count points in polygon)."""
         return {a["name"]: sum(poly.intersects(p) for p in points) for a, poly in self.rows("districts")}

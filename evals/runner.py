@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -33,7 +34,7 @@ class TaskResult:
 def script_for(task: Task) -> Any:
     """The scripted model: each request gets the next step; answers are written from the tool results read."""
     steps = list(task.steps)
-    counter = iter(range(1_000_000))
+    counter = itertools.count()
 
     def next_turn(body: dict[str, Any]) -> Turn:
         if not steps:

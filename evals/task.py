@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+FEATURES = r"([\d,]+) features"  # the count in a tool's summary of a layer
 GROUPS = ("inspection", "single algorithm", "multi-step", "SQL", "OGC API", "decline")
 
 
@@ -72,6 +73,12 @@ class Expected:
     layers: dict[str, LayerExpect] = field(default_factory=dict)
     no_new_layers: bool = False
     tolerance: float = 0.005
+
+
+def top_of(values: dict[str, float]) -> Expected:
+    """The answer names the key with the largest value, and that value."""
+    name = max(values, key=lambda k: values[k])
+    return Expected(words=[name], numbers=[values[name]])
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,7 @@ from collections import Counter
 from shapely.geometry.base import BaseGeometry
 
 from evals.oracle import Oracle
-from evals.task import Call, Expected, LayerExpect, Reads, Task
-
-FEATURES = r"([\d,]+) features"
+from evals.task import FEATURES, Call, Expected, LayerExpect, Reads, Task, top_of
 
 
 def run(algorithm: str, output: str, **parameters: object) -> list[Call]:
@@ -23,11 +21,6 @@ def added(reads: Reads, what: str) -> str:
 def top_row(reads: Reads, key: str, value: str) -> str:
     row = max(reads.table(), key=lambda r: float(r[value]))
     return f"**{row[key]}** comes first with {row[value]}."
-
-
-def top_of(counts: dict[str, float]) -> Expected:
-    name = max(counts, key=lambda k: counts[k])
-    return Expected(words=[name], numbers=[counts[name]])
 
 
 def _near(points: list[BaseGeometry], target: BaseGeometry, metres: float) -> list[BaseGeometry]:
@@ -56,10 +49,6 @@ def _single_district(o: Oracle) -> dict[str, str]:
         if len(hits) == 1:
             found[attrs["name"]] = hits[0]
     return found
-
-
-def _density(o: Oracle) -> dict[str, float]:
-    return {a["name"]: round(a["population"] / (g.area / 1e6), 3) for a, g in o.rows("districts")}
 
 
 def _nearest_hospital_counts(o: Oracle) -> Counter:
@@ -302,7 +291,7 @@ MULTI_STEP = [
             [Call("read_features", {"layer": "district_density", "fields": ["name", "density"]})],
             lambda r: top_row(r, "name", "density"),
         ],
-        lambda o: top_of(_density(o)),
+        lambda o: top_of(o.density()),
     ),
     Task(
         "nearest-hospital",

@@ -6,10 +6,9 @@ import re
 from collections import Counter
 
 from evals.oracle import Oracle
-from evals.task import Call, Expected, LayerExpect, Reads, Task
+from evals.task import FEATURES, Call, Expected, LayerExpect, Reads, Task, top_of
 
 ROWS = r"([\d,]+) rows?"
-FEATURES = r"([\d,]+) features"
 
 
 def sql(query: str, output_name: str = "") -> list[Call]:
@@ -102,9 +101,7 @@ SQL = [
             ),
             lambda r: "**{name}**, with {density} people per km².".format(**_first_row(r)),
         ],
-        lambda o: (lambda d: Expected(words=[max(d, key=lambda k: d[k])], numbers=[max(d.values())]))(
-            {a["name"]: round(a["population"] / (g.area / 1e6), 3) for a, g in o.rows("districts")}
-        ),
+        lambda o: top_of(o.density()),
     ),
 ]
 

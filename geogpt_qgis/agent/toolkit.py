@@ -68,10 +68,6 @@ class Toolkit:
         """What the tool schemas cost in every prompt."""
         return estimate_tokens(json.dumps(self.schemas, ensure_ascii=False))
 
-    def schema_tokens_by_tool(self) -> dict[str, int]:
-        """The same cost, tool by tool (for the prompt-budget report)."""
-        return {s["function"]["name"]: estimate_tokens(json.dumps(s, ensure_ascii=False)) for s in self.schemas}
-
     @property
     def names(self) -> list[str]:
         return list(self._tools)

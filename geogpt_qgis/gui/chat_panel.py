@@ -57,7 +57,7 @@ from geogpt_qgis.gui.future_relay import FutureRelay
 from geogpt_qgis.gui.markdown_dialog import MarkdownDialog
 from geogpt_qgis.gui.model_bar import ModelBar
 from geogpt_qgis.gui.sources_view import TurnSources
-from geogpt_qgis.toolbelt.dependencies import REQUIRED_MODULES, missing_packages  # noqa: F401 - tests patch it here
+from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext

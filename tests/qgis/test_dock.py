@@ -9,11 +9,11 @@ from qgis.PyQt.QtGui import QFont, QTextCursor
 from qgis.PyQt.QtTest import QTest
 from qgis.PyQt.QtWidgets import QLabel
 
-from geogpt_qgis.gui import chat_panel as panel_module
 from geogpt_qgis.gui.chat_panel import ChatPanel
 from geogpt_qgis.gui.dock import ChatDock
 from geogpt_qgis.gui.markdown_view import MarkdownView
 from geogpt_qgis.gui.tool_step import ToolStepWidget
+from geogpt_qgis.toolbelt import dependencies
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from tests.support.dock import configure, items_of, type_and_send
 from tests.support.model_server import ToolCall, Turn
@@ -168,7 +168,7 @@ def test_new_conversation_clears_the_view_and_the_memory(panel, model_server):
 
 
 def test_missing_packages_are_named_and_nothing_runs(panel, model_server, monkeypatch):
-    monkeypatch.setitem(panel_module.REQUIRED_MODULES, "geogpt_no_such_module", "geogpt-no-such-package")
+    monkeypatch.setitem(dependencies.REQUIRED_MODULES, "geogpt_no_such_module", "geogpt-no-such-package")
     assert panel.send("hello") is None
     errors = [w.text() for w in items_of(panel, QLabel) if w.property("level") == "error"]
     assert errors and "geogpt-no-such-package" in errors[-1]

@@ -23,8 +23,8 @@ from qgis.PyQt.QtCore import QCoreApplication, QEvent, Qt
 from qgis.PyQt.QtTest import QTest
 from qgis.PyQt.QtWidgets import QLabel
 
-from geogpt_qgis.gui import chat_panel as panel_module
 from geogpt_qgis.gui.install_banner import InstallBanner, failure_message
+from geogpt_qgis.toolbelt import dependencies
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.installer import Installer, InstallError, make_plan
 from geogpt_qgis.toolbelt.site_cleanup import protected_left
@@ -183,7 +183,7 @@ def test_cancel_stops_the_install_at_once(tmp_path, tiny_requirements):
 def test_the_dock_offers_the_install_and_the_agent_can_run_after_it(
     qgis_iface, demo_project, tmp_path, tiny_requirements, monkeypatch
 ):
-    monkeypatch.setitem(panel_module.REQUIRED_MODULES, "geogpt_tiny", "geogpt-tiny")
+    monkeypatch.setitem(dependencies.REQUIRED_MODULES, "geogpt_tiny", "geogpt-tiny")
     assert missing_packages() == ["geogpt-tiny"]
     dock = open_dock(qgis_iface, demo_project, tmp_path / "store.sqlite")
     try:
