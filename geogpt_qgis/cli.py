@@ -8,28 +8,38 @@ arguments or an unreadable project, 130 when interrupted.  No one is there
 to approve a risky step (code, data changes, file writes), so ``--approval``
 decides them all: ``never`` (the default) refuses them and the model is told
 why; ``trust`` lets them run.  With ``--store`` the conversation is kept (and
-``--conversation`` continues one), as the dock keeps its own.
+``--conversation`` continues one), as the dock keeps its own.  An
+OpenAI-compatible server that is not on this machine or its network needs an
+API key: when none can be read the command says so and exits 2 (a local
+server, such as LM Studio or vLLM, works without one).  Everything printed is
+scrubbed of known secrets (``core.secrets_scrub``).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
+from urllib.parse import urlsplit
 
 from geogpt_qgis.core.approval import POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.core.events import Notice, ReasoningDelta, RunFinished, TextDelta, ToolFinished, ToolStarted
+from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.text import format_arguments
-from geogpt_qgis.toolbelt.preferences import PROVIDERS
+from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA, PROVIDERS
 
 if TYPE_CHECKING:
     from qgis.core import QgsProject
 
     from geogpt_qgis.agent.config import ModelConfig
+    from geogpt_qgis.tools.result_store import ResultStore
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -61,6 +71,39 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--conversation", metavar="ID", help="continue this conversation of the store")
     ask.add_argument("--quiet", action="store_true", help="do not print tool steps")
     return parser
+
+
+class ScrubbedStream:
+    """A text stream that removes known secrets from everything written to it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(scrub(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def is_local_server(url: str) -> bool:
+    """Whether ``url`` points at this machine or the local network (where servers often need no key)."""
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    if host == "localhost" or host.endswith((".localhost", ".local")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def missing_key_message(base_url: str) -> str:
+    return (
+        f"error: no API key for {base_url}: the key could not be read from the system keychain, "
+        "QGIS's authentication database or $OPENAI_API_KEY. Save it in QGIS (Settings > Options > GeoGPT), "
+        "or set OPENAI_API_KEY for this command, then try again.\n"
+    )
 
 
 class ConsoleRenderer:
@@ -113,6 +156,7 @@ def _model_config(args: argparse.Namespace) -> ModelConfig:
 
 def run_ask(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """Start QGIS headless, run the question, save if asked; return the exit status."""
+    out, err = ScrubbedStream(out), ScrubbedStream(err)  # type: ignore[assignment]
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     project_path = Path(args.project)
     if not project_path.is_file():
@@ -126,21 +170,39 @@ def run_ask(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sy
     from geogpt_qgis.tools.processing.catalog import ensure_processing
 
     ensure_processing()
+    from geogpt_qgis.tools.result_store import ResultStore, set_result_store
+
+    # Results wait in a scratch file: asking about a project never writes beside it; --save copies them.
+    scratch = Path(tempfile.mkdtemp(prefix="geogpt-results-"))
+    results = ResultStore(scratch, follow_project=False)
     try:
         project = QgsProject.instance()
         if not project.read(str(project_path)):
             err.write(f"error: QGIS could not read the project {project_path}: {project.error()}\n")
             return EXIT_USAGE
+        set_result_store(project, results)
         status = _ask(args, project, out, err)
         if status == EXIT_OK and args.save:
-            if not project.write(str(Path(args.save))):
-                err.write(f"error: could not save the project to {args.save}: {project.error()}\n")
-                return EXIT_FAILED
-            err.write(f"Saved the project to {args.save}\n")
+            return _save(project, results, Path(args.save), err) or status
         return status
     finally:
         QgsProject.instance().clear()
+        set_result_store(QgsProject.instance(), None)
         app.exitQgis()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _save(project: QgsProject, results: ResultStore, target: Path, err: TextIO) -> int:
+    """Write the project to ``target`` with its result layers in ``<target>_results.gpkg`` beside it."""
+    moved = results.relocate(project, str(target.resolve()))
+    if not project.write(str(target)):
+        err.write(f"error: could not save the project to {target}: {project.error()}\n")
+        return EXIT_FAILED
+    results.clean_up(project)
+    err.write(f"Saved the project to {target}\n")
+    if moved is not None:
+        err.write(f"Result layers saved in {moved}\n")
+    return EXIT_OK
 
 
 def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO) -> int:
@@ -152,6 +214,14 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     from geogpt_qgis.tools.bridge import MainThreadBridge
 
     config = _model_config(args)
+    if config.provider != PROVIDER_OLLAMA:
+        from geogpt_qgis.toolbelt.secrets import get_api_key
+
+        key = get_api_key(config.base_url)
+        if not key and not is_local_server(config.base_url):
+            err.write(missing_key_message(config.base_url))
+            return EXIT_USAGE
+        config = config.with_key(key)
     bridge = MainThreadBridge()
     store = Path(args.store) if args.store else None
     worker = AgentWorker(ToolContext(project=project, bridge=bridge, iface=None), store_path=store)

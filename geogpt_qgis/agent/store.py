@@ -10,7 +10,9 @@ plugin never travels back in time), so older ones are pruned after each run:
 the file grows with the history, not with its square.
 
 All methods run on the agent's asyncio loop, on the checkpointer's own
-connection (one writer, no lock contention).
+connection (one writer, no lock contention).  Every text this module writes
+passes ``core.secrets_scrub.scrub`` first: tool results are scrubbed where
+they leave the toolkit, and this is the second line (errors, labels, titles).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from geogpt_qgis.core.run_log import RunRecord, dumps, event_record
+from geogpt_qgis.core.secrets_scrub import scrub
 
 TITLE_CHARS = 60
 
@@ -113,7 +116,7 @@ class ConversationStore:
         await self.connection.commit()
 
     async def execute(self, sql: str, params: tuple = ()) -> None:
-        await self.connection.execute(sql, params)
+        await self.connection.execute(sql, _scrubbed(params))
         await self.connection.commit()
 
     async def _rows(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -127,12 +130,12 @@ class ConversationStore:
         await self.connection.execute(
             "INSERT INTO geogpt_conversations (thread_id, title, project, created, updated, turns) "
             "VALUES (?, ?, ?, ?, ?, 0) ON CONFLICT (thread_id) DO NOTHING",
-            (thread_id, title_from(message or "") or "Conversation", project, now, now),
+            _scrubbed((thread_id, title_from(message or "") or "Conversation", project, now, now)),
         )
         await self.connection.execute(
             "UPDATE geogpt_conversations SET updated = ?, turns = turns + ?, "
             "project = CASE WHEN project = '' THEN ? ELSE project END WHERE thread_id = ?",
-            (now, 1 if message is not None else 0, project, thread_id),
+            _scrubbed((now, 1 if message is not None else 0, project, thread_id)),
         )
         await self.connection.commit()
 
@@ -203,10 +206,16 @@ class ConversationStore:
             "SELECT run_id, label, started, ended, status, error FROM geogpt_runs WHERE thread_id = ? ORDER BY started",
             (thread_id,),
         )
-        runs = [RunRecord(*head) for head in heads]
+        # Scrubbed again on the way out: a secret registered after a row was written is hidden too.
+        runs = [RunRecord(*_scrubbed(head)) for head in heads]
         for run in runs:
             rows = await self._rows(
                 "SELECT at, kind, data FROM geogpt_run_events WHERE run_id = ? ORDER BY seq", (run.run_id,)
             )
-            run.events = [(at, kind, json.loads(data)) for at, kind, data in rows]
+            run.events = [(at, kind, json.loads(scrub(data))) for at, kind, data in rows]
         return runs
+
+
+def _scrubbed(params: tuple) -> tuple:
+    """Query parameters with any known secret removed from their text."""
+    return tuple(scrub(p) if isinstance(p, str) else p for p in params)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from geogpt_qgis.agent.memory import STATE_NOTE, is_user_turn, kind_of, text_of
+from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.think import ThinkTagSplitter
 
 EntryKind = Literal["user", "note", "reasoning", "answer", "tool", "chart", "sources"]
@@ -104,7 +105,8 @@ def to_markdown(title: str, project: str, created: float, entries: Sequence[Entr
                 *_fenced(entry.text),
                 "",
             ]
-    return "\n".join(lines).rstrip() + "\n"
+    # The export leaves the profile (mailed, attached to a ticket): no secret in it, whatever the history holds.
+    return scrub("\n".join(lines).rstrip() + "\n")
 
 
 def _fenced(text: str) -> list[str]:

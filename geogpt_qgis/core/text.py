@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 TOOL_RESULT_MAX_CHARS = 3500
 TOOL_RESULT_MAX_TOKENS = 1000  # estimated; no single tool result may cost more
+NAME_MAX_CHARS = 80  # a layer, field, project or collection name as the model is shown it
+# Unicode categories that break a line or hide text: controls, format characters (bidi overrides,
+# zero-width), line and paragraph separators, private use, unassigned.
+_BREAKING = ("Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs")
 
 
 def truncate(text: str, limit: int = TOOL_RESULT_MAX_CHARS) -> str:
@@ -45,17 +50,41 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     """A compact Markdown table; pipes inside cells are escaped."""
 
     def cell(value: object) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
+        return single_line(value).replace("|", "\\|")
 
     lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
+def single_line(value: object) -> str:
+    """``value`` as text on one line: line breaks, control and invisible format characters become spaces."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(" " if unicodedata.category(ch) in _BREAKING else ch for ch in text)
+
+
 def short(value: object, limit: int = 60) -> str:
     """One value as a short single-line string."""
-    text = str(value).replace("\n", " ")
+    text = single_line(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quoted(name: object, limit: int = NAME_MAX_CHARS) -> str:
+    """A name from the data (layer, field, project, collection) as quoted, single-line, bounded data.
+
+    Names are chosen by whoever made the data, and a name placed in a prompt
+    must not read as an instruction: a name with line breaks could start a
+    line of its own (``SYSTEM: ...``).  So every name that reaches a prompt
+    goes through here: runs of whitespace and control characters become one
+    space, long names are cut (``…``), and the result is quoted like a Python
+    string literal (quotes inside are escaped), so it is plainly a value.
+    """
+    text = " ".join(single_line(name).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return repr(text)
 
 
 def format_arguments(args: Mapping[str, Any]) -> str:

@@ -3,6 +3,8 @@
 Every module logs through ``logging.getLogger("geogpt_qgis")`` (or a child);
 ``install_qgis_log_handler`` routes those records to the "GeoGPT" tab of the
 Log Messages panel.  Debug records only pass when debug logging is enabled.
+Every line is scrubbed of known secrets (``core.secrets_scrub``) on the way:
+an exception's text may quote a server's reply, and a server may echo a key.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import contextlib
 import logging
 
 from geogpt_qgis.__about__ import PLUGIN_ID, TITLE
+from geogpt_qgis.core.secrets_scrub import scrub
 
 logger = logging.getLogger(PLUGIN_ID)
 
@@ -28,7 +31,7 @@ class QgsMessageLogHandler(logging.Handler):
         else:
             level = Qgis.MessageLevel.Info
         with contextlib.suppress(RuntimeError):  # QGIS is shutting down
-            QgsMessageLog.logMessage(self.format(record), TITLE, level, notifyUser=False)
+            QgsMessageLog.logMessage(scrub(self.format(record)), TITLE, level, notifyUser=False)
 
 
 def install_qgis_log_handler(debug: bool = False) -> logging.Handler:

@@ -20,6 +20,8 @@ import logging
 import os
 from urllib.parse import urlsplit
 
+from geogpt_qgis.core import secrets_scrub
+
 SERVICE = "geogpt_qgis"
 ENV_VAR = "OPENAI_API_KEY"
 KEYCHAIN = "keychain"
@@ -82,6 +84,7 @@ def get_api_key(base_url: str) -> str | None:
     for where, read in ((KEYCHAIN, _keychain_get), (AUTH_DB, _auth_db_get)):
         stored = read(account)
         if stored:
+            secrets_scrub.register(stored)  # from now on scrubbed from results, logs, stores and exports
             log.debug("API key for %s found in the %s store", account, where)
             return stored
     from_env = os.environ.get(ENV_VAR) or None
@@ -99,6 +102,7 @@ def set_api_key(base_url: str, key: str) -> str:
     if not key:
         _delete_everywhere(account)
         return ""
+    secrets_scrub.register(key)
     keyring = _usable_keyring()
     if keyring is not None:
         try:
@@ -148,3 +152,23 @@ def has_stored_key(base_url: str) -> bool:
         return auth_db.has_key(account)
     except Exception:  # noqa: BLE001 - no usable store means no stored key
         return False
+
+
+def register_connection_passwords() -> int:
+    """Register the passwords of QGIS's saved PostgreSQL connections as secrets; returns how many (main thread).
+
+    Only passwords kept in the connection itself (and ``PGPASSWORD``, through
+    ``secrets_scrub``) are read here, which asks nobody for anything; a password
+    behind an authentication configuration is registered when a tool expands
+    the connection (``tools.postgis.connections``).
+    """
+    from qgis.core import QgsDataSourceUri, QgsProviderRegistry
+
+    metadata = QgsProviderRegistry.instance().providerMetadata("postgres")
+    if metadata is None:
+        return 0
+    registered = 0
+    for connection in metadata.connections().values():
+        uri = QgsDataSourceUri(connection.uri())
+        registered += secrets_scrub.register_password(uri.password(), uri.username(), uri.database())
+    return registered

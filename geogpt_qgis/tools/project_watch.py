@@ -4,7 +4,8 @@ Listens to the project's own signals (layers added, removed, renamed, the
 selection, the project CRS) on the main thread, ignoring changes the agent
 makes itself (they happen inside a bridge job).  ``drain`` returns one short
 note for the next message and starts over.  Changes that cancel out (a layer
-added then removed) leave nothing; repeated ones keep the net effect.
+added then removed) leave nothing; repeated ones keep the net effect.  Names
+in the note are the user's data and go in quoted, on one line (``quoted``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from qgis.core import QgsMapLayer, QgsProject, QgsVectorLayer
 from qgis.PyQt.QtCore import QObject
 
+from geogpt_qgis.core.text import quoted
 from geogpt_qgis.tools.bridge import MainThreadBridge
 from geogpt_qgis.tools.project import describe_map_layer_briefly
 
@@ -130,22 +132,23 @@ class ProjectWatcher(QObject):
         """The note for the next message ("" when nothing changed), and a fresh start."""
         items: list[str] = []
         if self.replaced:
-            title = self.project.title() or self.project.baseName() or "an unsaved project"
-            items.append(f"opened another project ({title}); the layers listed above are the ones now open")
+            title = self.project.title() or self.project.baseName()
+            named = quoted(title) if title else "an unsaved project"
+            items.append(f"opened another project ({named}); the layers listed above are the ones now open")
         for layer_id in self.added:
             layer = self.project.mapLayer(layer_id)
             if layer is not None:
                 items.append(f"added layer {describe_map_layer_briefly(layer)}")
-        items += [f"removed layer '{name}'" for name in self.removed.values()]
-        items += [f"renamed layer '{old}' to '{new}'" for old, new in self.renamed.values()]
+        items += [f"removed layer {quoted(name)}" for name in self.removed.values()]
+        items += [f"renamed layer {quoted(old)} to {quoted(new)}" for old, new in self.renamed.values()]
         for layer_id in self.selections:
             layer = self.project.mapLayer(layer_id)
             if isinstance(layer, QgsVectorLayer):
                 count = layer.selectedFeatureCount()
                 items.append(
-                    f"selected {count:,} of {layer.featureCount():,} features in '{layer.name()}'"
+                    f"selected {count:,} of {layer.featureCount():,} features in {quoted(layer.name())}"
                     if count
-                    else f"cleared the selection in '{layer.name()}'"
+                    else f"cleared the selection in {quoted(layer.name())}"
                 )
         if self.crs_from is not None and self.crs_from != self.project.crs().authid():
             items.append(f"changed the project CRS from {self.crs_from or 'none'} to {self.project.crs().authid()}")

@@ -72,7 +72,7 @@ def test_a_question_runs_real_tools_and_streams_the_answer(provider, model_serve
     assert len(requests) == 4
     first = requests[0].body["messages"]
     assert first[0]["role"] == "system" and "expert GIS analyst" in first[0]["content"]
-    assert "Open project: Elvbury demo town; CRS EPSG:25832; 7 layers" in first[0]["content"]
+    assert "Open project: 'Elvbury demo town'; CRS EPSG:25832; 7 layers" in first[0]["content"]
     assert first[-1] == {"role": "user", "content": "How many primary schools are there? Select them."}
     assert sent_tool_names(requests[0]) == [
         *PROJECT_TOOL_NAMES,

@@ -166,7 +166,7 @@ def test_changes_between_turns_reach_the_model_as_a_note(panel, model_server, de
     ask_all(panel, ["What changed?"])
 
     note = (
-        "Since your last answer, the user added layer wells (Point, 3 features); removed layer 'roads'; "
+        "Since your last answer, the user added layer 'wells' (Point, 3 features); removed layer 'roads'; "
         "renamed layer 'parks' to 'green_spaces'; selected 4 of 4 features in 'hospitals'; "
         "changed the project CRS from EPSG:25832 to EPSG:3857."
     )

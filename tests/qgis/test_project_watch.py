@@ -62,7 +62,7 @@ def test_opening_another_project_is_one_note_not_a_list_of_layers(watcher, demo_
     demo_project.clear()
     assert demo_project.read(path)
     assert watcher.drain() == (
-        "Since your last answer, the user opened another project (Elvbury demo town); "
+        "Since your last answer, the user opened another project ('Elvbury demo town'); "
         "the layers listed above are the ones now open."
     )
     demo_project.mapLayersByName("roads")[0].setName("streets")  # still watched after the reload

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 
 from qgis.core import QgsDataSourceUri, QgsProviderRegistry
 
+from geogpt_qgis.core import secrets_scrub
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.thread_guard import provider_metadata
 
 ALL = "*"
 
@@ -26,8 +28,14 @@ class SavedConnection:
     conninfo: str = field(repr=False)  # libpq connection string, credentials expanded
     label: str = ""
 
+    def __post_init__(self) -> None:
+        # The expanded password (from the connection or its authentication configuration) is a secret from now on.
+        expanded = QgsDataSourceUri(self.conninfo)
+        secrets_scrub.register_password(expanded.password(), expanded.username(), expanded.database())
+
 
 def saved_connection_names() -> list[str]:
+    # Names only (QGIS's settings): safe on any thread, unlike resolve_connection.
     metadata = QgsProviderRegistry.instance().providerMetadata("postgres")
     return sorted(metadata.connections().keys()) if metadata is not None else []
 
@@ -61,7 +69,7 @@ def resolve_connection(name: str, allowed: list[str]) -> SavedConnection:
         if not allowed:
             raise ToolError("no saved PostgreSQL connection is enabled for GeoGPT")
         raise ToolError(did_you_mean(name, allowed, "connection"))
-    metadata = QgsProviderRegistry.instance().providerMetadata("postgres")
+    metadata = provider_metadata("postgres")  # main thread: expanding an authcfg asks QGIS's auth manager
     connection = metadata.connections()[name]
     uri = QgsDataSourceUri(connection.uri())
     return SavedConnection(name, connection.uri(), uri.connectionInfo(True), _label(uri))
@@ -71,7 +79,7 @@ def describe_connections(allowed: list[str]) -> str:
     """One line per usable connection: name and where it points (no credentials)."""
     if not allowed:
         return "No saved PostgreSQL connection is enabled for GeoGPT."
-    metadata = QgsProviderRegistry.instance().providerMetadata("postgres")
+    metadata = provider_metadata("postgres")
     lines = [f"{len(allowed)} PostgreSQL connection(s):"]
     for name in allowed:
         uri = QgsDataSourceUri(metadata.connections()[name].uri())
