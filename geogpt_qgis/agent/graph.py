@@ -28,7 +28,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 
-from geogpt_qgis.agent.memory import KIND, RETRY_NOTE, build_memory
+from geogpt_qgis.agent.memory import KIND, RETRY_NOTE, build_memory, is_user_turn, kind_of
+from geogpt_qgis.agent.toolkit import ToolOutcome
 from geogpt_qgis.core.approval import (
     APPROVE,
     POLICY_ASK,
@@ -40,8 +41,10 @@ from geogpt_qgis.core.approval import (
     automatic_notice,
     rejection_message,
 )
+from geogpt_qgis.core.bounds import clean_reply
 from geogpt_qgis.core.events import ContextUsage, ModelCallFinished, Notice, ToolFinished, ToolProgress, ToolStarted
 from geogpt_qgis.core.progress import current_progress
+from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.tokens import TokenCalibration, estimate_tokens
 
 if TYPE_CHECKING:
@@ -54,11 +57,19 @@ if TYPE_CHECKING:
 ANSWER_RESERVE_TOKENS = 1024
 # The summary's own lines in the system prompt, beyond its text.
 SUMMARY_FRAME_TOKENS = 16
+# Tool calls run per model reply, and per user message: a reply asking for 200 buffers runs 16.
+MAX_TOOL_CALLS_PER_REPLY = 16
+MAX_TOOL_CALLS_PER_RUN = 64
+# additional_kwargs value (under memory.KIND) of the answers to calls that were not run because of a cap.
+NOT_RUN = "not_run"
 
 
 def answer_reserve(context_tokens: int) -> int:
     return min(ANSWER_RESERVE_TOKENS, max(context_tokens // 8, 256))
 
+
+# A review holding this key records a call whose approval preview failed, with the error to answer it with.
+PREVIEW_ERROR = "preview_error"
 
 # Written by the model node: the decisions and reviews of earlier replies no longer apply.
 FORGET: dict[str, Any] = {"__forget__": True}
@@ -131,7 +142,7 @@ def build_graph(
         writer(ContextUsage(calibration.scale(estimated), context_tokens, reserve, memory.omitted_messages))
         started = time.perf_counter()
         try:
-            reply = await bound[0].ainvoke(prompt)
+            reply = clean_reply(await bound[0].ainvoke(prompt))  # no lone surrogate reaches the store or the model
         except Exception as exc:
             problem = unparsable_tool_call(exc)
             if problem is None:
@@ -167,9 +178,14 @@ def build_graph(
         decisions: dict[str, dict[str, Any]] = {}
         reviews: dict[str, dict[str, Any] | None] = {}
         refused: Decision | None = None
-        for index, call in enumerate(last.tool_calls if isinstance(last, AIMessage) else []):
+        calls = last.tool_calls if isinstance(last, AIMessage) else []
+        allowed = calls_within_caps(state["messages"], len(calls))
+        for index, call in enumerate(calls[:allowed]):  # calls past the caps are never run: nothing to ask
             call_id = tool_call_id(call, index)
             request = await toolkit.approval_request(call_id, call["name"], call["args"])
+            if isinstance(request, ToolOutcome):  # the preview broke: the call is answered with the error
+                reviews[call_id] = {PREVIEW_ERROR: request.text}
+                continue
             reviews[call_id] = request.to_dict() if request is not None else None
             if request is None:
                 continue
@@ -204,16 +220,31 @@ def build_graph(
         decisions = state.get("decisions") or {}
         reviews = state.get("reviews") or {}
         results: list[ToolMessage] = []
+        allowed = calls_within_caps(state["messages"], len(last.tool_calls))
+        if allowed < len(last.tool_calls):
+            skipped = len(last.tool_calls) - allowed
+            writer(Notice(f"The model asked for {len(last.tool_calls)} tool calls; {skipped} were not run.", "warning"))
         for index, call in enumerate(last.tool_calls):
             call_id = tool_call_id(call, index)
+            if index >= allowed:  # one message per call (the protocol wants every call answered), no tool step
+                results.append(_tool_message(cap_message(index, allowed), call_id, call["name"], False, not_run=True))
+                continue
             args = dict(call["args"] or {})
             writer(ToolStarted(call_id, call["name"], args))
             started = time.perf_counter()
             if call_id in reviews:  # the approve node looked at this call (it always does, on the graph's edges)
                 review = reviews[call_id]
-                request = ApprovalRequest.from_dict(review) if review is not None else None
+                found: Any = None
+                if review is not None:
+                    failed = review.get(PREVIEW_ERROR)
+                    found = ToolOutcome(False, failed) if failed else ApprovalRequest.from_dict(review)
             else:
-                request = await toolkit.approval_request(call_id, call["name"], args)
+                found = await toolkit.approval_request(call_id, call["name"], args)
+            if isinstance(found, ToolOutcome):  # its approval preview failed: never run, the model reads why
+                writer(ToolFinished(call_id, call["name"], False, found.text, time.perf_counter() - started))
+                results.append(_tool_message(found.text, call_id, call["name"], False))
+                continue
+            request = found
             decision = Decision.from_value(decisions[call_id]) if call_id in decisions else None
             if request is not None and decision is not None and decision.automatic:
                 writer(Notice(automatic_notice(decision, request), "warning" if not decision.approved else "info"))
@@ -317,5 +348,35 @@ def tool_call_id(call: Any, index: int) -> str:
     return call.get("id") or f"call_{index}"
 
 
-def _tool_message(text: str, call_id: str, name: str, ok: bool) -> ToolMessage:
-    return ToolMessage(content=text, tool_call_id=call_id, name=name, status="success" if ok else "error")
+def calls_within_caps(messages: list[AnyMessage], asked: int) -> int:
+    """How many of the ``asked`` calls of the last reply may run (the first ones, in order).
+
+    At most ``MAX_TOOL_CALLS_PER_REPLY`` per reply, and ``MAX_TOOL_CALLS_PER_RUN``
+    since the user's last message (calls answered "not run" do not count).
+    """
+    ran = 0
+    for message in reversed(messages):
+        if is_user_turn(message):
+            break
+        if isinstance(message, ToolMessage) and kind_of(message) != NOT_RUN:
+            ran += 1
+    return max(0, min(asked, MAX_TOOL_CALLS_PER_REPLY, MAX_TOOL_CALLS_PER_RUN - ran))
+
+
+def cap_message(index: int, allowed: int) -> str:
+    """The answer to a call past the caps (it was not run)."""
+    if allowed >= MAX_TOOL_CALLS_PER_REPLY or index >= MAX_TOOL_CALLS_PER_REPLY:
+        return (
+            f"Not run: at most {MAX_TOOL_CALLS_PER_REPLY} tool calls are run per reply. "
+            "Look at the results of the first ones, then call again only what is still needed."
+        )
+    return (
+        f"Not run: this question reached its limit of {MAX_TOOL_CALLS_PER_RUN} tool calls. "
+        "Answer with what you have, or tell the user what is left to do."
+    )
+
+
+def _tool_message(text: str, call_id: str, name: str, ok: bool, not_run: bool = False) -> ToolMessage:
+    extra = {KIND: NOT_RUN} if not_run else {}
+    status = "success" if ok else "error"
+    return ToolMessage(content=scrub(text), tool_call_id=call_id, name=name, status=status, additional_kwargs=extra)

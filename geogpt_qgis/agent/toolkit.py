@@ -15,14 +15,16 @@ import logging
 import types
 import typing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.tools import StructuredTool
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_decision
+from geogpt_qgis.core.bounds import bounded, check_text
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
+from geogpt_qgis.core.secrets_scrub import scrub, scrub_value
 from geogpt_qgis.core.text import bound_tokens
 from geogpt_qgis.core.tokens import estimate_tokens
 from geogpt_qgis.tools.base import ToolError, ToolFunction
@@ -35,10 +37,18 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What a call produced: the text the model will read, and whether it worked."""
+    """What a call produced: the text the model will read, and whether it worked.
+
+    Every result and error leaves the toolkit as one of these, so this is where
+    secrets are scrubbed (``core.secrets_scrub``): a server error echoing the
+    API key, a connection string with its password, never reach the model.
+    """
 
     ok: bool
     text: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", scrub(self.text))
 
 
 def _error(text: str) -> ToolOutcome:
@@ -52,6 +62,7 @@ class Toolkit:
         self._tools: dict[str, StructuredTool] = {}
         for function in functions:
             tool = StructuredTool.from_function(function, parse_docstring=True)
+            tool.args_schema = _bounded_model(tool.args_schema)  # type: ignore[arg-type]
             self._tools[tool.name] = tool
 
     @property
@@ -62,6 +73,11 @@ class Toolkit:
     def schemas(self) -> list[dict[str, Any]]:
         """The tools as the model is sent them: OpenAI function format, with nothing that tells it nothing."""
         return [compact_schema(_sent_schema(t)) for t in self.tools]
+
+    @functools.cached_property
+    def bounded_schemas(self) -> list[dict[str, Any]]:
+        """The tools' full schemas, with every bound the toolkit enforces (the model is sent them without)."""
+        return [_sent_schema(t) for t in self.tools]
 
     @functools.cached_property
     def schema_tokens(self) -> int:
@@ -77,9 +93,9 @@ class Toolkit:
         return list(getattr(schema, "model_fields", {}))
 
     def unknown_tool(self, name: str) -> ToolOutcome:
-        close = closest_names(name, self._tools)
+        close = closest_names(name, self._tools) if len(name) <= _SHOWN_CHARS else []
         hint = f" Did you mean {' or '.join(close)}?" if close else ""
-        return _error(f"there is no tool {name!r}.{hint} Available tools: {', '.join(self._tools)}.")
+        return _error(f"there is no tool {_shown(name)}.{hint} Available tools: {', '.join(self._tools)}.")
 
     def malformed_call(self, name: str, problem: str) -> ToolOutcome:
         """For a call whose arguments could not even be parsed as JSON."""
@@ -100,11 +116,14 @@ class Toolkit:
         params = self._parameters(tool)
         args = _decoded(args)
         if not isinstance(args, dict):
-            return _error(f"{name} takes a JSON object of arguments ({', '.join(params) or 'none'}), not {args!r}.")
+            return _error(
+                f"{name} takes a JSON object of arguments ({', '.join(params) or 'none'}), not {_shown(args)}."
+            )
         unknown = [key for key in args if key not in params]
         if unknown:
             valid = ", ".join(params) if params else "it takes no arguments"
-            return _error(f"{name} has no argument {', '.join(repr(k) for k in unknown)}; valid arguments: {valid}.")
+            named = ", ".join(_shown(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+            return _error(f"{name} has no argument {named}; valid arguments: {valid}.")
         schema = tool.args_schema
         fields = getattr(schema, "model_fields", {})
         args = {
@@ -116,11 +135,13 @@ class Toolkit:
             return _error(f"invalid arguments for {name}: {_describe_validation(exc, fields)}.")
         return {key: getattr(validated, key) for key in params}
 
-    async def approval_request(self, call_id: str, name: str, args: Any) -> ApprovalRequest | None:
+    async def approval_request(self, call_id: str, name: str, args: Any) -> ApprovalRequest | ToolOutcome | None:
         """What a call would do, if its tool is gated and this call needs the user's approval.
 
         Calls with invalid arguments, or whose preview finds a mistake, need no
-        approval: running them only returns the error to the model.
+        approval: running them only returns the error to the model.  A preview
+        that fails unexpectedly gives the error (a ``ToolOutcome``) to answer
+        the call with, without running it.
         """
         tool = self._tools.get(name)
         function = tool.func if tool is not None else None
@@ -137,8 +158,15 @@ class Toolkit:
             raise
         except ToolError:
             return None
+        except Exception as exc:
+            # A preview that breaks must not end the run: the call is answered with the error, never run.
+            log.exception("the approval preview of %s failed", name)
+            return _error(f"{name} could not be checked before approval: {type(exc).__name__}: {_clipped(exc)}")
         if request is not None:
-            request.tool, request.call_id, request.args = name, call_id, dict(checked)
+            # The preview is shown, stored with the paused run and logged: no secrets in it either.
+            request.action, request.details = scrub(request.action), scrub(request.details)
+            request.affected = [scrub(item) for item in request.affected]
+            request.tool, request.call_id, request.args = name, call_id, scrub_value(dict(checked))
         return request
 
     async def run(self, name: str, args: Any, decision: Decision | None = None) -> ToolOutcome:
@@ -162,10 +190,24 @@ class Toolkit:
             return _error(str(exc))
         except Exception as exc:
             log.exception("tool %s failed", name)
-            return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+            return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {_clipped(exc)}")
         finally:
             current_decision.reset(token)
         return ToolOutcome(True, bound_tokens(str(text)))
+
+
+def _bounded_model(schema: Any) -> type[BaseModel]:
+    """A tool's argument model with the default bounds (``core.bounds``) on every argument."""
+    fields: dict[str, Any] = {}
+    for name, field in schema.model_fields.items():
+        annotation = bounded(field.annotation, tuple(field.metadata))
+        if field.metadata:
+            annotation = Annotated[(annotation, *field.metadata)]
+        spec = Field(description=field.description)
+        if not field.is_required():
+            spec = Field(field.default, description=field.description)
+        fields[name] = (annotation, spec)
+    return create_model(schema.__name__, __doc__=schema.__doc__, **fields)
 
 
 def _sent_schema(tool: StructuredTool) -> dict[str, Any]:
@@ -181,8 +223,9 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     Every model call pays for every schema, so an optional ``list | None``
     is sent as the list type (``anyOf`` with ``null`` costs ~20 tokens), empty
     defaults (``null``, ``""``, ``false``) are dropped (not being required says
-    the same), and ``additionalProperties: true`` is dropped (JSON Schema's
-    default).
+    the same), ``additionalProperties: true`` is dropped (JSON Schema's
+    default), and so are the toolkit's default bounds (``maxLength``...): they
+    are enforced all the same, and a call past one gets an error that states it.
     """
     function = dict(schema["function"])
     parameters = dict(function.get("parameters") or {})
@@ -197,10 +240,22 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
             del spec["default"]
         if spec.get("additionalProperties") is True:
             del spec["additionalProperties"]
-        properties[name] = spec
+        properties[name] = _unbounded(spec)
     parameters["properties"] = properties
     function["parameters"] = parameters
     return {**schema, "function": function}
+
+
+_BOUND_KEYWORDS = frozenset({"maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minimum", "maximum"})
+
+
+def _unbounded(spec: Any) -> Any:
+    """``spec`` without bound keywords, at every level (items, variants)."""
+    if isinstance(spec, dict):
+        return {k: _unbounded(v) for k, v in spec.items() if k not in _BOUND_KEYWORDS}
+    if isinstance(spec, list):
+        return [_unbounded(v) for v in spec]
+    return spec
 
 
 def _says_nothing(default: Any) -> bool:
@@ -212,7 +267,7 @@ def _decoded(value: Any) -> Any:
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested beyond the parser
             return value
     return value
 
@@ -226,6 +281,8 @@ def _wants_structure(annotation: Any) -> bool:
         origin = typing.get_origin(current)
         if origin is typing.Union or origin is types.UnionType:
             members += [a for a in typing.get_args(current) if a is not type(None)]
+        elif origin is Annotated:
+            members.append(typing.get_args(current)[0])
         else:
             kinds.add(origin or current)
     return str not in kinds and bool(kinds & {list, dict, tuple})
@@ -233,15 +290,63 @@ def _wants_structure(annotation: Any) -> bool:
 
 def _describe_validation(exc: ValidationError, fields: dict[str, Any] | None = None) -> str:
     parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
-        if error.get("type") == "missing":
+    for error in exc.errors(include_url=False)[:5]:
+        where = _location(error.get("loc", ()))
+        kind, given, limits = error.get("type"), error.get("input"), error.get("ctx") or {}
+        if kind == "missing":
             field = (fields or {}).get(where)
             about = f" ({field.description.strip()})" if field is not None and field.description else ""
             parts.append(f"missing required argument {where!r}{about}")
+        elif kind in ("string_too_long", "too_long") and isinstance(given, str):
+            parts.append(f"{where} is {len(given):,} characters; at most {limits.get('max_length', 0):,}")
+        elif kind == "string_unicode" and isinstance(given, str):  # a lone surrogate: say where
+            parts.append(f"{where} {_unclean(given)}")
+        elif kind in ("too_long", "too_short"):
+            size = limits.get("actual_length", len(given) if hasattr(given, "__len__") else "?")
+            bound = limits.get("max_length") if kind == "too_long" else limits.get("min_length")
+            word = "at most" if kind == "too_long" else "at least"
+            parts.append(f"{where} has {size:,} items; {word} {bound:,}")
+        elif kind == "value_error":
+            message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            parts.append(f"{where} {message}")
         else:
-            parts.append(f"{where!r}: {error.get('msg', 'invalid')} (got {error.get('input')!r})")
+            parts.append(f"{where!r}: {error.get('msg', 'invalid')} (got {_shown(given)})")
     return "; ".join(parts)
+
+
+def _unclean(text: str) -> str:
+    try:
+        check_text(text)
+    except ValueError as exc:
+        return str(exc)
+    return "is not valid Unicode text"
+
+
+def _location(loc: Sequence[Any]) -> str:
+    """``names[3]`` for pydantic's ``("names", 3)``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "arguments"
+
+
+# The most of a value the model sent that an error repeats back to it.
+_SHOWN_CHARS = 80
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut short: an error must never echo a megabyte back into the conversation."""
+    if isinstance(value, str) and len(value) > _SHOWN_CHARS:
+        return f"{value[:_SHOWN_CHARS]!r}... ({len(value):,} characters)"
+    if isinstance(value, list | dict | tuple) and len(value) > 20:
+        return f"a {type(value).__name__} of {len(value):,} items"
+    text = repr(value)
+    return text if len(text) <= 2 * _SHOWN_CHARS else f"{text[: 2 * _SHOWN_CHARS]}..."
+
+
+def _clipped(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 500 else f"{text[:500]}... ({len(text):,} characters)"
 
 
 def _first_line(text: str) -> str:

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.bounds import Code
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFamily, ToolFunction
@@ -39,7 +40,7 @@ class CodeTools(ToolFamily):
     def tools(self) -> list[ToolFunction]:
         return [self.run_pyqgis]
 
-    def preview_run_pyqgis(self, code: str) -> ApprovalRequest:
+    def preview_run_pyqgis(self, code: Code) -> ApprovalRequest:
         compile_snippet(code)  # a snippet that does not parse needs no approval: it is refused
         return ApprovalRequest(
             action="Run PyQGIS code",
@@ -65,7 +66,7 @@ class CodeTools(ToolFamily):
         return affected
 
     @gated("preview_run_pyqgis")
-    def run_pyqgis(self, code: str) -> str:
+    def run_pyqgis(self, code: Code) -> str:
         """Run PyQGIS code (after the user approves); `iface`, `project` and qgis.core are defined.
 
         Args:

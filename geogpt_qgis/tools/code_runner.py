@@ -20,6 +20,7 @@ import time
 import traceback
 from typing import Any
 
+from geogpt_qgis.core.bounds import CODE_CHARS
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.tools.base import ToolError
 
@@ -34,20 +35,34 @@ class SnippetInterrupted(BaseException):
 
 
 def compile_snippet(source: str) -> Any:
-    """Compile ``source``; a final expression's value is kept in ``_`` (as a console shows it)."""
+    """Compile ``source``; a final expression's value is kept in ``_`` (as a console shows it).
+
+    Whatever the text, the answer is a compiled snippet or a ``ToolError``:
+    CPython's parser raises ``ValueError`` (NUL bytes), ``UnicodeEncodeError``
+    (lone surrogates), ``MemoryError`` or ``RecursionError`` (deep nesting)
+    on text it cannot take, and those must reach the model as mistakes too.
+    """
+    if len(source) > CODE_CHARS:
+        raise ToolError(f"the code is {len(source):,} characters; at most {CODE_CHARS:,}: send a shorter snippet")
     try:
         tree = ast.parse(source, "<geogpt>", "exec")
     except SyntaxError as exc:
-        line = (exc.text or "").rstrip("\n")
-        pointer = f"\n{line}\n{' ' * max((exc.offset or 1) - 1, 0)}^" if line else ""
+        line = (exc.text or "").rstrip("\n")[:200]
+        pointer = f"\n{line}\n{' ' * min(max((exc.offset or 1) - 1, 0), 200)}^" if line else ""
         raise ToolError(f"the code does not parse: {exc.msg} (line {exc.lineno}){pointer}") from None
+    except (ValueError, MemoryError, RecursionError) as exc:
+        problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+        raise ToolError(f"the code cannot be parsed ({problem}); send plain Python") from None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
         tree.body[-1] = ast.copy_location(
             ast.Assign(targets=[ast.Name(LAST_VALUE, ast.Store())], value=last.value), last
         )
         ast.fix_missing_locations(tree)
-    return compile(tree, "<geogpt>", "exec")
+    try:
+        return compile(tree, "<geogpt>", "exec")
+    except (ValueError, MemoryError, RecursionError, SyntaxError) as exc:
+        raise ToolError(f"the code cannot be compiled ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 class _Console(code.InteractiveInterpreter):

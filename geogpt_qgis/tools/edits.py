@@ -19,6 +19,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import (
@@ -119,7 +120,9 @@ class EditTools(ToolFamily):
         )
 
     @gated("preview_edit_features")
-    def edit_features(self, layer: str, expression: str, field: str = "", value: str = "", delete: bool = False) -> str:
+    def edit_features(
+        self, layer: str, expression: Expression, field: str = "", value: Expression = "", delete: bool = False
+    ) -> str:
         """Set a field on, or delete, the features matching an expression.
 
         Args:

@@ -9,11 +9,15 @@ costs tokens only when used.
 from __future__ import annotations
 
 import importlib.util
+from typing import Annotated
 
+from annotated_types import MaxLen
+
+from geogpt_qgis.core.bounds import Name, Sql
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolFamily, ToolFunction
 from geogpt_qgis.tools.charts.maker import ChartMaker
-from geogpt_qgis.tools.places.finder import PlaceFinder
+from geogpt_qgis.tools.places.finder import MAX_NAMES, PlaceFinder
 from geogpt_qgis.tools.postgis.connections import allowed_connection_names
 
 
@@ -45,7 +49,7 @@ class InsightTools(ToolFamily):
             tools.append(self.make_chart)
         return tools
 
-    def find_places(self, names: list[str]) -> str:
+    def find_places(self, names: Annotated[list[Name], MaxLen(MAX_NAMES)]) -> str:
         """Find places by name in layers and tables; each is added as a place_* layer.
 
         Args:
@@ -53,7 +57,7 @@ class InsightTools(ToolFamily):
         """
         return self._places.find(names)
 
-    def make_chart(self, data: str, kind: str, x: str, y: str = "", title: str = "") -> str:
+    def make_chart(self, data: Sql, kind: str, x: str, y: str = "", title: Name = "") -> str:
         """Chart data in the chat.
 
         Args:

@@ -22,12 +22,14 @@ from qgis.core import (
 )
 from qgis.PyQt.QtGui import QColor
 
+from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.fuzzy import did_you_mean
-from geogpt_qgis.core.text import markdown_table, short
+from geogpt_qgis.core.text import markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import (
     VectorReadPlan,
+    check_new_layer_name,
     collect_matching_ids,
     crs_details,
     crs_label,
@@ -142,7 +144,9 @@ class ProjectTools(ToolFamily):
             lines.append(f"Selected: {selected:,} features")
         return "\n".join(lines), plan_vector_read(layer)
 
-    def read_features(self, layer: str, fields: list[str] | None = None, expression: str = "", limit: int = 20) -> str:
+    def read_features(
+        self, layer: str, fields: list[str] | None = None, expression: Expression = "", limit: int = 20
+    ) -> str:
         """Read attribute values of features as a table.
 
         Args:
@@ -188,7 +192,7 @@ class ProjectTools(ToolFamily):
         return plan_vector_read(vector), request, columns
 
     # -- selection ---------------------------------------------------------
-    def select_features(self, layer: str, expression: str) -> str:
+    def select_features(self, layer: str, expression: Expression) -> str:
         """Select the features matching an expression (empty clears the selection).
 
         Args:
@@ -249,9 +253,9 @@ class ProjectTools(ToolFamily):
                 raise ToolError(f"{color!r} is not a colour; use a name like 'red' or a hex code like '#1f78b4'")
             if opacity is not None and not 0.0 <= opacity <= 1.0:
                 raise ToolError(f"opacity must be between 0 and 1, not {opacity}")
-        if name and not name.strip():
-            raise ToolError("the new name is empty")
-        return self.ctx.on_main(self._set_layer, layer, visible, name.strip(), qcolor, color.strip(), opacity, zoom)
+        if name:
+            name = check_new_layer_name(name)
+        return self.ctx.on_main(self._set_layer, layer, visible, name, qcolor, color.strip(), opacity, zoom)
 
     def _set_layer(
         self,
@@ -408,17 +412,18 @@ def _raster_lines(layer: QgsRasterLayer) -> list[str]:
 
 
 def describe_map_layer_briefly(layer: QgsMapLayer) -> str:
-    """``schools (Point, 40 features)`` for prompts and notes."""
+    """``'schools' (Point, 40 features)`` for prompts and notes (the name quoted as data)."""
     if isinstance(layer, QgsVectorLayer):
-        return f"{layer.name()} ({geometry_label(layer)}, {feature_count_label(layer)} features)"
-    return f"{layer.name()} ({layer_kind(layer)})"
+        return f"{quoted(layer.name())} ({geometry_label(layer)}, {feature_count_label(layer)} features)"
+    return f"{quoted(layer.name())} ({layer_kind(layer)})"
 
 
 def project_brief(project: QgsProject, max_layers: int = 30) -> str:
     """A few lines about the open project for the system prompt (main thread)."""
     layers = ordered_layers(project)
-    title = project.title() or (project.baseName() if project.fileName() else "unsaved project")
-    head = f"Open project: {title}; CRS {project.crs().authid() or 'none'}; {len(layers)} layers"
+    title = project.title() or (project.baseName() if project.fileName() else "")
+    named = quoted(title) if title else "unsaved project"
+    head = f"Open project: {named}; CRS {project.crs().authid() or 'none'}; {len(layers)} layers"
     if not layers:
         return head + "."
     listed = "; ".join(describe_map_layer_briefly(layer) for layer in layers[:max_layers])

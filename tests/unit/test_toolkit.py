@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Annotated
 
 import pytest
+from annotated_types import MaxLen
 
 from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.cancel import RunCancelled
@@ -136,3 +139,122 @@ def test_no_result_costs_more_than_a_thousand_tokens():
     assert outcome.ok and estimate_tokens(outcome.text) <= 1000
     assert "more characters not shown" in outcome.text
     assert estimate_tokens(outcome.text) > 800  # cut close to the budget, not far below it
+
+
+# -- bounds on every argument ------------------------------------------------------------------
+def find(names: list[str], query: str = "", limit: int = 20, scale: float = 1.0, options: dict | None = None) -> str:
+    """Find things.
+
+    Args:
+        names: Names.
+        query: Free text.
+        limit: Most results.
+        scale: A factor.
+        options: Extra settings.
+    """
+    return f"{len(names)} names, {len(query)} chars, {limit}, {scale}, {options}"
+
+
+def run_code(code: Annotated[str, MaxLen(20_000)]) -> str:
+    """Run code.
+
+    Args:
+        code: Python.
+    """
+    return f"{len(code)} chars"
+
+
+@pytest.fixture
+def bounded() -> Toolkit:
+    return Toolkit([find, run_code])
+
+
+def test_every_argument_has_a_bound_in_the_full_schema_but_not_in_the_prompt(bounded):
+    full = {s["function"]["name"]: s["function"]["parameters"]["properties"] for s in bounded.bounded_schemas}
+    assert full["find"]["names"]["maxItems"] == 50 and full["find"]["names"]["items"]["maxLength"] == 500
+    assert full["find"]["query"]["maxLength"] == 500
+    assert full["find"]["limit"]["maximum"] == 10**12 and full["find"]["scale"]["minimum"] == -1e12
+    assert full["find"]["options"]["anyOf"][0]["maxProperties"] == 100
+    assert full["run_code"]["code"]["maxLength"] == 20_000  # the signature's own bound wins over the default
+    sent = json.dumps(bounded.schemas)
+    assert not any(word in sent for word in ("maxLength", "maxItems", "maximum", "minimum", "maxProperties"))
+
+
+def test_a_call_past_a_bound_is_told_the_size_and_the_bound_without_its_text_echoed(bounded):
+    long = run(bounded, "find", {"names": ["x"], "query": "q" * 200_000})
+    assert not long.ok and "query is 200,000 characters; at most 500" in long.text and len(long.text) < 300
+    many = run(bounded, "find", {"names": ["x"] * 51})
+    assert "names has 51 items; at most 50" in many.text
+    item = run(bounded, "find", {"names": ["ok", "n" * 501]})
+    assert "names[1] is 501 characters; at most 500" in item.text
+    assert run(bounded, "run_code", {"code": "x" * 20_000}).ok
+    assert "code is 20,001 characters; at most 20,000" in run(bounded, "run_code", {"code": "x" * 20_001}).text
+
+
+@pytest.mark.parametrize(
+    ("args", "told"),
+    [
+        ({"names": ["schools\x00"]}, "names[0] contains a NUL character (\\u0000) at position 7"),
+        ({"names": ["a\udfffb"]}, "names[0] contains a lone surrogate ('\\udfff') at position 1"),
+        ({"names": [], "scale": float("nan")}, "finite number"),
+        ({"names": [], "scale": float("-inf")}, "finite number"),
+        ({"names": [], "limit": 10**30}, "less than or equal to 1000000000000"),
+        ({"names": [], "options": {"a": [[[[[[[[[["deep"]]]]]]]]]]}}, "nested more than 8 levels deep"),
+        ({"names": [], "options": {"a": "z\x00"}}, "options contains a NUL character"),
+        ({"names": [], "options": {"a": float("nan")}}, "options holds nan, which is not a finite number"),
+        ({"names": [], "options": {"a": list(range(3000))}}, "options holds more than 2,000 values"),
+    ],
+)
+def test_unclean_text_odd_numbers_and_deep_objects_are_refused_clearly(bounded, args, told):
+    outcome = run(bounded, "find", args)
+    assert not outcome.ok and told in outcome.text, outcome.text
+    assert "failed unexpectedly" not in outcome.text
+
+
+def test_odd_calls_never_echo_a_megabyte_back(bounded):
+    huge_key = run(bounded, "find", {"names": [], "k" * 1_000_000: 1})
+    assert "has no argument" in huge_key.text and len(huge_key.text) < 400
+    unknown = run(bounded, "f" * 1_000_000, {})
+    assert "there is no tool" in unknown.text and len(unknown.text) < 400
+    not_object = run(bounded, "find", ["x"] * 100_000)
+    assert "a list of 100,000 items" in not_object.text
+    nested_json = run(bounded, "find", {"names": "[" * 100_000})  # beyond the JSON parser's recursion
+    assert not nested_json.ok and len(nested_json.text) < 400
+
+
+def test_a_reply_with_lone_surrogates_is_made_valid_unicode():
+    from langchain_core.messages import AIMessage
+
+    from geogpt_qgis.core.bounds import clean_reply
+
+    reply = clean_reply(
+        AIMessage(content="ok\ud800", tool_calls=[{"name": "run_code", "args": {"code": "a\udfffb"}, "id": "1"}])
+    )
+    assert reply.content == "ok\ufffd" and reply.tool_calls[0]["args"] == {"code": "a\ufffdb"}
+    json.dumps(reply.tool_calls, ensure_ascii=False).encode()  # encodes now
+
+
+class Gated:
+    """A gated tool whose preview breaks, as a bug in one would."""
+
+    def preview_act(self, what: str) -> None:
+        raise RuntimeError("the preview broke")
+
+    def act(self, what: str) -> str:
+        """Do something risky.
+
+        Args:
+            what: What to do.
+        """
+        return "done"
+
+    act.approval_preview = "preview_act"  # type: ignore[attr-defined]
+
+
+def test_a_preview_that_raises_gives_the_error_to_answer_the_call_with():
+    from geogpt_qgis.agent.toolkit import ToolOutcome
+
+    toolkit = Toolkit([Gated().act])
+    outcome = asyncio.run(toolkit.approval_request("c1", "act", {"what": "x"}))
+    assert isinstance(outcome, ToolOutcome) and not outcome.ok
+    assert outcome.text == "Error: act could not be checked before approval: RuntimeError: the preview broke"

@@ -78,8 +78,13 @@ class ChartSpec:
         return f"{self.measure_label.capitalize()} by {self.x}{split}"
 
 
+TITLE_CHARS = 200  # a title longer than this cannot be drawn legibly (and a huge one overflows the raster)
+
+
 def parse_spec(kind: str, x: str, y: str = "", title: str = "") -> ChartSpec:
     """Check what the model asked for, before any data is read (fields are checked against the data later)."""
+    if len(str(title)) > TITLE_CHARS:
+        raise ToolError(f"the title is {len(str(title)):,} characters; at most {TITLE_CHARS}: give a short title")
     chart = KINDS.get(" ".join(str(kind).lower().replace("-", " ").split()))
     if chart is None:
         raise ToolError(f"unknown chart kind {kind!r}; use bar, line, pie, histogram or scatter")

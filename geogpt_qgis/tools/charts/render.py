@@ -16,6 +16,9 @@ from typing import Any
 from geogpt_qgis.tools.charts.data import ChartData
 
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.8, 110
+# Longest text drawn, by place: labels come from the data, and matplotlib lays out (and rasterises) every
+# character, so an unbounded value could take minutes or overflow the raster.
+TITLE_CHARS, AXIS_CHARS, TICK_CHARS = 120, 80, 40
 COLORS = ["#1f78b4", "#33a02c", "#e31a1c", "#ff7f00", "#6a3d9a", "#b15928", "#a6cee3", "#b2df8a", "#fb9a99"]
 
 
@@ -28,10 +31,10 @@ def render_png(data: ChartData, path: Path) -> Path:
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
     {"bar": _bar, "line": _line, "pie": _pie, "histogram": _histogram, "scatter": _scatter}[data.kind](axes, data)
-    axes.set_title(data.title)
+    axes.set_title(_clip(data.title, TITLE_CHARS))
     if data.kind != "pie":
-        axes.set_xlabel(data.x_label)
-        axes.set_ylabel(data.y_label)
+        axes.set_xlabel(_clip(data.x_label, AXIS_CHARS))
+        axes.set_ylabel(_clip(data.y_label, AXIS_CHARS))
         axes.grid(True, axis="y", alpha=0.3)
         axes.set_axisbelow(True)
         if data.y_label == "count" and data.kind != "scatter":
@@ -60,12 +63,16 @@ def _bar(axes: Any, data: ChartData) -> None:
         offset = (index - (len(names) - 1) / 2) * width
         values = [0.0 if math.isnan(v) else v for v in data.series[name]]
         bars = axes.bar(
-            [p + offset for p in positions], values, width, label=name or None, color=COLORS[index % len(COLORS)]
+            [p + offset for p in positions],
+            values,
+            width,
+            label=_clip(name, TICK_CHARS) or None,
+            color=COLORS[index % len(COLORS)],
         )
         if len(names) == 1 and len(positions) <= 15:
             axes.bar_label(bars, labels=[_short(v) for v in values], fontsize=8, padding=2)
     axes.set_xticks(positions)
-    axes.set_xticklabels(data.categories)
+    axes.set_xticklabels(_ticks(data.categories))
     _rotate(axes, data.categories)
     if len(names) > 1:
         axes.legend(fontsize=8)
@@ -78,12 +85,12 @@ def _line(axes: Any, data: ChartData) -> None:
             positions,
             values,
             marker="o" if len(positions) <= 40 else None,
-            label=name or None,
+            label=_clip(name, TICK_CHARS) or None,
             color=COLORS[index % len(COLORS)],
         )
     step = max(1, len(positions) // 20)
     axes.set_xticks(positions[::step])
-    axes.set_xticklabels(data.categories[::step])
+    axes.set_xticklabels(_ticks(data.categories[::step]))
     _rotate(axes, data.categories[::step])
     if len(data.series) > 1:
         axes.legend(fontsize=8)
@@ -93,7 +100,7 @@ def _pie(axes: Any, data: ChartData) -> None:
     values = [0.0 if math.isnan(v) else v for v in data.series[""]]
     axes.pie(
         values,
-        labels=data.categories,
+        labels=_ticks(data.categories),
         autopct="%1.0f%%",
         startangle=90,
         counterclock=False,
@@ -120,6 +127,15 @@ def _scatter(axes: Any, data: ChartData) -> None:
     xs = [p[0] for p in data.points]
     ys = [p[1] for p in data.points]
     axes.scatter(xs, ys, s=12 if len(xs) > 500 else 24, alpha=0.7, color=COLORS[0])
+
+
+def _clip(text: Any, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _ticks(labels: list[str]) -> list[str]:
+    return [_clip(label, TICK_CHARS) for label in labels]
 
 
 def _short(value: float) -> str:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
+from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
@@ -13,10 +16,14 @@ from geogpt_qgis.tools.layers import add_result_layer
 from geogpt_qgis.tools.ogc import catalog
 from geogpt_qgis.tools.ogc.catalog import Collection, Fetched, Queryable, ServerInfo, crs_label, fetch_features
 from geogpt_qgis.tools.ogc.http import OgcHttp
-from geogpt_qgis.tools.ogc.layers import layer_crs, linked_layer, memory_layer
+from geogpt_qgis.tools.ogc.layers import layer_crs, linked_layer, memory_layer, memory_rows
 from geogpt_qgis.tools.ogc.query import bounded_limit, check_filter, clip_features, plan_bbox, supports_filter
 from geogpt_qgis.tools.ogc.servers import OgcServer, ServerDirectory, parse_servers, urls_in
 from geogpt_qgis.tools.processing.naming import slug
+from geogpt_qgis.tools.result_store import ResultStore, StagedResult, finish_result, stage_result
+
+if TYPE_CHECKING:
+    from qgis.core import QgsVectorLayer
 
 MAX_DESCRIBED = 4
 CACHE_SECONDS = 600.0
@@ -104,7 +111,7 @@ class OgcTools(ToolFamily):
         self,
         collection: str,
         server: str = "",
-        filter: str = "",  # noqa: A002 - the OGC API parameter's own name
+        filter: Expression = "",  # noqa: A002 - the OGC API parameter's own name
         bbox: list[float] | None = None,
         bbox_crs: str = "",
         properties: list[str] | None = None,
@@ -184,18 +191,33 @@ class OgcTools(ToolFamily):
         whole = not (cql or narrowed or fetched.more)
         request = info.items_url(collection) + (f" filter: {cql}" if cql else "")
         if whole:
-            layer = linked_layer(info.server.url, collection.id, base)
+            # QGIS's OAPIF provider and its network manager live on the main thread: made there, never here.
+            make = partial(linked_layer, info.server.url, collection.id, base)
             kind = "linked to the server (QGIS's OGC API Features provider)"
             extent = features_extent(fetched.features)  # the provider would fetch them all again to know
         else:
-            layer = memory_layer(fetched.features, fetched.crs, props, base, f"From {request}")
-            kind = "a memory layer with the fetched features"
-            box = layer.extent()
-            extent = None if box.isNull() else (box.xMinimum(), box.yMinimum(), box.xMaximum(), box.yMaximum())
+            # Parsing happens here (the slow part); the main thread only makes the layer and adds the rows.
+            make = partial(memory_layer, memory_rows(fetched.features, fetched.crs, props, f"From {request}"), base)
+            kind = "the fetched features, kept in the project's GeoPackage"
+            extent = None
+        added, fields, box = self.ctx.on_main(self._add_layer, make, base)
+        # Fetched features are copied into the project's GeoPackage (here, off the main thread): they survive saving.
+        name = added if isinstance(added, str) else finish_result(self.ctx, *added)
+        return summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields, extent or box)
+
+    def _add_layer(
+        self, make: Callable[[], QgsVectorLayer], base: str
+    ) -> tuple[str | tuple[ResultStore, StagedResult], list[str], tuple[float, float, float, float] | None]:
+        """Make the layer, add it (linked) or stage it for the store (fetched) (main thread); its fields and extent."""
+        layer = make()
         fields = layer.fields().names()
-        layer.moveToThread(self.ctx.bridge.thread())
-        name = self.ctx.on_main(add_result_layer, self.ctx.project, layer, base)
-        return summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields, extent)
+        extent = None
+        if layer.providerType() == "memory" and not layer.extent().isNull():  # a linked layer would fetch it all
+            box = layer.extent()
+            extent = (box.xMinimum(), box.yMinimum(), box.xMaximum(), box.yMaximum())
+        if layer.providerType() == "memory":
+            return stage_result(self.ctx.project, layer, base), fields, extent
+        return add_result_layer(self.ctx.project, layer, base), fields, extent
 
 
 def features_extent(features: list[dict[str, Any]]) -> tuple[float, float, float, float] | None:

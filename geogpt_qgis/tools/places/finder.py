@@ -32,15 +32,14 @@ from qgis.core import (
     QgsProject,
     QgsSingleSymbolRenderer,
     QgsUnitTypes,
-    QgsVectorLayer,
     QgsWkbTypes,
 )
 
 from geogpt_qgis.tools.base import ToolContext, ToolError
-from geogpt_qgis.tools.layers import add_result_layer
 from geogpt_qgis.tools.places import postgis_tables
 from geogpt_qgis.tools.places.matching import (
     EXACT,
+    MATCH_CHARS,
     MIN_SCORE,
     Candidate,
     Decision,
@@ -68,6 +67,8 @@ from geogpt_qgis.tools.places.project_layers import (
 from geogpt_qgis.tools.postgis.connections import resolve_connection
 from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.processing.naming import slug
+from geogpt_qgis.tools.result_store import ResultStore, StagedResult, finish_result, stage_result
+from geogpt_qgis.tools.thread_guard import vector_layer
 
 MAX_NAMES = 10
 CLOSEST_SCAN = 20_000  # names per layer compared when nothing matched, for the closest ones
@@ -113,6 +114,9 @@ class PlaceFinder:
             raise ToolError('name at least one place, e.g. names=["Nordby school"]')
         if len(names) > MAX_NAMES:
             raise ToolError(f"find at most {MAX_NAMES} places per call")
+        longest = max(names, key=len)
+        if len(longest) > MATCH_CHARS:
+            raise ToolError(f"a place name is {len(longest):,} characters; at most {MATCH_CHARS}: name places briefly")
         cancel = self.ctx.cancel
         snap: ProjectSnapshot = self.ctx.on_main(snapshot, self.ctx.project)
         scanned: list[tuple[LayerSnapshot, dict[str, NameGroup]]] = []
@@ -346,7 +350,8 @@ class PlaceFinder:
         base = "place_" + (slug(normalize(item.candidate.name)) or "unnamed")
         if base in taken:
             base = f"{base}_{slug(source_key(item.candidate.source))}"
-        name = self.ctx.on_main(_add_place_layer, self.ctx.project, base, item, snap)
+        staged = self.ctx.on_main(_add_place_layer, self.ctx.project, base, item, snap)
+        name = finish_result(self.ctx, *staged)  # kept in the project's GeoPackage: it survives saving
         taken.add(name)
         return name
 
@@ -412,8 +417,13 @@ def _wkt_sql(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> str:
     )
 
 
-def _add_place_layer(project: QgsProject, base: str, item: Located, snap: ProjectSnapshot) -> str:
-    """A memory layer with the place's features, replacing an earlier place layer of that name (main thread)."""
+def _add_place_layer(
+    project: QgsProject, base: str, item: Located, snap: ProjectSnapshot
+) -> tuple[ResultStore, StagedResult]:
+    """A layer with the place's features, replacing an earlier place layer of that name, staged for the store.
+
+    Main thread; ``finish_result`` writes it and adds the stored layer.
+    """
     for old in project.mapLayersByName(base):
         if old.customProperty(PLACE_PROPERTY):
             project.removeMapLayer(old.id())
@@ -425,7 +435,7 @@ def _add_place_layer(project: QgsProject, base: str, item: Located, snap: Projec
         kinds = {g.wkbType() for g in geometries}
     wkb_type = kinds.pop() if kinds else QgsWkbTypes.Type.Point
     uri = f"{QgsWkbTypes.displayString(wkb_type)}?crs={snap.crs.authid()}&field=name:string&field=source:string"
-    layer = QgsVectorLayer(uri + "&field=type:string", base, "memory")
+    layer = vector_layer(uri + "&field=type:string", base, "memory")
     layer.setCrs(snap.crs)  # also a CRS without an authority id
     candidate = item.candidate
     features = []
@@ -438,7 +448,7 @@ def _add_place_layer(project: QgsProject, base: str, item: Located, snap: Projec
     layer.updateExtents()
     layer.setCustomProperty(PLACE_PROPERTY, candidate.label)
     layer.setRenderer(QgsSingleSymbolRenderer(_place_symbol(layer.geometryType())))
-    return add_result_layer(project, layer, base)
+    return stage_result(project, layer, base)
 
 
 def _place_symbol(kind: QgsWkbTypes.GeometryType) -> Any:

@@ -52,6 +52,9 @@ TYPE_FIELD_PATTERN = r"^(type|kind|class|category|fclass|amenity|typ|art|kategor
 STOP_WORDS = frozenset({"the", "of", "in", "at", "near", "around", "a", "an"})
 
 MIN_SCORE = 0.55  # below this a name is not a match, only a suggestion
+# The most of a name (asked for, or read from the data) the fuzzy comparisons look at: difflib's cost grows
+# with the product of the two lengths, so an unbounded text could hold a run for minutes.
+MATCH_CHARS = 200
 MARGIN = 0.08  # candidates this close to the best are too close to call
 EXACT = 1.0
 
@@ -95,6 +98,7 @@ def score(query: str, name: str) -> float:
         return 0.0
     if query == name:
         return EXACT
+    query, name = query[:MATCH_CHARS], name[:MATCH_CHARS]
     best = max(difflib.SequenceMatcher(None, query, name).ratio(), trigram_similarity(query, name))
     words, name_words = query.split(), name.split()
     if all(_word_matches(word, name_words) for word in words):

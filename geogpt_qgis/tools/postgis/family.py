@@ -7,6 +7,7 @@ from typing import Any
 from qgis.core import QgsWkbTypes
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.bounds import Sql
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import add_result_layer
@@ -122,7 +123,7 @@ class PostgisTools(ToolFamily):
     @gated("preview_run_sql")
     def run_sql(
         self,
-        sql: str,
+        sql: Sql,
         connection: str = "",
         output_name: str = "",
         write: bool = False,
@@ -150,9 +151,7 @@ class PostgisTools(ToolFamily):
         if result.total > 0 and (result.geometry or output_name.strip()):
             tables = referenced_tables(result.statement)
             base = slug(output_name) or f"{slug(tables[0].split('.')[-1]) if tables else 'query'}_sql"
-            layer = query_layer(saved, result, base)
-            layer.moveToThread(self.ctx.bridge.thread())
-            name = self.ctx.on_main(add_result_layer, self.ctx.project, layer, base)
+            name = self.ctx.on_main(lambda: add_result_layer(self.ctx.project, query_layer(saved, result, base), base))
             text += "\n" + layer_summary(name, result)
         return text
 
