@@ -13,7 +13,7 @@ LRELEASE := $(firstword $(wildcard /usr/lib/qt5/bin/lrelease) lrelease)
 TRANSLATIONS := $(patsubst %.ts,%.qm,$(wildcard i18n/*.ts))
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: help system setup demo postgis test eval bench lint run screenshot package translations clean
+.PHONY: help system setup demo postgis test eval bench bench-quick lint run screenshot package translations clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -59,14 +59,18 @@ translations: | system  ## update i18n/*.ts from the tr("...") calls in the code
 postgis: system demo  ## start PostgreSQL/PostGIS and load the demo town
 	@scripts/postgis.sh
 
-test: setup postgis lint  ## install everything, start PostGIS, lint, run all tests headless
+test: setup postgis lint  ## install everything, start PostGIS, lint, run all tests headless, check the benchmarks run
 	$(PYTHON) -m pytest
+	$(PYTHON) -m bench --quick
 
 eval: setup postgis  ## the GIS task suite through the whole agent, prompt budget, weak-model replays (evals/results.json)
 	$(PYTHON) -m evals
 
 bench: setup postgis  ## benchmarks: start-up, responsiveness, processing, PostGIS, conversations (bench/results.json)
 	$(PYTHON) -m bench
+
+bench-quick: setup postgis  ## every benchmark on small sizes (under a minute): fails if one errors, not on timings
+	$(PYTHON) -m bench --quick
 
 lint: $(STAMPS)/python-deps  ## ruff, and Bandit (fails on high-severity findings)
 	$(PYTHON) -m ruff check .

@@ -21,16 +21,22 @@
 
 These machines are shared and noisy: compare ratios from one run, not absolute
 times across runs.
+
+    python -m bench --quick    every benchmark on small sizes (``make bench-quick``, part of
+                               ``make test``): fails if any benchmark errors, never on timings
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import json
 import os
 import platform
 import sys
+import time
 
-from bench.common import REPO, run_child
+from bench.common import QUICK_ENV, REPO, run_child
 from bench.startup import GOAL_STARTUP_MS, bench_startup
 
 RESULTS = REPO / "bench" / "results.json"
@@ -42,10 +48,7 @@ RUN_LABELS = {
 }
 
 
-def main() -> int:
-    results: dict = {
-        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}
-    }
+def startup_section(results: dict) -> None:
     startup = results["startup"] = bench_startup()
     print(
         f"start-up: classFactory+initGui median {startup['plugin_load_ms_median']} ms "
@@ -54,6 +57,9 @@ def main() -> int:
         f"{startup['agent_stack_import_ms_median']} ms (on the worker, with the first message); "
         f"heavy modules at start: {startup['heavy_modules_at_start'] or 'none'}"
     )
+
+
+def responsiveness_section(results: dict) -> None:
     r = results["responsiveness"] = run_child("bench.responsiveness")
     print(
         f"rendering on the main thread: 500 tokens {r['render_500_tokens_ms']} ms, "
@@ -67,6 +73,12 @@ def main() -> int:
         + f" (goal <= {r['goal_stall_ms']:g} ms; the same heartbeat with nothing running: "
         f"{r['idle_longest_stall_ms']} ms)"
     )
+    failed = [name for name in RUN_LABELS if set(r[name].get("statuses") or [r[name].get("status")]) != {"finished"}]
+    if failed:
+        raise RuntimeError(f"runs that did not finish: {', '.join(failed)}")
+
+
+def processing_section(results: dict) -> None:
     p = results["processing"] = run_child("bench.processing")
     print(
         f"processing: buffer of {p['features']:,} features: run_algorithm {p['median_tool_seconds']} s vs "
@@ -81,6 +93,9 @@ def main() -> int:
         f"{p['search_max_ms']} ms at most over {p['search_queries']} queries (goal < {p['goal_search_ms']:g} ms); "
         f"building the index once {p['index_build_ms']} ms"
     )
+
+
+def postgis_section(results: dict) -> None:
     g = results["postgis"] = run_child("bench.postgis", timeout=1800)
     print(
         f"postgis: a query returning {g['result_rows']:,} geometries added as a layer backed by the query in "
@@ -89,6 +104,9 @@ def main() -> int:
         f"({g['geojson_vs_query_layer_ratio']}x slower); describing a {g['table_rows']:,}-row table: "
         f"{g['median_describe_10m_seconds']} s (goal <= {g['goal_seconds']:g} s)"
     )
+
+
+def conversations_section(results: dict) -> None:
     c = results["conversations"] = run_child("bench.conversations")
     steps = c["checkpoint_step"]
     print(
@@ -100,6 +118,9 @@ def main() -> int:
         f"ms of it making widgets on the main thread, longest stall {c['open_longest_stall_median_ms']} ms "
         f"(medians of 5; idle: {c['idle_longest_stall_ms']} ms)"
     )
+
+
+def prompt_budget_section(results: dict) -> None:
     b = results["prompt_budget"] = run_child("bench.prompt_budget")
     for label, key in (("every tool family", "every_family"), ("a plain project", "plain_project")):
         m = b[key]
@@ -109,8 +130,50 @@ def main() -> int:
             f"the agent's own estimate, on the high side: {m['estimated_total_tokens']}); by family: "
             + ", ".join(f"{k} {v}" for k, v in m["families"].items())
         )
+
+
+SECTIONS = (
+    ("start-up", startup_section),
+    ("responsiveness", responsiveness_section),
+    ("processing", processing_section),
+    ("postgis", postgis_section),
+    ("conversations", conversations_section),
+    ("prompt budget", prompt_budget_section),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark (each one even when another fails); non-zero exit if any failed.
+
+    ``--quick`` runs the same code on small sizes (``bench.common.sized``) and
+    writes no results: it only proves that every benchmark still works.
+    """
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="small sizes, no results file: does every benchmark run?")
+    args = parser.parse_args(argv)
+    if args.quick:
+        os.environ[QUICK_ENV] = "1"  # read by this process's modules and inherited by every child
+    started = time.monotonic()
+    results: dict = {
+        "date": datetime.date.today().isoformat(),
+        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
+    }
+    failed: list[str] = []
+    for name, section in SECTIONS:
+        try:
+            section(results)
+        except Exception as exc:  # noqa: BLE001 - reported, and the exit status says so
+            failed.append(name)
+            print(f"FAILED: the {name} benchmark: {type(exc).__name__}: {exc}", file=sys.stderr)
+    took = f"{time.monotonic() - started:.0f} s"
+    if failed:
+        print(f"{len(failed)} of {len(SECTIONS)} benchmarks failed ({', '.join(failed)}) in {took}", file=sys.stderr)
+        return 1
+    if args.quick:
+        print(f"all {len(SECTIONS)} benchmarks ran on small sizes in {took} (figures not kept)")
+        return 0
     RESULTS.write_text(json.dumps(results, indent=2))
-    print(f"wrote {RESULTS.relative_to(REPO)}")
+    print(f"wrote {RESULTS.relative_to(REPO)} ({took})")
     return 0
 
 

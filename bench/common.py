@@ -14,6 +14,19 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL_STALL_MS = 50.0
+# ``make bench-quick`` (``python -m bench --quick``) sets this for every child: the same code on small
+# sizes, so that a benchmark broken by a change fails in ``make test`` instead of rotting unseen.
+QUICK_ENV = "GEOGPT_BENCH_QUICK"
+
+
+def quick() -> bool:
+    """Whether this is the quick run (small sizes; the figures mean nothing, only that it works)."""
+    return os.environ.get(QUICK_ENV) == "1"
+
+
+def sized(full: Any, small: Any) -> Any:
+    """``full`` for ``make bench``, ``small`` for ``make bench-quick``."""
+    return small if quick() else full
 
 
 @contextmanager
@@ -59,9 +72,11 @@ class Heartbeat:
         return round(max(gaps) * 1000, 1) if gaps else None
 
 
-def idle_stall_ms(seconds: float = 2.0) -> float | None:
-    """The longest main-thread stall while nothing at all runs: this machine's noise floor."""
+def idle_stall_ms(seconds: float | None = None) -> float | None:
+    """The longest main-thread stall while nothing at all runs (2 s by default): this machine's noise floor."""
     from qgis.PyQt.QtCore import QEventLoop, QTimer
+
+    seconds = seconds if seconds is not None else sized(2.0, 0.2)
 
     with Heartbeat() as heartbeat:
         loop = QEventLoop()

@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Heartbeat, headless_qgis, idle_stall_ms
+from bench.common import Heartbeat, headless_qgis, idle_stall_ms, sized
 
-MESSAGES = 200
-OPEN_REPEATS = 5
+MESSAGES = sized(200, 12)
+OPEN_REPEATS = sized(5, 1)
 LAYERS = ["schools", "districts", "roads", "rivers", "parks", "hospitals", "landuse"]
 
 

@@ -21,12 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import headless_qgis
+from bench.common import headless_qgis, sized
 
-ROWS = 10_000_000
-RESULT_ROWS = 1_000_000
-QUERY = f"SELECT id, landuse, geom FROM bench.parcels_10m WHERE id <= {RESULT_ROWS}"
-ROUNDS = 3
+ROWS = sized(10_000_000, 20_000)
+RESULT_ROWS = sized(1_000_000, 5_000)
+TABLE = sized("bench.parcels_10m", "bench.parcels_quick")
+QUERY = f"SELECT id, landuse, geom FROM {TABLE} WHERE id <= {RESULT_ROWS}"
+ROUNDS = sized(3, 1)
 GOAL_SECONDS = 1.0
 
 
@@ -34,24 +35,24 @@ def ensure_big_table() -> None:
     from tests.support.postgis import connect
 
     with connect() as conn, conn.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass('bench.parcels_10m')")
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (TABLE,))
         found = cursor.fetchone()
         if found and found[0] >= ROWS * 0.99:
             return
         cursor.execute(
             f"""
             CREATE SCHEMA IF NOT EXISTS bench;
-            DROP TABLE IF EXISTS bench.parcels_10m;
-            CREATE TABLE bench.parcels_10m AS
+            DROP TABLE IF EXISTS {TABLE};
+            CREATE TABLE {TABLE} AS
               SELECT i AS id,
                      (ARRAY['residential','commercial','industrial','farmland','forest'])[1 + i % 5] AS landuse,
                      (i::bigint * 7919 % 1000)::int AS value,
                      ST_SetSRID(ST_MakePoint(560000 + (i % 4000) * 2, 6200000 + (i / 4000) * 2), 25832)
                        ::geometry(Point, 25832) AS geom
               FROM generate_series(1, {ROWS}) i;
-            ALTER TABLE bench.parcels_10m ADD PRIMARY KEY (id);
-            COMMENT ON TABLE bench.parcels_10m IS 'Ten million synthetic parcels for the benchmarks';
-            ANALYZE bench.parcels_10m;
+            ALTER TABLE {TABLE} ADD PRIMARY KEY (id);
+            COMMENT ON TABLE {TABLE} IS 'Synthetic parcels for the benchmarks';
+            ANALYZE {TABLE};
             """
         )
         conn.commit()
@@ -96,7 +97,7 @@ def measure() -> dict[str, Any]:
     with saved_connection("bench") as name, tempfile.TemporaryDirectory() as work:
         for round_ in range(ROUNDS):
             started = time.perf_counter()
-            call_in_thread(tools.run_sql, name, QUERY, f"parcels_{round_}")
+            call_in_thread(tools.run_sql, QUERY, name, f"parcels_{round_}")
             tool_seconds.append(time.perf_counter() - started)
             layer = project.mapLayersByName(f"parcels_{round_}")[0]
             assert layer.isValid()
@@ -107,7 +108,7 @@ def measure() -> dict[str, Any]:
                 assert count == RESULT_ROWS
                 export_seconds.append(seconds)
             started = time.perf_counter()
-            text = call_in_thread(tools.describe_table, name, ["bench.parcels_10m"])
+            text = call_in_thread(tools.describe_table, [TABLE], name)
             describe_seconds.append(time.perf_counter() - started)
             assert "landuse" in text
     tool, export = statistics.median(tool_seconds), statistics.median(export_seconds)

@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import GOAL_STALL_MS, Heartbeat, headless_qgis, idle_stall_ms
+from bench.common import GOAL_STALL_MS, Heartbeat, headless_qgis, idle_stall_ms, sized
 
-FEATURES = 100_000
-ROUNDS = 5
+FEATURES = sized(100_000, 2_000)
+ROUNDS = sized(5, 1)
 PARAMETERS = {"DISTANCE": 5, "SEGMENTS": 8}
 GOAL_OVERHEAD = 0.05
 GOAL_SEARCH_MS = 50.0

@@ -21,10 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import GOAL_STALL_MS, Heartbeat, headless_qgis, idle_stall_ms
+from bench.common import GOAL_STALL_MS, Heartbeat, headless_qgis, idle_stall_ms, sized
 
-TOKENS_PER_SECOND = 500  # faster than local models stream
-REPEATS = 3
+TOKENS_PER_SECOND = sized(500, 5000)  # faster than local models stream
+REPEATS = sized(3, 1)
+SMALL_TOKENS, LARGE_TOKENS = sized((500, 2000), (100, 400))
+BIG_LAYER_POINTS = sized(200_000, 5_000)
 
 
 def markdown_answer(tokens: int) -> str:
@@ -51,7 +53,7 @@ def markdown_answer(tokens: int) -> str:
     return "".join(split_tokens("".join(parts))[:tokens])
 
 
-def render_cost_ms(tokens: int, repeats: int = 5, tokens_per_flush: int = 20) -> float:
+def render_cost_ms(tokens: int, repeats: int = sized(5, 1), tokens_per_flush: int = 20) -> float:
     """Main-thread time to render an answer of ``tokens`` tokens into the chat view, as the dock does.
 
     Fed in flushes of ``tokens_per_flush`` with the event loop run after each,
@@ -97,7 +99,8 @@ def measure() -> dict[str, Any]:
         work_dir = Path(work)
         project = QgsProject.instance()
         project.read(str(copy_demo(work_dir / "demo")))
-        big = QgsVectorLayer(f"{write_big_points(work_dir / 'big.gpkg')}|layername=big", "big", "ogr")
+        points = write_big_points(work_dir / "big.gpkg", BIG_LAYER_POINTS)
+        big = QgsVectorLayer(f"{points}|layername=big", "big", "ogr")
         project.addMapLayer(big)
         PlgOptionsManager.set_value("provider", "ollama")
         PlgOptionsManager.set_value("ollama_url", server.url)
@@ -138,7 +141,7 @@ def measure() -> dict[str, Any]:
             }
 
         delay = 1.0 / TOKENS_PER_SECOND
-        small_text, large_text = markdown_answer(500), markdown_answer(2000)
+        small_text, large_text = markdown_answer(SMALL_TOKENS), markdown_answer(LARGE_TOKENS)
         # The first message imports the agent stack on the worker thread (once per session).
         first = run([Turn(text=small_text, chunk_delay=delay)], "first message")
         small = repeated([Turn(text=small_text, chunk_delay=delay)], "short answer")
@@ -158,7 +161,7 @@ def measure() -> dict[str, Any]:
         dock.deleteLater()
         iface.mainWindow().deleteLater()
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    render_small, render_large = render_cost_ms(500), render_cost_ms(2000)
+    render_small, render_large = render_cost_ms(SMALL_TOKENS), render_cost_ms(LARGE_TOKENS)
     steady = (small, large, with_tool)
     return {
         "tokens": {"small": len(split_tokens(small_text)), "large": len(split_tokens(large_text))},
