@@ -13,6 +13,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from geogpt_qgis.core.numbers import plain_number
+from geogpt_qgis.core.text import short
+
 TOP_VALUES = 6
 MAX_VALUE_CHARS = 40
 
@@ -27,14 +30,11 @@ class FieldSummary:
 
 
 def _fmt_number(value: float) -> str:
-    if float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:,.4g}" if abs(value) >= 1e6 or abs(value) < 1e-3 else f"{value:,.2f}"
+    return plain_number(value)  # 15,381,700 and 0.000123, never 1.538e+07
 
 
 def _clip(value: object) -> str:
-    text = str(value).replace("\n", " ")
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+    return short(value, MAX_VALUE_CHARS)  # one line: values are data from whoever made the layer
 
 
 def summarize_values(values: Sequence[object]) -> str:

@@ -22,9 +22,11 @@ from qgis.core import (
 )
 from qgis.PyQt.QtGui import QColor
 
+from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.fuzzy import did_you_mean
+from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.text import markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import (
@@ -45,6 +47,7 @@ from geogpt_qgis.tools.layers import (
     resolve_layer,
     resolve_vector_layer,
 )
+from geogpt_qgis.tools.safety.expressions import expression_request, require_safe_expression
 
 SAMPLE_SIZE = 5000
 MAX_READ_ROWS = 50
@@ -144,6 +147,13 @@ class ProjectTools(ToolFamily):
             lines.append(f"Selected: {selected:,} features")
         return "\n".join(lines), plan_vector_read(layer)
 
+    def preview_read_features(
+        self, layer: str, fields: list[str] | None = None, expression: str = "", limit: int = 20
+    ) -> ApprovalRequest | None:
+        """Only an expression with side effects asks (tools/safety/expressions.py); it is parsed, not run."""
+        return expression_request(f"Read features of {layer!r}", [("the filter", expression)])
+
+    @gated("preview_read_features")
     def read_features(
         self, layer: str, fields: list[str] | None = None, expression: Expression = "", limit: int = 20
     ) -> str:
@@ -156,7 +166,8 @@ class ProjectTools(ToolFamily):
             limit: Rows (1-50).
         """
         limit = max(1, min(int(limit), MAX_READ_ROWS))
-        plan, request, columns = self.ctx.on_main(self._prepare_read, layer, fields or [], expression)
+        approved = approval_granted()  # read here: the decision lives in this call's context
+        plan, request, columns = self.ctx.on_main(self._prepare_read, layer, fields or [], expression, approved)
         request.setLimit(limit + 1)
         rows = read_rows(plan, request, columns, self.ctx.cancel)
         more = len(rows) > limit
@@ -173,7 +184,7 @@ class ProjectTools(ToolFamily):
         return head + "\n" + markdown_table(columns, [[_cell(v) for v in row] for row in rows])
 
     def _prepare_read(
-        self, ref: str, fields: list[str], expression: str
+        self, ref: str, fields: list[str], expression: str, approved: bool = False
     ) -> tuple[VectorReadPlan, QgsFeatureRequest, list[str]]:
         vector = resolve_vector_layer(self.ctx.project, ref)
         names = vector.fields().names()
@@ -182,7 +193,7 @@ class ProjectTools(ToolFamily):
                 raise ToolError(did_you_mean(name, names, f"field in {vector.name()!r}"))
         columns = list(fields) or names
         if expression.strip():
-            request = filter_request(vector, expression)  # keeps geometry if the filter needs it
+            request = filter_request(vector, expression, approved)  # keeps geometry if the filter needs it
             needed = set(columns) | set(QgsExpression(expression).referencedColumns())
             request.setSubsetOfAttributes(sorted(needed), vector.fields())
         else:
@@ -192,6 +203,11 @@ class ProjectTools(ToolFamily):
         return plan_vector_read(vector), request, columns
 
     # -- selection ---------------------------------------------------------
+    def preview_select_features(self, layer: str, expression: str) -> ApprovalRequest | None:
+        """Only an expression with side effects asks (tools/safety/expressions.py); it is parsed, not run."""
+        return expression_request(f"Select features of {layer!r}", [("the expression", expression)])
+
+    @gated("preview_select_features")
     def select_features(self, layer: str, expression: Expression) -> str:
         """Select the features matching an expression (empty clears the selection).
 
@@ -201,7 +217,7 @@ class ProjectTools(ToolFamily):
         """
         if not expression.strip():
             return self.ctx.on_main(self._clear_selection, layer)
-        plan, request = self.ctx.on_main(self._prepare_selection, layer, expression)
+        plan, request = self.ctx.on_main(self._prepare_selection, layer, expression, approval_granted())
         ids = collect_matching_ids(plan, request, self.ctx.cancel)
         return self.ctx.on_main(self._apply_selection, plan.layer_id, ids, expression, plan.feature_count)
 
@@ -210,9 +226,11 @@ class ProjectTools(ToolFamily):
         vector.removeSelection()
         return f"Cleared the selection of {vector.name()!r}."
 
-    def _prepare_selection(self, ref: str, expression: str) -> tuple[VectorReadPlan, QgsFeatureRequest]:
+    def _prepare_selection(
+        self, ref: str, expression: str, approved: bool = False
+    ) -> tuple[VectorReadPlan, QgsFeatureRequest]:
         vector = resolve_vector_layer(self.ctx.project, ref)
-        return plan_vector_read(vector), filter_request(vector, expression)
+        return plan_vector_read(vector), filter_request(vector, expression, approved)
 
     def _apply_selection(self, layer_id: str, ids: list[int], expression: str, total: int) -> str:
         vector = self.ctx.project.mapLayer(layer_id)
@@ -357,15 +375,20 @@ def _cell(value: object) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, float):
-        return f"{value:g}"
+        return plain_number(value, grouping=False)  # never 1.53817e+07; no commas, so it can go into an expression
     return short(value, 40)
 
 
-def filter_request(vector: QgsVectorLayer, expression: str) -> QgsFeatureRequest:
-    """A request for the features matching ``expression``, checked first (main thread)."""
+def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = False) -> QgsFeatureRequest:
+    """A request for the features matching ``expression``, checked first (main thread).
+
+    Its functions are checked before anything evaluates it: one with side effects
+    (``env``, Python functions...) is refused unless the user approved this call.
+    """
     parsed = QgsExpression(expression)
     if parsed.hasParserError():
         raise ToolError(f"invalid expression: {' '.join(parsed.parserErrorString().split())}")
+    require_safe_expression(expression, "the expression", approved)
     field_names = vector.fields().names()
     for column in sorted(parsed.referencedColumns()):
         if column != QgsFeatureRequest.ALL_ATTRIBUTES and column not in field_names:

@@ -567,3 +567,39 @@ def test_several_risky_calls_in_one_reply_are_asked_one_after_another(env, worke
     assert replies[0] == "Removed layer 'parks' from the project."
     assert replies[1].startswith("6 layers")  # list_layers ran, after the removal
     assert "keep land use" in replies[2]
+
+
+def test_a_reprojection_after_an_approved_file_writing_step_is_right(
+    env, worker, recorder, config, model_server, tool_ctx
+):
+    """Issue 18, in the order that broke it: the approved file-writing buffer, then a reprojection.
+
+    The writer's thread used to leave QGIS's PROJ objects dead, so the reprojection
+    returned UTM metres labelled EPSG:4326.
+    """
+    from pyproj import Transformer
+    from qgis.core import QgsCoordinateReferenceSystem
+
+    QgsCoordinateReferenceSystem.invalidateCache()  # CRSs built by whichever thread asks first
+    gated = GATED["run_algorithm writing a file"]
+    script_one_call(model_server, gated.tool, gated.args(env))
+    run_to_end(recorder, worker.submit("please do it", config, POLICY_ASK))
+    approved = run_to_end(recorder, worker.resume({"action": APPROVE}, config))
+    assert approved.finished.status == "finished", approved.finished.error
+    assert gated.done(env, False)
+
+    tools = ProcessingTools(tool_ctx)
+    args = ("native:reprojectlayer", {"INPUT": "schools", "TARGET_CRS": "EPSG:4326"}, "schools_wgs84")
+    call_in_thread(tools.run_algorithm, *args)
+    (reprojected,) = env.project.mapLayersByName("schools_wgs84")
+    to_wgs84 = Transformer.from_crs("EPSG:25832", "EPSG:4326", always_xy=True)
+    (schools,) = env.project.mapLayersByName("schools")
+    expected = {f["name"]: to_wgs84.transform(*points([f])[0]) for f in schools.getFeatures()}
+    got = {f["name"]: points([f])[0] for f in reprojected.getFeatures()}
+    assert got.keys() == expected.keys()
+    for name, point in got.items():
+        assert point == pytest.approx(expected[name], abs=1e-7), name
+
+
+def points(features: list[Any]) -> list[tuple[float, float]]:
+    return [(f.geometry().asPoint().x(), f.geometry().asPoint().y()) for f in features]

@@ -1,24 +1,26 @@
-"""Run one read-only query: check it, preview it, count it, and plan a layer backed by it (worker thread).
+"""Run one read-only query: check it, preview it, count it, and plan the layer made from it (worker thread).
 
-PostgreSQL validates the query first (``EXPLAIN`` plans it without running
-it), so syntax errors and unknown names are reported before any work is
-done.  The preview is the first rows only; the count stops at the row cap;
-features are never copied through Python: a geometry result becomes a layer
-whose source is the query itself.
+The statement is classified first (``tools/safety/sql.py``: PostgreSQL's own
+grammar, one plain read, no function that acts outside the query); then
+PostgreSQL checks names while describing the result (``LIMIT 0``), so errors
+are reported before any work is done.  The preview is the first rows only; the
+count stops at the row cap; features are never copied through Python: a
+geometry result is copied by GDAL, on a read-only connection, into a
+GeoPackage layer (``layers.py``), so reading the layer never runs the query again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.text import markdown_table, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.database import Database
-from geogpt_qgis.tools.postgis.sql_text import is_write_statement, leading_keyword, split_statements
+from geogpt_qgis.tools.safety.sql import Classified, classify
 
 UID = "_uid"
 _FAMILIES = {"POINT": "point", "LINESTRING": "line", "POLYGON": "polygon"}
@@ -38,7 +40,7 @@ class GeometryColumn:
 @dataclass
 class QueryResult:
     statement: str
-    columns: list[str]
+    columns: list[str]  # unique (a, a_2...)
     preview: list[tuple[Any, ...]]
     total: int
     capped: bool
@@ -46,27 +48,46 @@ class QueryResult:
     geometry: GeometryColumn | None
     notes: list[str]
     extent: tuple[float, float, float, float] | None = None
+    spatial: list[str] | None = None  # every geometry or geography column of the result
 
     def layer_sql(self) -> str:
-        """The query a QGIS layer reads (a unique key added, capped like the count)."""
-        extra = ""
-        if self.geometry and self.geometry.expression != f'q."{self.geometry.column}"':
-            extra = f', {self.geometry.expression} AS "{self.geometry.layer_column}"'
+        """The query whose rows become the layer: one geometry column, unique field names, capped like the count.
+
+        Columns are renamed by position (``q(a, a_2)``), so duplicate names in
+        the user's query cannot clash; other geometry columns travel as WKT.
+        """
+        names = self.columns  # already unique (run_query renames by position)
+        spatial = set(self.spatial or [])
+        chosen = self.geometry.column if self.geometry else None
+        parts = []
+        for name in names:
+            if name == chosen and self.geometry:
+                parts.append(f"{self.geometry.expression} AS {_quote(self.geometry.layer_column)}")
+            elif name in spatial:
+                parts.append(f"ST_AsText(q.{_quote(name)}::geometry) AS {_quote(name)}")
+            else:
+                parts.append(f"q.{_quote(name)}")
         limit = f" LIMIT {self.row_cap}" if self.capped else ""
-        return f"SELECT row_number() OVER () AS {UID}, q.*{extra} FROM ({self.statement}) q{limit}"
+        aliases = ", ".join(_quote(n) for n in names)
+        return f"SELECT {', '.join(parts)} FROM ({self.statement}\n) AS q({aliases}){limit}"
+
+
+def unique_names(columns: list[str]) -> list[str]:
+    """``[a, a, b]`` -> ``[a, a_2, b]`` (case-insensitively, as GeoPackage field names compare)."""
+    taken: set[str] = set()
+    names = []
+    for column in columns:
+        name, number = column or "column", 2
+        while name.lower() in taken:
+            name = f"{column}_{number}"
+            number += 1
+        taken.add(name.lower())
+        names.append(name)
+    return names
 
 
 def _quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
-
-
-def single_statement(sql: str) -> str:
-    statements = split_statements(sql or "")
-    if not statements:
-        raise ToolError("the SQL is empty")
-    if len(statements) > 1:
-        raise ToolError(f"send one statement at a time (got {len(statements)})")
-    return statements[0]
 
 
 def modified_tables(plan: Any) -> list[tuple[str, float]]:
@@ -85,32 +106,35 @@ def modified_tables(plan: Any) -> list[tuple[str, float]]:
     return found
 
 
-def plan_of(db: Database, statement: str) -> Any:
+def estimated_writes(db: Database, statement: Classified) -> list[tuple[str, float]]:
+    """Tables an INSERT/UPDATE/DELETE/MERGE (or a writing CTE) would change, with PostgreSQL's row estimates.
+
+    Only plans, never executes: one parsed statement, prefixed with EXPLAIN
+    (no ANALYZE), sent as one prepared statement in a READ ONLY transaction
+    that is rolled back.  Statements EXPLAIN cannot plan get no estimate.
+    """
+    if not statement.dml:
+        return []
     prefix = "EXPLAIN (FORMAT JSON) "
-    return db.execute(prefix + statement, statement=statement, offset=len(prefix)).fetchone()[0]
+    plan = db.execute(prefix + statement.text, statement=statement.text, offset=len(prefix)).fetchone()[0]
+    return modified_tables(plan)
 
 
 def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryResult:
-    statement = single_statement(sql)
-    if is_write_statement(statement):
-        raise ToolError(
-            f"{leading_keyword(statement).upper()} changes the database; call run_sql with write=true "
-            "so the user can approve it"
-        )
-    keyword = leading_keyword(statement)
-    if keyword in ("show", "explain"):
+    found = db.check_read(sql)
+    statement = found.text
+    if found.kind in ("SHOW", "EXPLAIN"):
         cursor = db.execute(statement, statement=statement)
         rows = cursor.fetchmany(preview_rows)
         return QueryResult(statement, [d[0] for d in cursor.description], rows, len(rows), False, row_cap, None, [])
-    # PostgreSQL plans the query without running it: syntax and names are checked first.
-    if modified_tables(plan_of(db, statement)):
-        # A write inside a query: run it as written, in the read-only transaction, for the database to refuse.
-        db.execute(statement, statement=statement)
+    # PostgreSQL describes the result without producing rows: names are checked first.
     prefix = "SELECT * FROM ("
-    cursor = db.execute(f"{prefix}{statement}) q LIMIT 0", statement=statement, offset=len(prefix))
-    columns = [d[0] for d in cursor.description]
+    cursor = db.execute(f"{prefix}{statement}\n) q LIMIT 0", statement=statement, offset=len(prefix))
+    # Columns renamed by position (a, a_2), so duplicate names in the query cannot be ambiguous.
+    columns = unique_names([d[0] for d in cursor.description])
+    source = f"({statement}\n) AS q({', '.join(_quote(c) for c in columns)})"
     types = dict(db.rows("SELECT oid, typname FROM pg_type WHERE typname IN ('geometry', 'geography')"))
-    spatial = [(d[0], types[d[1]]) for d in cursor.description if d[1] in types]
+    spatial = [(c, types[d[1]]) for c, d in zip(columns, cursor.description, strict=True) if d[1] in types]
     notes = []
     if len(spatial) > 1:
         notes.append(f"the result has {len(spatial)} geometry columns; the layer uses {spatial[0][0]!r}")
@@ -121,15 +145,16 @@ def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryR
         for name in columns
     ]
     preview = db.execute(
-        f"SELECT {', '.join(previews)} FROM ({statement}) q LIMIT {int(preview_rows)}",
+        f"SELECT {', '.join(previews)} FROM {source} LIMIT {int(preview_rows)}",
         statement=statement,
     ).fetchall()
     geometry, extent = None, None
-    bounded = f"FROM ({statement}) q LIMIT {int(row_cap) + 1}"
+    bounded = f"FROM {source} LIMIT {int(row_cap) + 1}"
     if spatial:
         name, kind = spatial[0]
         value = f"q.{_quote(name)}" + ("::geometry" if kind == "geography" else "")
-        declared = _declared_geometry(db, next(d for d in cursor.description if d[0] == name))
+        index = columns.index(name)
+        declared = _declared_geometry(db, cursor.pgresult.ftable(index), cursor.pgresult.ftablecol(index))
         if declared:
             # A table column typed geometry(Point, 25832): one SRID and one type by construction.
             total, box = db.rows(f"SELECT count(*), ST_Extent(g)::box2d::text FROM (SELECT {value} AS g {bounded}) s")[
@@ -155,12 +180,13 @@ def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryR
     else:
         total = db.rows(f"SELECT count(*) FROM (SELECT 1 {bounded}) s")[0][0]
     capped = total > row_cap
-    return QueryResult(statement, columns, preview, min(total, row_cap), capped, row_cap, geometry, notes, extent)
+    names = [n for n, _k in spatial]
+    shown = min(total, row_cap)
+    return QueryResult(statement, columns, preview, shown, capped, row_cap, geometry, notes, extent, names)
 
 
-def _declared_geometry(db: Database, column: Any) -> tuple[int, str] | None:
+def _declared_geometry(db: Database, table: int, attnum: int) -> tuple[int, str] | None:
     """``(srid, TYPE)`` when the result column is a table column declared with both, else ``None``."""
-    table, attnum = getattr(column, "table_oid", None), getattr(column, "table_column", None)
     if not table or not attnum:
         return None
     found = db.rows(
@@ -210,9 +236,9 @@ def _plan_geometry(name: str, kind: str, value: str, srids: list[int], kinds: li
     return GeometryColumn(name, srid, wkb_type, expression, layer_column)
 
 
-def run_write(db: Database, statement: str, preview_rows: int) -> str:
-    """Run an approved write and commit it; what PostgreSQL reports, and any returned rows."""
-    cursor = db.execute(statement, statement=statement)
+def run_write(db: Database, statement: Classified, preview_rows: int) -> str:
+    """Run an approved write (one parsed statement, extended protocol) and commit it; what PostgreSQL reports."""
+    cursor = db.execute(statement.text, statement=statement.text)
     rows = cursor.fetchmany(preview_rows) if cursor.description else []
     status = cursor.statusmessage or "done"
     affected = cursor.rowcount
@@ -225,18 +251,9 @@ def run_write(db: Database, statement: str, preview_rows: int) -> str:
     return text
 
 
-_WRITE_TARGET = re.compile(
-    r"^\s*(?:insert\s+into|update|delete\s+from|truncate(?:\s+table)?|drop\s+(?:table|view|materialized\s+view|schema|index|function)"
-    r"(?:\s+if\s+exists)?|alter\s+table|create\s+(?:or\s+replace\s+)?(?:table|view|materialized\s+view|index\s+\S+\s+on|schema)"
-    r"(?:\s+if\s+not\s+exists)?)\s+([\w.\"]+)",
-    re.IGNORECASE,
-)
-
-
-def write_targets(statement: str) -> list[str]:
-    """The object a write statement names (``INSERT INTO x``, ``DROP TABLE y``...)."""
-    match = _WRITE_TARGET.match(statement)
-    return [match.group(1).replace('"', "")] if match else []
+def classify_write(sql: str) -> Classified:
+    """One statement the user may approve (transaction control is refused: each call is its own transaction)."""
+    return classify(sql)
 
 
 def format_result(result: QueryResult) -> str:
@@ -256,7 +273,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, float):
-        return f"{value:g}"
+        return plain_number(value, grouping=False)  # never 1.53817e+07; no commas, so it can go back into SQL
     if isinstance(value, decimal.Decimal):
         return f"{value:f}".rstrip("0").rstrip(".") if "." in f"{value:f}" else f"{value:f}"
     if isinstance(value, (dt.date, dt.datetime)):

@@ -34,14 +34,21 @@ from qgis.core import (
 
 from geogpt_qgis.core.approval import approval_granted
 from geogpt_qgis.core.cancel import RunCancelled
+from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.progress import progress_reporter
 from geogpt_qgis.core.text import truncate
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import crs_label, feature_count_label, format_extent, geometry_label, ordered_layers
+from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
 from geogpt_qgis.tools.processing.compat import FLAG_NO_THREADING, has_flag
 from geogpt_qgis.tools.processing.describe import find_algorithm
 from geogpt_qgis.tools.processing.naming import slug, suggest_name, unique_name
+from geogpt_qgis.tools.processing.output_checks import check_layer, check_reprojection
 from geogpt_qgis.tools.processing.params import TEMPORARY_OUTPUT, PreparedParameters, resolve_parameters
+from geogpt_qgis.tools.result_store import ResultStore, StagedResult, is_temporary, stage_result
+from geogpt_qgis.tools.result_store import release as release_staged
+from geogpt_qgis.tools.safety.algorithms import require_approval
+from geogpt_qgis.tools.thread_guard import raster_layer, vector_layer
 
 LOG_CHARS = 1200
 POLL_SECONDS = 0.2
@@ -49,6 +56,7 @@ _ERROR_LINE = re.compile(r"error|fail|unknown|invalid|cannot|could not|not found
 LAYER_OUTPUTS = frozenset({"sink", "vectorDestination", "rasterDestination"})
 MAX_FIELDS_LISTED = 12
 REPROJECT = "native:reprojectlayer"
+REPROJECTIONS = frozenset({REPROJECT, "gdal:warpreproject", "gdal:reprojectlayer"})
 
 
 @dataclass
@@ -81,18 +89,72 @@ class ProcessingRunner:
                 # The next step runs in a worker-side context that cannot see this context's
                 # temporary layers, so it gets the reprojected layer itself.
                 plan.prepared.values[reprojection.parameter] = self.ctx.on_main(
-                    self._take_layer, plan, results["OUTPUT"]
+                    self._take_layer, plan, results["OUTPUT"], reprojection.layer_id
                 )
             results = self._execute(plan, plan.algorithm_id, plan.prepared.values)
+            self.ctx.on_main(self._check_outputs, plan, results)  # before anything is stored or added
+            results = self._keep_outputs(plan, results, output_name)
             return self.ctx.on_main(self._publish, plan, results, output_name)
         finally:
             poller.stop()
             release()
             self.ctx.bridge.dispose(plan)
 
+    def _keep_outputs(self, plan: RunPlan, results: dict[str, Any], output_name: str) -> dict[str, Any]:
+        """Temporary vector outputs copied into the project's GeoPackage (here, on the worker), so they survive saving.
+
+        Returns ``results`` with each such output replaced by the layer reading its stored table.
+        """
+        staged = self.ctx.on_main(self._stage_outputs, plan, results, output_name)
+        try:
+            for store, item in staged.values():
+                # A file writer builds CRSs: on a long-lived thread (see algorithm_thread), never this one.
+                run_on_algorithm_thread(store.write, item, self.ctx.cancel)
+            opened = self.ctx.on_main(self._open_outputs, staged)
+        except BaseException:
+            for store, item in staged.values():
+                store.discard(item, drop=True)
+                release_staged(self.ctx, item)
+            raise
+        return {**results, **opened}
+
     # -- main thread -----------------------------------------------------------
+    def _stage_outputs(
+        self, plan: RunPlan, results: dict[str, Any], output_name: str
+    ) -> dict[str, tuple[ResultStore, StagedResult]]:
+        algorithm = find_algorithm(plan.algorithm_id)
+        base = self._base_name(plan, output_name)
+        staged: dict[str, tuple[ResultStore, StagedResult]] = {}
+        destinations = [d for d in algorithm.parameterDefinitions() if d.isDestination()]
+        present = [d for d in destinations if results.get(d.name()) not in (None, "")]
+        for index, definition in enumerate(present):
+            value = results[definition.name()]
+            if not isinstance(value, str) or self.ctx.project.mapLayer(value) is not None:
+                continue
+            layer = plan.context.temporaryLayerStore().mapLayer(value) or _load_path(value, definition.type())
+            if layer is None or not is_temporary(layer):
+                continue
+            plan.keep.append(layer)
+            table = base if index == 0 else f"{base}_{slug(definition.name())}"
+            staged[definition.name()] = stage_result(self.ctx.project, layer, table)
+        return staged
+
+    def _open_outputs(self, staged: dict[str, tuple[ResultStore, StagedResult]]) -> dict[str, QgsMapLayer]:
+        return {name: store.open(item) for name, (store, item) in staged.items()}
+
+    def _base_name(self, plan: RunPlan, output_name: str) -> str:
+        """The name the first output layer gets (the model's, or one made from the algorithm and its inputs)."""
+        if output_name.strip():
+            return slug(output_name)
+        prepared = plan.prepared
+        return suggest_name(
+            plan.algorithm_id, prepared.input_names, prepared.values, _distance_suffix(plan, self.ctx.project)
+        )
+
     def _plan(self, algorithm_id: str, parameters: dict[str, Any], approved: bool) -> RunPlan:
         algorithm = find_algorithm(algorithm_id)
+        # The second lock: classified again as it runs, whatever the approve node decided.
+        require_approval(algorithm, parameters, self.ctx.project, approved)
         prepared = resolve_parameters(algorithm, parameters, self.ctx.project, approved)
         context = QgsProcessingContext()
         context.setProject(self.ctx.project)
@@ -102,12 +164,35 @@ class ProcessingRunner:
         context.setExpressionContext(expression_context)
         return RunPlan(algorithm.id(), prepared, context, QgsProcessingFeedback())
 
-    def _take_layer(self, plan: RunPlan, layer_id: str) -> QgsMapLayer:
+    def _take_layer(self, plan: RunPlan, layer_id: str, source_id: str) -> QgsMapLayer:
         layer = plan.context.takeResultLayer(layer_id)
         if layer is None:
             raise ToolError(f"the intermediate layer {layer_id} was not produced")
         plan.keep.append(layer)
+        source = self.ctx.project.mapLayer(source_id)
+        if source is not None:
+            check_reprojection(source.crs(), source.extent(), layer, f"the reprojected copy of {source.name()!r}")
         return layer
+
+    def _check_outputs(self, plan: RunPlan, results: dict[str, Any]) -> None:
+        """Every new output layer's coordinates fit its CRS; a reprojection's lie where PROJ puts its input."""
+        algorithm = find_algorithm(plan.algorithm_id)
+        values = plan.prepared.values
+        source = values.get("INPUT")
+        source = self.ctx.project.mapLayer(source) if isinstance(source, str) else source
+        for definition in algorithm.parameterDefinitions():
+            value = results.get(definition.name()) if definition.isDestination() else None
+            if not isinstance(value, str) or not value or self.ctx.project.mapLayer(value) is not None:
+                continue
+            layer = plan.context.temporaryLayerStore().mapLayer(value) or _load_path(value, definition.type())
+            if layer is None:
+                continue  # reported as a missing output when published
+            plan.keep.append(layer)
+            what = f"the {definition.name()} layer of {plan.algorithm_id}"
+            if plan.algorithm_id in REPROJECTIONS and isinstance(source, QgsMapLayer):
+                check_reprojection(source.crs(), source.extent(), layer, what)
+            else:
+                check_layer(layer, what)
 
     def _prepare(self, plan: RunPlan, algorithm_id: str, values: dict[str, Any]) -> QgsProcessingAlgorithm:
         algorithm = QgsApplication.processingRegistry().createAlgorithmById(algorithm_id)
@@ -130,7 +215,8 @@ class ProcessingRunner:
                 # QGIS forbids running these off the main thread (they touch the project or the GUI).
                 results = self.ctx.on_main(run, values, plan.context, plan.feedback)
             else:
-                results = run(values, plan.context, plan.feedback)
+                # Never on the calling thread: see algorithm_thread for why that thread must not be short-lived.
+                results = run_on_algorithm_thread(run, values, plan.context, plan.feedback)
         except QgsProcessingException as exc:
             self.ctx.check_cancelled()
             raise ToolError(f"{algorithm_id} failed: {exc}{_log_tail(plan.feedback)}") from None
@@ -155,13 +241,7 @@ class ProcessingRunner:
             if results.get(name) not in (None, "")
         ]
         taken = {layer.name() for layer in ordered_layers(self.ctx.project)}
-        base = (
-            slug(output_name)
-            if output_name.strip()
-            else suggest_name(
-                plan.algorithm_id, prepared.input_names, prepared.values, _distance_suffix(plan, self.ctx.project)
-            )
-        )
+        base = self._base_name(plan, output_name)
         lines: list[str] = [f"{plan.algorithm_id} finished."]
         lines += [f"Note: {note}" for note in prepared.notes]
         for index, (name, output) in enumerate(resolved):
@@ -188,6 +268,9 @@ class ProcessingRunner:
 
     def _resolve_output(self, plan: RunPlan, name: str, kind: str, value: Any) -> QgsMapLayer | str:
         """A new layer to add, or a note about an existing layer or a plain value."""
+        if isinstance(value, QgsMapLayer):  # already stored in the project's GeoPackage
+            plan.keep.append(value)
+            return value
         if isinstance(value, str) and self.ctx.project.mapLayer(value) is not None:
             return _existing_layer_note(self.ctx.project.mapLayer(value))
         layer = plan.context.takeResultLayer(value) if isinstance(value, str) else None
@@ -263,10 +346,10 @@ def _existing_layer_note(layer: QgsMapLayer) -> str:
 def _load_path(path: str, kind: str) -> QgsMapLayer | None:
     name = path.rsplit("/", 1)[-1]
     if kind == "rasterDestination":
-        raster = QgsRasterLayer(path, name)
+        raster = raster_layer(path, name)
         return raster if raster.isValid() else None
     if kind in ("vectorDestination", "sink"):
-        vector = QgsVectorLayer(path, name, "ogr")
+        vector = vector_layer(path, name, "ogr")
         return vector if vector.isValid() else None
     return None
 
@@ -283,7 +366,7 @@ def _distance_suffix(plan: RunPlan, project: QgsProject) -> str:
 
 
 def _short_value(value: Any) -> str:
-    text = f"{value:g}" if isinstance(value, float) else str(value)
+    text = plain_number(value) if isinstance(value, float) else str(value)
     return text if len(text) <= 120 else text[:119] + "…"
 
 

@@ -1,0 +1,37 @@
+"""The threads algorithms run on: a few that live as long as QGIS, never one per call.
+
+Why not the calling thread: QGIS 3.22 gives each thread its own PROJ context
+and ties a CRS's PROJ object to the context of the thread that first built it
+(an algorithm builds CRSs for its outputs, a file writer for the file).  When
+that thread ends, its context is destroyed but CRS objects built in it live on
+(in QGIS's CRS cache, in the output layer), and every thread started later
+clones its PROJ objects from a dead one: its coordinate transforms fail
+silently and leave coordinates unchanged.  That is how an approved buffer
+written to a GeoPackage on one tool-call thread made a later
+``native:reprojectlayer`` return UTM metres labelled EPSG:4326.  Running
+every algorithm on threads that never end means no PROJ context an algorithm
+used is ever destroyed.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+# Idle workers of a ThreadPoolExecutor wait for work and never exit, so at most
+# this many PROJ contexts exist for algorithms over the whole session.
+MAX_THREADS = 2
+_POOL = ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="geogpt-algorithm")
+
+
+def run_on_algorithm_thread(fn: Callable[..., T], *args: Any) -> T:
+    """Call ``fn(*args)`` on a long-lived algorithm thread and wait for it; its errors are raised here.
+
+    The caller's context variables (the run's cancel token and progress sink) go with it.
+    """
+    context = contextvars.copy_context()
+    return _POOL.submit(context.run, fn, *args).result()
