@@ -41,6 +41,7 @@ class ApprovalRequest:
     tool: str = ""
     call_id: str = ""
     args: dict[str, Any] = field(default_factory=dict)
+    effects: list[str] = field(default_factory=list)  # core.effects.Effect values, for the policy and the card
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -33,6 +33,7 @@ from geogpt_qgis.tools.layers import (
     resolve_vector_layer,
 )
 from geogpt_qgis.tools.project import filter_request
+from geogpt_qgis.tools.safety.expressions import expressions_effects, require_safe_expression
 
 NEEDS_APPROVAL = "this changes the user's data and needs their approval"
 
@@ -104,6 +105,20 @@ class EditTools(ToolFamily):
         self, layer: str, expression: str, field: str = "", value: str = "", delete: bool = False
     ) -> ApprovalRequest:
         _check_edit(field, value, delete)
+        effects, problems = expressions_effects([("the filter", expression), ("the value", "" if delete else value)])
+        if effects.needs_approval:
+            # Never evaluated to count the matches: the preview must not do what it describes.
+            vector = self.ctx.on_main(resolve_vector_layer, self.ctx.project, layer)
+            doing = "delete" if delete else f"set {field} to {value} on"
+            return ApprovalRequest(
+                action=f"{'Delete' if delete else f'Change {field!r} on'} features of {vector.name()!r}, "
+                f"with an expression that {effects.summary()}",
+                details=f"In {vector.name()!r}, {doing} the features where {expression}\n"
+                "The features were not counted: the expression is evaluated only if you approve.\n"
+                + "\n".join(problems),
+                affected=[f"layer {vector.name()!r} ({_source_label(vector)})", *effects.lines()],
+                effects=[kind.value for kind in effects.kinds],
+            )
         vector, ids = self._matching(layer, expression)
         stored = f"{len(ids):,} of {feature_count_label(vector)} features, stored in {_source_label(vector)}."
         if delete:
@@ -133,10 +148,14 @@ class EditTools(ToolFamily):
             delete: Delete them instead.
         """
         _check_edit(field, value, delete)
-        vector, ids = self._matching(layer, expression)
+        approved = approval_granted()  # read here: the decision lives in this call's context
+        require_safe_expression(expression, "the filter", approved)
+        if not delete:
+            require_safe_expression(value, "the value", approved)
+        vector, ids = self._matching(layer, expression, approved)
         if not delete:
             self.ctx.on_main(self._check_update, vector.id(), field, value)
-        if not approval_granted():
+        if not approved:
             raise ToolError(NEEDS_APPROVAL)
         if delete:
             return self.ctx.on_main(self._delete, vector.id(), ids)
@@ -177,16 +196,18 @@ class EditTools(ToolFamily):
         return self._in_edit_session(vector, apply, f"changed {field!r} on {len(changes):,} features")
 
     # -- shared --------------------------------------------------------------------
-    def _matching(self, ref: str, expression: str) -> tuple[QgsVectorLayer, list[int]]:
+    def _matching(self, ref: str, expression: str, approved: bool = False) -> tuple[QgsVectorLayer, list[int]]:
         """The vector layer and the ids of the features ``expression`` selects (read off the main thread)."""
         if not expression.strip():
             raise ToolError("give an expression choosing the features (use 'TRUE' for all of them)")
-        vector, plan, request = self.ctx.on_main(self._prepare, ref, expression)
+        vector, plan, request = self.ctx.on_main(self._prepare, ref, expression, approved)
         return vector, collect_matching_ids(plan, request, self.ctx.cancel)
 
-    def _prepare(self, ref: str, expression: str) -> tuple[QgsVectorLayer, VectorReadPlan, QgsFeatureRequest]:
+    def _prepare(
+        self, ref: str, expression: str, approved: bool = False
+    ) -> tuple[QgsVectorLayer, VectorReadPlan, QgsFeatureRequest]:
         vector = resolve_vector_layer(self.ctx.project, ref)
-        return vector, plan_vector_read(vector), filter_request(vector, expression)
+        return vector, plan_vector_read(vector), filter_request(vector, expression, approved)
 
     def _vector(self, layer_id: str) -> QgsVectorLayer:
         vector = self.ctx.project.mapLayer(layer_id)

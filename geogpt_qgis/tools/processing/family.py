@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from qgis.core import QgsApplication
@@ -12,9 +11,9 @@ from geogpt_qgis.core.approval import ApprovalRequest, gated
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.processing.catalog import current_index
 from geogpt_qgis.tools.processing.describe import describe_algorithm_text, find_algorithm
-from geogpt_qgis.tools.processing.params import IN_PLACE_ALGORITHMS, file_outputs
 from geogpt_qgis.tools.processing.runner import ProcessingRunner
 from geogpt_qgis.tools.processing.search import format_matches
+from geogpt_qgis.tools.safety.algorithms import classify_algorithm
 
 SEARCH_RESULTS = 6  # enough to choose from, few enough to read
 
@@ -63,26 +62,22 @@ class ProcessingTools(ToolFamily):
     def preview_run_algorithm(
         self, algorithm: str, parameters: dict[str, Any], **_naming: Any
     ) -> ApprovalRequest | None:
-        """Writing files outside temporary folders, or changing data in place, needs the user's approval."""
+        """Anything beyond reading and adding new temporary layers needs the user's approval (tools/safety)."""
         return self.ctx.on_main(self._request, algorithm, parameters or {})
 
     def _request(self, algorithm_id: str, parameters: dict[str, Any]) -> ApprovalRequest | None:
         algorithm = find_algorithm(algorithm_id)
-        files = file_outputs(algorithm, parameters)
-        in_place = algorithm.id() in IN_PLACE_ALGORITHMS
-        if not files and not in_place:
+        effects = classify_algorithm(algorithm, parameters, self.ctx.project)
+        if not effects.needs_approval:
             return None
-        affected = [
-            f"file {f}" + (" (exists: it will be overwritten)" if Path(f).expanduser().exists() else "") for f in files
-        ]
-        if in_place:
-            affected += [f"input {k} = {v}" for k, v in parameters.items() if k.upper() in ("INPUT", "TABLE", "LAYER")]
-        what = "changes data in place" if in_place else "writes files"
+        lines = effects.lines()
+        listed = json.dumps(parameters, indent=2, ensure_ascii=False, default=str)
         return ApprovalRequest(
-            action=f"Run {algorithm.id()} ({algorithm.displayName()}), which {what}",
-            details=json.dumps(parameters, indent=2, ensure_ascii=False, default=str),
+            action=f"Run {algorithm.id()} ({algorithm.displayName()}), which {effects.summary()}",
+            details="It will:\n" + "\n".join(f"- {line}" for line in lines) + f"\n\nParameters:\n{listed}",
             language="text",
-            affected=affected or [f"the data {algorithm.id()} works on"],
+            affected=lines,
+            effects=[kind.value for kind in effects.kinds],
         )
 
     @gated("preview_run_algorithm")

@@ -46,40 +46,12 @@ from geogpt_qgis.tools.processing.compat import (
 )
 from geogpt_qgis.tools.processing.crs import utm_crs_for_layer
 from geogpt_qgis.tools.processing.describe import parameter_type_label
+from geogpt_qgis.tools.safety.algorithms import TEMPORARY_WORDS, is_temporary_destination
+from geogpt_qgis.tools.thread_guard import assert_main_thread
 
 TEMPORARY_OUTPUT = QgsProcessing.TEMPORARY_OUTPUT
-_TEMPORARY_WORDS = {"temporary_output", "temporary", "memory", "memory:", "temp", ""}
+_TEMPORARY_WORDS = TEMPORARY_WORDS
 LAYER_TYPES = {"source", "vector", "raster", "layer", "mesh", "pointcloud"}
-
-# Algorithms that change data in place (tables, files, databases) rather than writing a new output.
-# They need the user's approval.
-IN_PLACE_ALGORITHMS = frozenset(
-    {
-        "native:truncatetable",
-        "native:createspatialindex",
-        "native:createattributeindex",
-        "qgis:definecurrentprojection",
-        "native:setlayerstyle",
-        "qgis:setstyleforvectorlayer",
-        "qgis:setstyleforrasterlayer",
-        "qgis:importintospatialite",
-        "qgis:importintopostgis",
-        "native:importintopostgis",
-        "native:spatialiteexecutesql",
-        "qgis:spatialiteexecutesql",
-        "native:postgisexecutesql",
-        "qgis:postgisexecutesql",
-        "native:package",
-        "native:printlayouttopdf",
-        "native:printlayouttoimage",
-        "native:atlaslayouttopdf",
-        "native:atlaslayouttoimage",
-        "native:exporttospreadsheet",
-        "native:downloadfile",
-        "native:transferannotationsfrommain",
-    }
-)
-
 
 @dataclass
 class Reprojection:
@@ -102,32 +74,8 @@ class PreparedParameters:
     destinations: list[str] = field(default_factory=list)
 
 
-def check_runnable(algorithm: QgsProcessingAlgorithm, approved: bool) -> None:
-    if algorithm.id() in IN_PLACE_ALGORITHMS and not approved:
-        raise ToolError(f"{algorithm.id()} changes data, files or databases in place; it needs the user's approval")
-
-
-def file_outputs(algorithm: QgsProcessingAlgorithm, raw: dict[str, Any]) -> list[str]:
-    """The files an algorithm would write outside temporary folders (what needs approval)."""
-    names = {d.name().lower(): d for d in algorithm.parameterDefinitions() if d.isDestination()}
-    files = []
-    for key, value in (raw or {}).items():
-        definition = names.get(str(key).lower())
-        if definition is not None and isinstance(value, str) and not _is_temporary(value):
-            files.append(value)
-    return files
-
-
 def _is_temporary(value: str) -> bool:
-    text = value.strip()
-    if text.lower() in _TEMPORARY_WORDS or text.lower().startswith("memory:"):
-        return True
-    from geogpt_qgis.toolbelt.paths import temp_dir
-
-    try:
-        return Path(text).resolve().is_relative_to(temp_dir().resolve())
-    except (OSError, ValueError):
-        return False
+    return is_temporary_destination(value)
 
 
 def resolve_parameters(
@@ -135,9 +83,10 @@ def resolve_parameters(
 ) -> PreparedParameters:
     """Validate ``raw`` against the algorithm's parameters and convert the values for QGIS.
 
-    ``approved``: the user approved this call (file outputs, changes in place).
+    ``approved``: the user approved this call (file outputs); what needs approval is decided
+    by ``tools/safety/algorithms.py`` before this runs.
     """
-    check_runnable(algorithm, approved)
+    assert_main_thread("processing parameters were resolved against the project")
     definitions = {d.name(): d for d in algorithm.parameterDefinitions()}
     raw = _canonical_names(algorithm, raw or {}, definitions)
     prepared = PreparedParameters(values={})
