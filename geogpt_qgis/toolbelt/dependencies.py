@@ -38,6 +38,8 @@ REQUIRED_MODULES = {
     "langchain_core": "langchain-core",
     "langchain_ollama": "langchain-ollama",
     "langchain_openai": "langchain-openai",
+    "pglast": "pglast",  # the SQL classifier (tools/safety/sql.py)
+    "psycopg": "psycopg[binary]",  # PostGIS tools: extended query protocol
 }
 
 

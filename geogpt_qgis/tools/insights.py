@@ -35,8 +35,8 @@ class InsightTools(ToolFamily):
         self._charts = ChartMaker(ctx, self._allowed, self._sql_timeout)
 
     def _allowed(self) -> list[str]:
-        """Saved connections the agent may use (none when psycopg2 is missing)."""
-        if importlib.util.find_spec("psycopg2") is None:
+        """Saved connections the agent may use (none when psycopg or pglast is missing)."""
+        if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pglast") is None:
             return []
         return allowed_connection_names(PlgOptionsManager.get_plg_settings().postgis_connections)
 

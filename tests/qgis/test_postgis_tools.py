@@ -160,11 +160,12 @@ def test_a_query_returns_a_table_and_the_total(pg, elvbury):
     assert f"| {expected[20][0]} |" not in text
 
 
-def test_a_geometry_result_becomes_a_layer_backed_by_the_query(pg, elvbury, demo_project):
+def test_a_geometry_result_becomes_a_layer_copied_once(pg, elvbury, demo_project):
     text = call(pg.run_sql, "SELECT name, pupils, geom FROM schools WHERE type = 'secondary'", elvbury, "secondary_db")
     layer = demo_project.mapLayersByName("secondary_db")[0]
     assert layer.isValid()
-    assert layer.providerType() == "postgres"
+    assert layer.providerType() == "ogr"  # a GeoPackage copy: reading it never runs SQL again
+    assert ".gpkg|layername=result" in layer.source()
     assert layer.crs().authid() == "EPSG:25832"
     assert QgsWkbTypes.displayString(layer.wkbType()) == "Point"
     with connect() as conn, conn.cursor() as cursor:
@@ -172,8 +173,18 @@ def test_a_geometry_result_becomes_a_layer_backed_by_the_query(pg, elvbury, demo
         expected = cursor.fetchone()[0]
     assert layer.featureCount() == expected == len(list(layer.getFeatures()))
     assert f"Added layer 'secondary_db': Point, {expected} features, EPSG:25832" in text
-    assert "SELECT row_number() OVER ()" in layer.source()  # the query is the layer's source
+    assert sorted(layer.fields().names()) == ["fid", "name", "pupils"]
     assert "| POINT (SRID 25832) |" in text
+
+
+def test_duplicate_names_and_a_second_geometry_survive_the_copy(pg, elvbury, demo_project):
+    sql = "SELECT s.name, d.name, s.geom, d.geom AS district_geom FROM schools s JOIN districts d ON d.fid = 1 LIMIT 3"
+    call(pg.run_sql, sql, elvbury, "pairs")
+    layer = demo_project.mapLayersByName("pairs")[0]
+    assert layer.fields().names() == ["fid", "name", "name_2", "district_geom"]
+    feature = next(layer.getFeatures())
+    assert feature["district_geom"].startswith(("POLYGON", "MULTIPOLYGON"))
+    assert layer.featureCount() == 3
 
 
 def test_mixed_single_and_multi_parts_become_a_multi_layer(pg, elvbury, demo_project):
@@ -207,15 +218,15 @@ def test_non_spatial_results_can_be_added_as_a_table(pg, elvbury, demo_project):
         ),
         ("SELECT * FROM schol", 'relation "schol" does not exist; did you mean public.schools?'),
         ("SELECT pupil FROM schools", 'column "pupil" does not exist; did you mean schools.pupils?'),
-        ("SELECT 1; SELECT 2", "send one statement at a time (got 2)"),
-        ("DELETE FROM schools", "DELETE changes the database; call run_sql with write=true so the user can approve it"),
-        ("DROP TABLE schools", "DROP changes the database; call run_sql with write=true"),
+        ("SELECT 1; SELECT 2", "send one statement per call (got 2: SELECT, SELECT)"),
+        ("DELETE FROM schools", "DELETE changes the database or the session; run_sql without write=true only reads"),
+        ("DROP TABLE schools", "DROP changes the database or the session; run_sql without write=true only reads"),
         (
             "WITH gone AS (DELETE FROM schools RETURNING *) SELECT count(*) FROM gone",
-            "ran read-only, so nothing changed; if the user wants this write, call run_sql again with write=true "
-            "to ask for their approval (PostgreSQL: cannot execute",
+            "the WITH query 'gone' is a DELETE, which changes the database; run_sql without write=true only reads, "
+            "so nothing ran. If the user asked for this change, call run_sql again with write=true",
         ),
-        ("SELECT geogpt_test.count_and_log()", "(PostgreSQL: cannot execute INSERT in a read-only transaction)"),
+        ("SELECT geogpt_test.count_and_log()", "geogpt_test.count_and_log() is VOLATILE in this database"),
         (
             "SELECT ST_SetSRID(ST_MakePoint(10, 56), 4326) AS g "
             "UNION ALL SELECT ST_SetSRID(ST_MakePoint(560000, 6200000), 25832)",
@@ -258,7 +269,7 @@ def test_connection_refused_and_dropped(tool_ctx, fixtures_in_db):
             with connect() as conn, conn.cursor() as cursor:
                 cursor.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE application_name = 'GeoGPT for QGIS' AND query LIKE '%pg_sleep%'"
+                    "WHERE application_name LIKE 'GeoGPT for QGIS%' AND query LIKE '%pg_sleep%'"
                 )
 
         threading.Thread(target=kill_soon).start()

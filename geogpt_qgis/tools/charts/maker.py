@@ -41,9 +41,8 @@ from geogpt_qgis.tools.charts.data import (
 from geogpt_qgis.tools.layers import VectorReadPlan, plan_vector_read, python_value, resolve_vector_layer
 from geogpt_qgis.tools.postgis.connections import SavedConnection, resolve_connection
 from geogpt_qgis.tools.postgis.database import Database
-from geogpt_qgis.tools.postgis.query import single_statement
-from geogpt_qgis.tools.postgis.sql_text import is_write_statement
 from geogpt_qgis.tools.processing.naming import slug
+from geogpt_qgis.tools.safety.sql import require_read
 
 CANCEL_EVERY = 2000
 NUMERIC_TYPES = frozenset({"int2", "int4", "int8", "float4", "float8", "numeric", "oid", "money"})
@@ -209,9 +208,10 @@ class ChartMaker:
 
     # -- SQL ---------------------------------------------------------------------------------
     def _select_source(self, sql: str) -> SqlSource:
-        statement = single_statement(sql)
-        if is_write_statement(statement):
-            raise ToolError("a chart reads data: give a SELECT statement")
+        try:
+            statement = require_read(sql).text  # parsed: one plain read; its functions are checked in _from_sql
+        except ToolError as exc:
+            raise ToolError(f"a chart reads data: give one SELECT statement ({exc})") from None
         allowed = self.ctx.on_main(self._allowed)
         if not allowed:
             raise ToolError("no saved PostgreSQL connection is enabled, so a SELECT cannot be charted; chart a layer")
@@ -221,10 +221,11 @@ class ChartMaker:
                 "add_table=true, then chart the table it adds"
             )
         saved = self.ctx.on_main(resolve_connection, allowed[0], allowed)
-        return SqlSource(saved, f"({statement}) AS src", f"SQL on {saved.name!r}")
+        return SqlSource(saved, f"({statement}\n) AS src", f"SQL on {saved.name!r}")
 
     def _from_sql(self, spec: ChartSpec, source: SqlSource) -> ChartData:
         with Database(source.connection, self.ctx.cancel, self._sql_timeout()) as db:
+            db.check_read(f"SELECT * FROM {source.relation}")  # one read; no function that acts outside it
             kinds = _sql_columns(db, source.relation)
             _check_fields(spec, kinds, source.label)
             if spec.kind == "histogram":

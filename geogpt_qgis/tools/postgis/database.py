@@ -1,23 +1,30 @@
 """A read-only, time-limited, cancellable session on one saved connection (worker thread).
 
-Every statement runs inside a ``READ ONLY`` transaction with a statement
-timeout, so the database itself refuses writes (even one hidden in a CTE or
-inside a function) and runaway queries.  Stop cancels the running statement
-on the server.  Errors become messages the model can act on: PostgreSQL's
-text, the position of a syntax error, the closest names for unknown tables
-and columns.
+Every statement goes through PostgreSQL's *extended* query protocol (psycopg 3
+with ``prepare=True``): one statement per message, so text that smuggles a
+``COMMIT`` or a second statement is a syntax error, never a second command.
+Reads run inside ``BEGIN READ ONLY`` with a statement timeout (and standard
+conforming strings, so the server reads quotes the way the classifier did),
+so the database itself refuses writes that slip past the classifier (say, a
+function mislabelled STABLE) and runaway queries.  Stop cancels the running
+statement on the server.  Errors become messages the model can act on:
+PostgreSQL's text, the position of a syntax error, the closest names for
+unknown tables and columns.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.postgis.backends import application_name, watch_client
 from geogpt_qgis.tools.postgis.connections import SavedConnection
 from geogpt_qgis.tools.postgis.sql_text import caret, referenced_tables
+from geogpt_qgis.tools.safety.sql import Classified, FunctionJudge, require_read
 
 CONNECT_TIMEOUT = 5
 
@@ -48,23 +55,42 @@ class Database:
         self.timeout_ms = max(1, int(timeout_seconds * 1000))
         self._pg: Any = None
         self._release = lambda: None
+        self._judge: FunctionJudge | None = None
 
     def __enter__(self) -> Database:
-        import psycopg2
+        import psycopg
 
         self.cancel.raise_if_cancelled()
         try:
-            self._pg = psycopg2.connect(
-                self.connection.conninfo, connect_timeout=CONNECT_TIMEOUT, application_name="GeoGPT for QGIS"
+            self._pg = psycopg.connect(
+                self.connection.conninfo, connect_timeout=CONNECT_TIMEOUT, application_name=application_name()
             )
-        except psycopg2.OperationalError as exc:
+            watch_client(self._pg)  # the server ends our query soon after this process dies
+        except psycopg.OperationalError as exc:
             raise ToolError(
                 f"cannot connect to {self.connection.name!r} ({self.connection.label}): {_first_line(str(exc))}"
             ) from None
-        self._pg.set_session(readonly=self.read_only, autocommit=False)
+        self._pg.read_only = self.read_only  # psycopg opens each transaction with BEGIN READ ONLY
         self._release = self.cancel.on_cancel(self._cancel_server_side)
-        self.execute(f"SET LOCAL statement_timeout = {self.timeout_ms}")
+        self._start()
         return self
+
+    def _start(self) -> None:
+        """Settings of the transaction just begun: the timeout, and quotes read as the classifier reads them."""
+        self.execute(f"SET LOCAL statement_timeout = {self.timeout_ms}")
+        self.execute("SET LOCAL standard_conforming_strings = on")
+
+    def check_read(self, sql: str) -> Classified:
+        """The model's ``sql`` if it is one plain read whose functions act only inside the query.
+
+        Parsed by PostgreSQL's grammar, then its functions, operators, casts and
+        views are checked in this server's catalogue (cached for the session).
+        """
+        found = require_read(sql)
+        if self._judge is None:
+            self._judge = FunctionJudge(lambda text, params: self.rows(text, params))
+        self._judge.check(found)
+        return found
 
     def __exit__(self, *exc: object) -> None:
         self._release()
@@ -81,24 +107,26 @@ class Database:
         self._pg.commit()
 
     def _cancel_server_side(self) -> None:
-        if self._pg is not None:
-            self._pg.cancel()
+        pg = self._pg
+        if pg is not None:
+            with contextlib.suppress(Exception):  # the connection may already be gone
+                pg.cancel_safe(timeout=2.0)
 
     # -- statements ----------------------------------------------------------
     def execute(
         self, sql: str, params: Sequence[Any] | None = None, statement: str | None = None, offset: int = 0
     ) -> Any:
-        """Run ``sql``; return the cursor.
+        """Run ``sql`` as one prepared statement (extended protocol); return the cursor.
 
         ``statement`` is the user's SQL, embedded in ``sql`` after ``offset``
         characters, so a syntax error's position can be shown in it.
         """
-        import psycopg2
+        import psycopg
 
         cursor = self._pg.cursor()
         try:
-            cursor.execute(sql, params)
-        except psycopg2.Error as exc:
+            cursor.execute(sql, params, prepare=True)
+        except psycopg.Error as exc:
             self._raise(exc, statement, offset)
         return cursor
 
@@ -106,9 +134,9 @@ class Database:
         return self.execute(sql, params).fetchall()
 
     def _raise(self, exc: Exception, statement: str | None, offset: int = 0) -> None:
-        import psycopg2
+        import psycopg
 
-        code = getattr(exc, "pgcode", None)
+        code = getattr(exc, "sqlstate", None)
         if code == QUERY_CANCELED:
             if self.cancel.cancelled:
                 raise RunCancelled("stopped by the user") from None
@@ -116,17 +144,18 @@ class Database:
                 f"the query ran longer than {self.timeout_ms / 1000:g} s (the statement timeout) and was stopped; "
                 "make it cheaper: filter before joining or aggregating, add a LIMIT, use indexed columns"
             ) from None
-        if isinstance(exc, (psycopg2.OperationalError, psycopg2.InterfaceError)) and code is None:
+        lost = code is None or code.startswith(("08", "57P"))  # connection failure, server or admin shutdown
+        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) and lost:
             if self.cancel.cancelled:
                 raise RunCancelled("stopped by the user") from None
             raise ToolError(
                 f"the connection to {self.connection.name!r} was lost: {_first_line(str(exc))}; try again"
             ) from None
-        message = _first_line(getattr(exc, "pgerror", None) or str(exc)).removeprefix("ERROR:").strip()
+        diag = getattr(exc, "diag", None)
+        message = _first_line(getattr(diag, "message_primary", None) or str(exc)).removeprefix("ERROR:").strip()
         if self._pg is not None and not self._pg.closed:
             self._pg.rollback()
-            self.execute(f"SET LOCAL statement_timeout = {self.timeout_ms}")
-        diag = getattr(exc, "diag", None)
+            self._start()
         hint = getattr(diag, "message_hint", None)
         if code == READ_ONLY_TRANSACTION:
             raise ToolError(f"{WRITE_REFUSED} (PostgreSQL: {message})") from None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import Any
 
-from qgis.core import QgsWkbTypes
+from qgis.core import QgsProcessingUtils, QgsWkbTypes
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
 from geogpt_qgis.core.bounds import Sql
@@ -19,18 +21,16 @@ from geogpt_qgis.tools.postgis.connections import (
     resolve_connection,
 )
 from geogpt_qgis.tools.postgis.database import Database
-from geogpt_qgis.tools.postgis.layers import query_layer
+from geogpt_qgis.tools.postgis.layers import copy_result, result_layer
 from geogpt_qgis.tools.postgis.query import (
     QueryResult,
+    classify_write,
+    estimated_writes,
     format_result,
-    modified_tables,
-    plan_of,
     run_query,
     run_write,
-    single_statement,
-    write_targets,
 )
-from geogpt_qgis.tools.postgis.sql_text import is_write_statement, referenced_tables
+from geogpt_qgis.tools.postgis.sql_text import referenced_tables
 from geogpt_qgis.tools.processing.naming import slug
 
 PREVIEW_ROWS = 20  # rows the model reads; aggregate in SQL for more
@@ -52,10 +52,9 @@ class PostgisTools(ToolFamily):
         return allowed_connection_names(self._settings().postgis_connections)
 
     def unavailable_reason(self) -> str | None:
-        try:
-            import psycopg2  # noqa: F401 - only checks that it is there
-        except ImportError:
-            return "the psycopg2 Python package is missing"
+        for module, package in (("psycopg", "psycopg"), ("pglast", "pglast")):
+            if importlib.util.find_spec(module) is None:
+                return f"the {package} Python package is missing"
         if not self._allowed():
             return "no saved PostgreSQL connection is enabled"
         return None
@@ -100,23 +99,26 @@ class PostgisTools(ToolFamily):
     def preview_run_sql(
         self, sql: str, connection: str = "", write: bool = False, **_display: Any
     ) -> ApprovalRequest | None:
-        """A write (by its keyword, by its plan, or asked for with write=true) needs the user's approval."""
-        statement = single_statement(sql)
+        """A write (by its parse tree, or asked for with write=true) needs the user's approval.
+
+        The preview never executes the SQL: it is described from its parse tree,
+        and a DML statement is only planned (EXPLAIN without ANALYZE, one
+        prepared statement, in a READ ONLY transaction that is rolled back).
+        """
+        statement = classify_write(sql)
+        if statement.read and not write:
+            return None  # a query: run_sql checks its functions and runs it read-only
         connection = self._connection(connection).name
-        tables: list[tuple[str, float]] = []
-        if not (write or is_write_statement(statement)):
-            with self._database(connection) as db:
-                tables = modified_tables(plan_of(db, statement))
-            if not tables:
-                return None  # a read-only query
-        affected = [f"table {t} (about {rows:,.0f} rows)" for t, rows in tables] or [
-            f"{t} in {connection!r}" for t in write_targets(statement)
+        with self._database(connection) as db:
+            tables = estimated_writes(db, statement)
+        affected = [f"{statement.kind}: table {t} (about {rows:,.0f} rows)" for t, rows in tables] or [
+            f"{statement.kind}: {t} in {connection!r}" for t in statement.targets
         ]
         return ApprovalRequest(
             action=f"Run SQL that changes the database {connection!r}",
-            details=statement,
+            details=statement.text,
             language="sql",
-            affected=affected or [f"the database of {connection!r}"],
+            affected=affected or [f"{statement.kind}: the database of {connection!r}"],
             editable="sql",
         )
 
@@ -141,7 +143,7 @@ class PostgisTools(ToolFamily):
         preview_rows = PREVIEW_ROWS
         if approval_granted():
             with Database(saved, self.ctx.cancel, settings.sql_timeout, read_only=False) as db:
-                return run_write(db, single_statement(sql), preview_rows)
+                return run_write(db, classify_write(sql), preview_rows)
         if write:
             raise ToolError("this write needs the user's approval; it was not given, so nothing ran")
         with Database(saved, self.ctx.cancel, settings.sql_timeout) as db:
@@ -151,7 +153,9 @@ class PostgisTools(ToolFamily):
         if result.total > 0 and (result.geometry or output_name.strip()):
             tables = referenced_tables(result.statement)
             base = slug(output_name) or f"{slug(tables[0].split('.')[-1]) if tables else 'query'}_sql"
-            name = self.ctx.on_main(lambda: add_result_layer(self.ctx.project, query_layer(saved, result, base), base))
+            folder = Path(QgsProcessingUtils.tempFolder())
+            path = copy_result(saved, result, folder, self.ctx.cancel, int(settings.sql_timeout * 1000))
+            name = self.ctx.on_main(lambda: add_result_layer(self.ctx.project, result_layer(path, base), base))
             text += "\n" + layer_summary(name, result)
         return text
 
@@ -160,10 +164,10 @@ def layer_summary(name: str, result: QueryResult) -> str:
     """What was added, from what the query pass learned (the layer itself is not scanned)."""
     fields = ", ".join(c for c in result.columns if not result.geometry or c != result.geometry.column)
     if result.geometry is None:
-        return f"Added table {name!r}: {result.total:,} rows, fields: {fields} (read from the database by the query)."
+        return f"Added table {name!r}: {result.total:,} rows, fields: {fields} (a copy of the query's result)."
     box = ", ".join(f"{v:.1f}" for v in result.extent) if result.extent else "unknown"
     kind = QgsWkbTypes.displayString(QgsWkbTypes.parseType(result.geometry.wkb_type))
     return (
         f"Added layer {name!r}: {kind}, {result.total:,} features, EPSG:{result.geometry.srid}, extent {box}, "
-        f"fields: {fields} (read from the database by the query)."
+        f"fields: {fields} (a copy of the query's result)."
     )

@@ -1,35 +1,97 @@
-"""Layers whose source is a query in the database: the features stay in PostgreSQL.
+"""A query's result as a layer that can never run SQL again: GDAL copies it once, read-only, into a GeoPackage.
 
-The layer declares its geometry column, type, SRID, a unique key and its
-extent (all learned in the query's single counting pass), so QGIS does not
-scan the result again to learn them.
+A layer whose source is the query itself would be read by QGIS's postgres
+provider on its own connection, over and over (counting, extents, every
+redraw), outside any read-only transaction: QGIS 3.22 passes no libpq
+``options`` through a layer's URI, so that connection cannot be made
+read-only.  So the rows are copied exactly once, by GDAL's PostgreSQL driver
+(C code, no Python per feature) on a connection opened with
+``default_transaction_read_only=on`` and a statement timeout, and the layer
+reads the GeoPackage: read-only by construction, whatever the query calls.
 """
 
 from __future__ import annotations
 
-from qgis.core import QgsDataSourceUri, QgsRectangle, QgsVectorLayer, QgsWkbTypes
+import uuid
+from pathlib import Path
 
+from qgis.core import QgsVectorLayer
+
+from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.postgis.backends import application_name
 from geogpt_qgis.tools.postgis.connections import SavedConnection
-from geogpt_qgis.tools.postgis.query import UID, QueryResult
+from geogpt_qgis.tools.postgis.query import QueryResult
+
+LAYER_NAME = "result"
 
 
-def query_layer(connection: SavedConnection, result: QueryResult, name: str) -> QgsVectorLayer:
-    """A postgres layer reading ``result``'s query (geometry result, or a plain table)."""
-    uri = QgsDataSourceUri(connection.uri)
-    geometry = result.geometry
-    uri.setDataSource("", f"({result.layer_sql()})", geometry.layer_column if geometry else "", "", UID)
-    uri.setKeyColumn(UID)
-    uri.setUseEstimatedMetadata(True)
-    uri.setParam("checkPrimaryKeyUnicity", "0")  # row_number() is unique; do not make QGIS scan to check
-    if geometry:
-        uri.setSrid(str(geometry.srid))
-        uri.setWkbType(QgsWkbTypes.parseType(geometry.wkb_type))
+def read_only_conninfo(conninfo: str, timeout_ms: int) -> str:
+    """``conninfo`` plus session options that make every transaction read-only and time-limited."""
+    options = (
+        f"-c default_transaction_read_only=on -c statement_timeout={int(timeout_ms)} "
+        "-c standard_conforming_strings=on"
+    )
+    return f"{conninfo} options='{options}' application_name='{application_name()}'"
+
+
+def copy_result(
+    connection: SavedConnection, result: QueryResult, folder: Path, cancel: CancelToken, timeout_ms: int
+) -> Path:
+    """Copy ``result``'s rows into a new GeoPackage in ``folder`` (worker thread); returns its path."""
+    from osgeo import gdal
+
+    path = folder / f"sql_{uuid.uuid4().hex[:12]}.gpkg"
+    options: dict = {
+        "format": "GPKG",
+        "SQLStatement": result.layer_sql(),
+        "layerName": LAYER_NAME,
+        "callback": lambda *_args: 0 if cancel.cancelled else 1,
+    }
+    if result.geometry:
+        options.update(geometryType=result.geometry.wkb_type, dstSRS=f"EPSG:{result.geometry.srid}", reproject=False)
     else:
-        uri.setWkbType(QgsWkbTypes.parseType("NoGeometry"))
-    layer = QgsVectorLayer(uri.uri(False), name, "postgres")
+        options.update(geometryType="NONE")
+    source = "PG:" + read_only_conninfo(connection.conninfo, timeout_ms)
+    handler = _Errors()
+    gdal.PushErrorHandler(handler)
+    try:
+        copied = gdal.VectorTranslate(str(path), source, **options)
+        ok = copied is not None
+        copied = None  # closes and flushes the file
+    except RuntimeError as exc:  # GDAL raises when exceptions are on (another plugin may turn them on)
+        ok = False
+        handler.messages.append(str(exc))
+    finally:
+        gdal.PopErrorHandler()
+    if cancel.cancelled:
+        path.unlink(missing_ok=True)
+        raise RunCancelled("stopped by the user")
+    if not ok or not path.is_file():
+        path.unlink(missing_ok=True)
+        detail = handler.messages[-1] if handler.messages else "unknown error"
+        raise ToolError(f"copying the result into a layer failed: {_scrub(detail, connection.conninfo)}")
+    return path
+
+
+class _Errors:
+    """Collects GDAL's messages instead of printing them."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def __call__(self, _level: int, _number: int, message: str) -> None:
+        self.messages.append(" ".join(message.split()))
+
+
+def _scrub(message: str, conninfo: str) -> str:
+    """Never show the connection string (it may carry a password)."""
+    return message.replace(conninfo, "<connection>")
+
+
+def result_layer(path: Path, name: str) -> QgsVectorLayer:
+    """The GeoPackage copy as a layer (main thread)."""
+    layer = QgsVectorLayer(f"{path}|layername={LAYER_NAME}", name, "ogr")
     if not layer.isValid():
-        raise ToolError(f"QGIS could not open the query as a layer: {layer.error().summary() or 'unknown error'}")
-    if result.extent:
-        layer.setExtent(QgsRectangle(*result.extent))  # known already: QGIS need not scan for it
+        raise ToolError(f"QGIS could not open the copied result: {layer.error().summary() or 'unknown error'}")
     return layer
