@@ -183,7 +183,7 @@ def run_ask(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sy
         set_result_store(project, results)
         status = _ask(args, project, out, err)
         if status == EXIT_OK and args.save:
-            return _save(project, results, Path(args.save), err) or status
+            return _save(project, results, Path(args.save), err)
         return status
     finally:
         QgsProject.instance().clear()

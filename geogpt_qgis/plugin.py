@@ -8,6 +8,7 @@ page, signal connection, log handler or translator behind.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qgis.PyQt.QtCore import QCoreApplication, Qt
@@ -48,6 +49,8 @@ class GeoGptPlugin:
         if translator is not None:
             self._teardown.append(lambda: QCoreApplication.removeTranslator(translator))
 
+        self._keep_results()
+
         from geogpt_qgis.gui.dock import ChatDock
 
         main_window = self.iface.mainWindow()
@@ -72,6 +75,30 @@ class GeoGptPlugin:
         self.iface.addPluginToMenu(MENU, action)
         self._teardown.append(self._remove_action)
         dock.setVisible(settings.dock_visible)
+
+    def _keep_results(self) -> None:
+        """Result layers go to the project's GeoPackage and follow the project when it is saved."""
+        from qgis.core import QgsProject
+
+        from geogpt_qgis.core.result_files import prune_scratch
+        from geogpt_qgis.tools.result_store import ResultStore, SaveHooks, default_scratch_dir, set_result_store
+
+        project = QgsProject.instance()
+        store = ResultStore(default_scratch_dir())
+        prune_scratch(store.scratch_dir, keep=store.scratch_file)  # sessions that never saved, a week ago
+        set_result_store(project, store)
+        hooks = SaveHooks(project, store, self._tell_results_file)
+
+        def undo() -> None:
+            hooks.disconnect()
+            set_result_store(project, None)
+
+        self._teardown.append(undo)
+
+    def _tell_results_file(self, path: Path) -> None:
+        self.iface.messageBar().pushInfo(
+            TITLE, tr("GeoGPT's result layers are saved with the project in {path}").format(path=path)
+        )
 
     def _remove_action(self) -> None:
         if self.action is not None:

@@ -828,14 +828,19 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>kjører… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="66"/>
+        <location filename="../geogpt_qgis/plugin.py" line="69"/>
         <source>GeoGPT chat</source>
         <translation>GeoGPT-chat</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="68"/>
+        <location filename="../geogpt_qgis/plugin.py" line="71"/>
         <source>Show or hide the GeoGPT chat</source>
         <translation>Vis eller skjul GeoGPT-chatten</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/plugin.py" line="100"/>
+        <source>GeoGPT&apos;s result layers are saved with the project in {path}</source>
+        <translation>GeoGPTs resultatlag er lagret sammen med prosjektet i {path}</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="83"/>

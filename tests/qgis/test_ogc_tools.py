@@ -73,8 +73,8 @@ def test_collections_are_listed_with_title_and_description(ogc):
     text = call(ogc.describe_ogc_collections)
     assert text.splitlines()[0].endswith(": 6 feature collections")
     for name, (title, description, _) in POSTGIS_COLLECTIONS.items():
-        assert f"- {name} — {title}: {description}" in text
-    assert "- parks_file — Parks (file): Parks and green spaces, from a GeoJSON file." in text
+        assert f"- {name} — {title!r}: {description}" in text
+    assert "- parks_file — 'Parks (file)': Parks and green spaces, from a GeoJSON file." in text
     assert call(ogc.describe_ogc_collections, None, "elvbury") == text  # by name, case-insensitively
 
 
@@ -108,10 +108,11 @@ def test_a_filtered_query_adds_exactly_the_matching_features_as_a_layer(ogc, dem
     layer = added(demo_project, "big")
     assert len(demo_project.mapLayers()) == before + 1
     assert sorted(f["name"] for f in layer.getFeatures()) == [name for (name,) in expected]
-    assert layer.providerType() == "memory"
+    assert layer.providerType() == "ogr"  # kept in the project's GeoPackage: it survives saving
+    assert layer.source().startswith(str(demo_project.absolutePath()) + "/elvbury_results.gpkg|layername=big")
     assert layer.crs().authid() == "EPSG:25832"  # the data's own CRS, asked of the server
     assert QgsWkbTypes.displayString(layer.wkbType()) == "Point"
-    assert text.startswith(f"Added layer 'big' (a memory layer with the fetched features): {len(expected)} features")
+    assert text.startswith(f"Added layer 'big' (the fetched features, kept in the project's GeoPackage): {len(expected)} features")
     assert "Fields: name, type, pupils, district" in text
     assert "Served in EPSG:25832" in text
     assert "filter: district = 'Centre' AND pupils > 200" in layer.metadata().abstract()
@@ -145,7 +146,7 @@ def test_a_whole_collection_stays_linked_to_the_server(ogc, demo_project):
 def test_selected_properties_only(ogc, demo_project):
     call(ogc.query_ogc_collection, "hospitals", properties=["name"], output_name="h_names")
     layer = added(demo_project, "h_names")
-    assert layer.fields().names() == ["name"]
+    assert layer.fields().names() == ["fid", "name"]  # fid: the key of its table in the project's GeoPackage
     assert sorted(f["name"] for f in layer.getFeatures()) == [
         n for (n,) in sql("SELECT name FROM hospitals ORDER BY 1")
     ]

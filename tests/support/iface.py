@@ -7,7 +7,7 @@ It needs nothing but a QgsApplication, so benchmarks and subprocesses use it too
 
 from __future__ import annotations
 
-from qgis.gui import QgsMapCanvas
+from qgis.gui import QgsMapCanvas, QgsMessageBar
 from qgis.PyQt.QtCore import QObject, Qt
 from qgis.PyQt.QtWidgets import QAction, QDockWidget, QMainWindow, QMenu, QToolBar
 
@@ -25,9 +25,13 @@ class FaithfulIface(QObject):
         self.plugin_toolbar.setObjectName("mPluginToolBar")
         self._window.addToolBar(self.plugin_toolbar)
         self.options_factories: list = []  # what QGIS's options dialog would offer as pages
+        self._message_bar = QgsMessageBar(self._window)
 
     def mainWindow(self) -> QMainWindow:
         return self._window
+
+    def messageBar(self) -> QgsMessageBar:  # noqa: N802 - QGIS API name
+        return self._message_bar
 
     def mapCanvas(self) -> QgsMapCanvas:
         return self._canvas

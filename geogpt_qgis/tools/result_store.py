@@ -1,0 +1,462 @@
+"""Result layers that survive saving: kept in a GeoPackage that belongs to the project.
+
+A layer the agent makes (a processing output, a filtered OGC result, a place)
+starts as a temporary layer (memory, or a file in a temporary folder) that QGIS
+forgets when it closes.  The store copies its features into one GeoPackage and
+adds a layer reading that table instead, with the temporary layer's style,
+metadata and custom properties:
+
+- a saved project's results go beside it, ``<project>_results.gpkg``;
+- before the first save they go to a scratch file (in the QGIS profile, or a
+  temporary folder headless); ``relocate``, called when the project gets a file
+  name (first save, Save As, the CLI's ``--save``), copies the results the
+  project uses beside the new project file and points the layers at the copy;
+- ``clean_up``, after each save, drops the result tables of the project's file
+  that no layer uses any more, so removed results do not pile up.
+
+Threads: ``stage``, ``open``, ``relocate`` and ``clean_up`` run on the main
+thread (they read the project and make layers); ``write``, the slow part,
+runs on the tool's worker and touches only a feature source and the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsCoordinateTransformContext,
+    QgsDataProvider,
+    QgsFields,
+    QgsMapLayer,
+    QgsProcessingUtils,
+    QgsProject,
+    QgsProviderRegistry,
+    QgsReadWriteContext,
+    QgsVectorFileWriter,
+    QgsVectorLayer,
+    QgsVectorLayerFeatureSource,
+)
+from qgis.PyQt import sip
+from qgis.PyQt.QtXml import QDomDocument
+
+from geogpt_qgis.core import result_files
+from geogpt_qgis.core.cancel import CancelToken
+from geogpt_qgis.toolbelt.log import logger as log
+from geogpt_qgis.tools.base import ToolContext, ToolError
+from geogpt_qgis.tools.layers import add_result_layer
+from geogpt_qgis.tools.thread_guard import assert_main_thread, vector_layer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+BATCH = 1000
+_ALL_STYLE = QgsMapLayer.StyleCategory.AllStyleCategories
+
+
+@dataclass
+class StagedResult:
+    """A temporary layer on its way into the store: where it goes, and a snapshot to read it from."""
+
+    name: str
+    table: str
+    path: Path
+    layer: QgsVectorLayer | None  # let go on the main thread once the stored layer is open
+    source: QgsVectorLayerFeatureSource | None
+    fields: QgsFields
+    wkb_type: object
+    crs: QgsCoordinateReferenceSystem
+    transform_context: QgsCoordinateTransformContext
+    written: bool = False
+
+
+class ResultStore:
+    """The results GeoPackage of one project.
+
+    ``follow_project``: results of a saved project go straight beside it (the
+    desktop).  The CLI turns it off so that a question asked of a project never
+    writes beside that project; its ``--save`` relocates them beside the copy.
+    """
+
+    def __init__(self, scratch_dir: Path, follow_project: bool = True) -> None:
+        self.scratch_dir = scratch_dir
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.scratch_file = scratch_dir / f"{result_files.SCRATCH_PREFIX}{stamp}-{uuid.uuid4().hex[:8]}.gpkg"
+        self.follow_project = follow_project
+        self._write_lock = threading.Lock()  # one writer per store: SQLite takes one at a time anyway
+        self._names_lock = threading.Lock()
+        self._reserved: set[tuple[Path, str]] = set()  # staged tables not yet in a layer: never cleaned up
+
+    # -- where -----------------------------------------------------------------
+    def location(self, project: QgsProject) -> Path:
+        """The file new results go to now (main thread)."""
+        home = _local_file(project)
+        if self.follow_project and home is not None:
+            return result_files.results_path_for(home)
+        return self.scratch_file
+
+    # -- one result: stage (main), write (worker), open (main) -------------------
+    def stage(self, project: QgsProject, layer: QgsVectorLayer, name: str) -> StagedResult:
+        """Pick the table for ``layer`` (named after ``name``) and snapshot its features (main thread)."""
+        assert_main_thread("a result layer was staged")
+        path = self.location(project)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._names_lock:
+            taken = result_files.tables(path) | {table for where, table in self._reserved if where == path}
+            table = result_files.table_name(name, taken)
+            self._reserved.add((path, table))
+        return StagedResult(
+            name=name,
+            table=table,
+            path=path,
+            layer=layer,
+            source=QgsVectorLayerFeatureSource(layer),
+            fields=layer.fields(),
+            wkb_type=layer.wkbType(),
+            crs=layer.crs(),
+            transform_context=project.transformContext(),
+        )
+
+    def write(self, staged: StagedResult, cancel: CancelToken | None = None) -> None:
+        """Copy the staged features into their table (any thread; a failed or stopped copy leaves no table)."""
+        with self._write_lock:
+            try:
+                self._write(staged, cancel)
+            except BaseException:
+                self.discard(staged, drop=True)
+                raise
+        staged.written = True
+
+    def _write(self, staged: StagedResult, cancel: CancelToken | None) -> None:
+        if staged.source is None:
+            raise ToolError("the result was already stored")
+        options = QgsVectorFileWriter.SaveVectorOptions()
+        options.driverName = "GPKG"
+        options.fileEncoding = "UTF-8"
+        options.layerName = staged.table
+        options.actionOnExistingFile = (
+            QgsVectorFileWriter.ActionOnExistingFile.CreateOrOverwriteLayer
+            if staged.path.is_file()
+            else QgsVectorFileWriter.ActionOnExistingFile.CreateOrOverwriteFile
+        )
+        options.layerOptions = [f"DESCRIPTION={result_files.MARK}", f"FID={_fid_column(staged.fields)}"]
+        writer = QgsVectorFileWriter.create(
+            str(staged.path), staged.fields, staged.wkb_type, staged.crs, staged.transform_context, options
+        )
+        try:
+            if writer.hasError() != QgsVectorFileWriter.WriterError.NoError:
+                raise ToolError(f"could not store the result in {staged.path}: {writer.errorMessage()}")
+            for batch in _batches(staged.source, cancel):
+                if not writer.addFeatures(batch):
+                    raise ToolError(f"could not store the result in {staged.path}: {writer.errorMessage()}")
+        finally:
+            del writer  # closes the table: its features are on disk
+
+    def open(self, staged: StagedResult) -> QgsVectorLayer:
+        """A layer reading the stored table, styled like the temporary layer (main thread; not added).
+
+        The temporary layer is let go here, on the main thread it belongs to.
+        """
+        try:
+            layer = vector_layer(_uri(staged.path, staged.table), staged.name, "ogr")
+            if not layer.isValid():
+                raise ToolError(f"QGIS could not open the stored result {staged.table} in {staged.path}")
+            if staged.layer is not None:
+                copy_style(staged.layer, layer)
+        except BaseException:
+            self.discard(staged, drop=True)
+            raise
+        finally:
+            staged.layer = staged.source = None
+        self.discard(staged)
+        return layer
+
+    def discard(self, staged: StagedResult, drop: bool = False) -> None:
+        """Forget a staged result; with ``drop``, remove its table (a failed or stopped step adds nothing)."""
+        with self._names_lock:
+            self._reserved.discard((staged.path, staged.table))
+        if drop:
+            with contextlib.suppress(Exception):
+                result_files.drop_tables(staged.path, [staged.table])
+
+    # -- saving ------------------------------------------------------------------
+    def relocate(self, project: QgsProject, project_file: str) -> Path | None:
+        """Copy the results the project uses beside ``project_file`` and point their layers there (main thread).
+
+        Call before the project is written under that name.  A result is a
+        table marked as one in its GeoPackage (in the scratch file, or beside
+        the project's previous file after a Save As: that file stays as it
+        was for the old project).  Returns the results file when anything was
+        copied, else ``None``.
+        """
+        if not project_file or "://" in project_file:
+            return None  # a project kept in a database has no folder to sit beside
+        self.follow_project = True
+        target = result_files.results_path_for(project_file)
+        moves: dict[Path, list[tuple[QgsVectorLayer, str]]] = {}
+        marked: dict[Path, set[str]] = {}
+        for layer, path, table in _ogr_layers(project):
+            if path.resolve() == target.resolve() or not path.is_file():
+                continue
+            if path not in marked:
+                marked[path] = result_files.result_tables(path)
+            if table in marked[path]:
+                moves.setdefault(path, []).append((layer, table))
+        if not moves:
+            return None
+        for source, layers in moves.items():
+            if not target.is_file() and len(moves) == 1:
+                result_files.copy_file(source, target)  # a page copy: fast, all tables (clean_up trims)
+                renames = {table: table for _layer, table in layers}
+            else:
+                taken = result_files.tables(target)
+                renames = {}
+                for _layer, table in layers:
+                    renames[table] = result_files.table_name(table, taken)
+                    taken.add(renames[table])
+                result_files.copy_tables(source, target, renames)
+            for layer, table in layers:
+                options = QgsDataProvider.ProviderOptions()
+                options.transformContext = project.transformContext()
+                layer.setDataSource(_uri(target, renames[table]), layer.name(), "ogr", options)
+            if source == self.scratch_file and not self._in_use(project, source):
+                result_files.remove_file(source)
+        return target
+
+    def clean_up(self, project: QgsProject) -> list[str]:
+        """Drop result tables of the project's file that no layer uses (main thread, after a save).
+
+        Skipped while a result is being written (it runs again on the next
+        save): the main thread never waits for a worker.
+        """
+        home = _local_file(project)
+        if home is None:
+            return []
+        path = result_files.results_path_for(home)
+        if not self._write_lock.acquire(blocking=False):
+            return []
+        try:
+            used = {table for _layer, where, table in _ogr_layers(project) if where.resolve() == path.resolve()}
+            with self._names_lock:
+                used |= {table for where, table in self._reserved if where == path}
+            unused = result_files.result_tables(path) - used
+            return result_files.drop_tables(path, unused) if unused else []
+        finally:
+            self._write_lock.release()
+
+    def _in_use(self, project: QgsProject, path: Path) -> bool:
+        with self._names_lock:
+            if any(where == path for where, _table in self._reserved):
+                return True
+        return any(where == path for _layer, where, _table in _ogr_layers(project))
+
+
+class SaveHooks:
+    """Keep a project's results with it when QGIS saves it (main thread; the plugin shell owns one).
+
+    QGIS gives a project its name (``setFileName``, emitting
+    ``fileNameChanged``) before writing it on a first save or a Save As, so
+    the results are copied beside the new file then, before the layers'
+    sources are written; after every save, unused result tables are dropped
+    and ``tell`` is given the results file when it was just made.
+    """
+
+    def __init__(self, project: QgsProject, store: ResultStore, tell: Callable[[Path], None]) -> None:
+        self.project, self.store, self.tell = project, store, tell
+        self._moved: Path | None = None
+        project.fileNameChanged.connect(self._renamed)
+        project.projectSaved.connect(self._saved)
+
+    def disconnect(self) -> None:
+        self.project.fileNameChanged.disconnect(self._renamed)
+        self.project.projectSaved.disconnect(self._saved)
+
+    def _renamed(self) -> None:
+        try:
+            self._moved = self.store.relocate(self.project, self.project.fileName()) or self._moved
+        except Exception as exc:  # noqa: BLE001 - a slot: QGIS's save must go on, the user is told
+            log.warning("could not copy the result layers beside %s: %s", self.project.fileName(), exc)
+
+    def _saved(self) -> None:
+        try:
+            self.store.clean_up(self.project)
+        except Exception as exc:  # noqa: BLE001 - a slot: the save itself succeeded
+            log.warning("could not drop unused result tables: %s", exc)
+        moved, self._moved = self._moved, None
+        if moved is not None:
+            self.tell(moved)
+
+
+# -- the tools' entry points -------------------------------------------------------
+def is_temporary(layer: QgsMapLayer) -> bool:
+    """A vector layer QGIS would lose on close: in memory, or a file in a temporary folder."""
+    if not isinstance(layer, QgsVectorLayer):
+        return False
+    if layer.providerType() == "memory":
+        return True
+    if layer.providerType() != "ogr":
+        return False
+    parts = QgsProviderRegistry.instance().decodeUri("ogr", layer.source())
+    path = Path(parts.get("path") or "")
+    from geogpt_qgis.toolbelt.paths import temp_dir
+
+    return any(_within(path, folder) for folder in (Path(QgsProcessingUtils.tempFolder()), temp_dir()))
+
+
+def stage_result(project: QgsProject, layer: QgsVectorLayer, base: str) -> tuple[ResultStore, StagedResult]:
+    """The project's store and ``layer`` staged in it, its table named after ``base`` (main thread)."""
+    store = result_store(project)
+    return store, store.stage(project, layer, base)
+
+
+def finish_result(ctx: ToolContext, store: ResultStore, staged: StagedResult) -> str:
+    """Write a staged result (here, on the worker) and add the stored layer to the project; returns its name."""
+    try:
+        store.write(staged, ctx.cancel)
+        return ctx.on_main(_add_staged, store, ctx.project, staged)
+    except BaseException:
+        store.discard(staged, drop=True)
+        release(ctx, staged)
+        raise
+
+
+def keep_result_now(project: QgsProject, layer: QgsVectorLayer, base: str) -> str:
+    """Store a small layer made on the main thread (a place) and add the stored layer: all steps here."""
+    store, staged = stage_result(project, layer, base)
+    store.write(staged)
+    return _add_staged(store, project, staged)
+
+
+def release(ctx: ToolContext, staged: StagedResult) -> None:
+    """Let a staged temporary layer go on the main thread (a failed or stopped step)."""
+    held = (staged.layer, staged.source)
+    staged.layer = staged.source = None
+    ctx.bridge.dispose(held)
+
+
+def _add_staged(store: ResultStore, project: QgsProject, staged: StagedResult) -> str:
+    return add_result_layer(project, store.open(staged), staged.name)
+
+
+# -- one store per project ---------------------------------------------------------
+# Keyed by the C++ object: Python wrappers of QgsProject.instance() come and go.
+_stores: dict[int, ResultStore] = {}
+_stores_lock = threading.Lock()
+
+
+def _key(project: QgsProject) -> int:
+    return int(sip.unwrapinstance(project))
+
+
+def result_store(project: QgsProject) -> ResultStore:
+    """The project's store; a default one (scratch in the QGIS profile) unless the plugin or CLI set one."""
+    with _stores_lock:
+        store = _stores.get(_key(project))
+    if store is None:
+        set_result_store(project, ResultStore(default_scratch_dir()), replace=False)
+        with _stores_lock:
+            store = _stores[_key(project)]
+    return store
+
+
+def set_result_store(project: QgsProject, store: ResultStore | None, replace: bool = True) -> None:
+    """Use ``store`` for ``project`` (``None``: back to the default); forgotten when the project is deleted."""
+    key = _key(project)
+    with _stores_lock:
+        if store is None:
+            _stores.pop(key, None)
+            return
+        if key in _stores and not replace:
+            return
+        first = key not in _stores
+        _stores[key] = store
+    if first:
+        project.destroyed.connect(lambda _obj=None, key=key: _forget(key))
+
+
+def _forget(key: int) -> None:
+    with _stores_lock:
+        _stores.pop(key, None)
+
+
+def default_scratch_dir() -> Path:
+    """Where results of a project never saved wait: ``<profile>/geogpt_qgis/scratch``."""
+    from geogpt_qgis.toolbelt.paths import profile_data_dir
+
+    folder = profile_data_dir() / "scratch"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+# -- helpers -------------------------------------------------------------------------
+def copy_style(source: QgsMapLayer, target: QgsMapLayer) -> None:
+    """Symbology, labels, field settings, metadata and custom properties of ``source`` onto ``target``."""
+    document = QDomDocument("qgis")
+    message = source.exportNamedStyle(document, QgsReadWriteContext(), _ALL_STYLE)
+    if not message:
+        target.importNamedStyle(document, _ALL_STYLE)
+    target.setMetadata(source.metadata())
+    for key in source.customPropertyKeys():
+        target.setCustomProperty(key, source.customProperty(key))
+
+
+def _uri(path: Path, table: str) -> str:
+    return f"{path}|layername={table}"
+
+
+def _fid_column(fields: QgsFields) -> str:
+    """``fid`` unless the data already has a field of that name (its values need not be unique)."""
+    names = {name.lower() for name in fields.names()}
+    column = "fid"
+    while column in names:
+        column = f"result_{column}"
+    return column
+
+
+def _batches(source: QgsVectorLayerFeatureSource, cancel: CancelToken | None) -> Iterator[list]:
+    batch: list = []
+    for feature in source.getFeatures():
+        batch.append(feature)
+        if len(batch) >= BATCH:
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            yield batch
+            batch = []
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    if batch:
+        yield batch
+
+
+def _local_file(project: QgsProject) -> Path | None:
+    name = project.fileName()
+    if not name or project.projectStorage() is not None:
+        return None
+    return Path(name)
+
+
+def _ogr_layers(project: QgsProject) -> list[tuple[QgsVectorLayer, Path, str]]:
+    """(layer, file, table) of every project layer reading a GeoPackage table."""
+    found = []
+    registry = QgsProviderRegistry.instance()
+    for layer in project.mapLayers().values():
+        if not isinstance(layer, QgsVectorLayer) or layer.providerType() != "ogr":
+            continue
+        parts = registry.decodeUri("ogr", layer.source())
+        if parts.get("path") and parts.get("layerName"):
+            found.append((layer, Path(parts["path"]), str(parts["layerName"])))
+    return found
+
+
+def _within(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True

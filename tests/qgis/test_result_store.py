@@ -1,0 +1,293 @@
+"""Result layers survive saving: stored in the project's GeoPackage, moved beside it on the first save,
+reopened with every feature and their style in a fresh process (plugin hooks and the CLI's --save),
+and tables of removed results dropped on save."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from qgis.core import (
+    QgsFillSymbol,
+    QgsProject,
+    QgsSingleSymbolRenderer,
+    QgsVectorLayer,
+)
+
+from geogpt_qgis import classFactory
+from geogpt_qgis.core import result_files
+from geogpt_qgis.tools.base import ToolContext
+from geogpt_qgis.tools.processing.family import ProcessingTools
+from geogpt_qgis.tools.result_store import ResultStore, SaveHooks, keep_result_now, result_store, set_result_store
+from tests.support.demo import GPKG, copy_demo
+from tests.support.iface import FaithfulIface
+from tests.support.model_server import ToolCall, Turn
+from tests.support.runs import call_in_thread
+
+REPO = Path(__file__).resolve().parents[2]
+COLOUR = "#12ab34"
+BUFFER = {"INPUT": "rivers", "DISTANCE": 100, "SEGMENTS": 32}  # explicit segments: defaults may change
+
+# Reads a saved project in a fresh QGIS and prints every layer's provider, file, features (WKT) and colour.
+REOPEN = """
+import json, sys
+from qgis.core import QgsApplication, QgsProject, QgsProviderRegistry
+app = QgsApplication([], False)
+app.initQgis()
+project = QgsProject.instance()
+assert project.read(sys.argv[1]), project.error()
+out = {}
+for layer in project.mapLayers().values():
+    parts = QgsProviderRegistry.instance().decodeUri(layer.providerType(), layer.source())
+    symbol = layer.renderer().symbol() if hasattr(layer.renderer(), "symbol") else None
+    out[layer.name()] = {
+        "provider": layer.providerType(),
+        "valid": layer.isValid(),
+        "path": parts.get("path", ""),
+        "count": layer.featureCount(),
+        "wkt": sorted(f.geometry().asWkt(3) for f in layer.getFeatures()),
+        "colour": symbol.color().name() if symbol is not None else "",
+    }
+print(json.dumps(out))
+project.clear()
+app.exitQgis()
+"""
+
+
+def reopen(project_file: Path) -> dict:
+    """The layers of ``project_file`` as a fresh process sees them (no state shared with this one)."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run(
+        [sys.executable, "-c", REOPEN, str(project_file)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def wkts(layer: QgsVectorLayer) -> list[str]:
+    return sorted(f.geometry().asWkt(3) for f in layer.getFeatures())
+
+
+def only(project: QgsProject, name: str) -> QgsVectorLayer:
+    found = project.mapLayersByName(name)
+    assert len(found) == 1, f"expected one layer {name!r}, found {[layer.name() for layer in found]}"
+    return found[0]
+
+
+def source_file(layer: QgsVectorLayer) -> Path:
+    return Path(layer.source().split("|")[0])
+
+
+def buffer_rivers(ctx: ToolContext, name: str = "rivers_buffer_100m") -> str:
+    return call_in_thread(
+        ProcessingTools(ctx).run_algorithm, "native:buffer", {"INPUT": "rivers", "DISTANCE": 100}, name
+    )
+
+
+def paint(layer: QgsVectorLayer) -> None:
+    layer.setRenderer(QgsSingleSymbolRenderer(QgsFillSymbol.createSimple({"color": COLOUR})))
+
+
+@pytest.fixture
+def new_project(qgis_app, tmp_path):
+    """An unsaved project holding the demo rivers, with results in a scratch folder under ``tmp_path``."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "elvbury.gpkg").write_bytes(GPKG.read_bytes())
+    project = QgsProject.instance()
+    project.clear()
+    rivers = QgsVectorLayer(f"{data / 'elvbury.gpkg'}|layername=rivers", "rivers", "ogr")
+    assert rivers.isValid()
+    project.addMapLayer(rivers)
+    store = ResultStore(tmp_path / "scratch")
+    set_result_store(project, store)
+    yield project, store
+    project.clear()
+    set_result_store(project, None)
+
+
+# -- where results go ---------------------------------------------------------------
+def test_a_result_of_a_saved_project_goes_beside_it_with_all_its_features(tool_ctx, demo_project):
+    text = buffer_rivers(tool_ctx)
+    assert "added layer 'rivers_buffer_100m'" in text
+    layer = only(demo_project, "rivers_buffer_100m")
+    assert layer.providerType() == "ogr"
+    assert source_file(layer) == Path(demo_project.fileName()).with_name("elvbury_results.gpkg")
+    assert layer.source().endswith("|layername=rivers_buffer_100m")
+    assert layer.featureCount() == only(demo_project, "rivers").featureCount() == 2
+    assert result_files.result_tables(source_file(layer)) == {"rivers_buffer_100m"}
+
+
+def test_first_save_moves_results_beside_the_project_and_a_fresh_process_reopens_them(new_project, bridge, tmp_path):
+    project, store = new_project
+    buffer_rivers(ToolContext(project=project, bridge=bridge))
+    layer = only(project, "rivers_buffer_100m")
+    assert source_file(layer) == store.scratch_file  # not saved yet: the scratch file
+    paint(layer)
+    before = wkts(layer)
+    told: list[Path] = []
+    hooks = SaveHooks(project, store, told.append)
+    try:
+        project.setFileName(str(tmp_path / "town.qgz"))  # what QGIS's Save (As) does before writing
+        assert project.write()
+    finally:
+        hooks.disconnect()
+    results = tmp_path / "town_results.gpkg"
+    assert told == [results]
+    assert source_file(layer) == results and layer.isValid() and layer.featureCount() == 2
+    assert not store.scratch_file.exists()  # nothing left behind in the scratch folder
+    project.clear()
+    seen = reopen(tmp_path / "town.qgz")["rivers_buffer_100m"]
+    assert seen["provider"] == "ogr" and seen["valid"]
+    assert Path(seen["path"]) == results
+    assert seen["count"] == 2 and seen["wkt"] == before
+    assert seen["colour"] == COLOUR
+
+
+def test_save_as_copies_results_and_leaves_the_old_project_whole(tool_ctx, demo_project, tmp_path):
+    buffer_rivers(tool_ctx)
+    old = Path(demo_project.fileName()).with_name("elvbury_results.gpkg")
+    hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
+    try:
+        demo_project.setFileName(str(tmp_path / "copy" / "renamed.qgz"))
+        assert demo_project.write()
+    finally:
+        hooks.disconnect()
+    layer = only(demo_project, "rivers_buffer_100m")
+    assert source_file(layer) == tmp_path / "copy" / "renamed_results.gpkg"
+    assert result_files.result_tables(old) == {"rivers_buffer_100m"}  # the old project still has its result
+    assert layer.featureCount() == 2
+
+
+# -- clean-up ------------------------------------------------------------------------
+def test_saving_drops_tables_of_removed_results_and_nothing_else(tool_ctx, demo_project):
+    buffer_rivers(tool_ctx, "kept")
+    buffer_rivers(tool_ctx, "removed")
+    path = source_file(only(demo_project, "kept"))
+    with sqlite3.connect(path) as db:  # a table the user put there: never ours to drop
+        db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    assert result_files.result_tables(path) == {"kept", "removed"}
+    demo_project.removeMapLayer(only(demo_project, "removed").id())
+    hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
+    try:
+        assert demo_project.write()
+    finally:
+        hooks.disconnect()
+    assert result_files.result_tables(path) == {"kept"}
+    assert "notes" in result_files.tables(path) and "removed" not in result_files.tables(path)
+    assert only(demo_project, "kept").featureCount() == 2
+
+
+def test_table_names_are_unique_and_plain():
+    taken = {"rivers_buffer", "Parks"}
+    assert result_files.table_name("rivers_buffer", taken) == "rivers_buffer_2"
+    assert result_files.table_name("parks", taken) == "parks_2"  # SQLite ignores case
+    assert result_files.table_name("place Øst-Byen", set()) == "place_st_byen"
+    assert result_files.table_name("2024 roads", set()) == "result_2024_roads"
+    assert result_files.table_name("gpkg_contents", set()) == "result_gpkg_contents"
+    assert result_files.results_path_for("/maps/town.qgz") == Path("/maps/town_results.gpkg")
+
+
+def test_a_place_like_layer_made_on_the_main_thread_keeps_style_and_properties(new_project):
+    project, _store = new_project
+    memory = QgsVectorLayer("Polygon?crs=EPSG:25832&field=name:string&field=fid:integer", "p", "memory")
+    rivers = only(project, "rivers")
+    from qgis.core import QgsFeature
+
+    rows = []
+    for feature in rivers.getFeatures():
+        row = QgsFeature(memory.fields())
+        row.setAttributes(["river", 7])  # the same "fid" twice: the stored table needs its own key
+        row.setGeometry(feature.geometry().buffer(10, 8))
+        rows.append(row)
+    memory.dataProvider().addFeatures(rows)
+    paint(memory)
+    memory.setCustomProperty("geogpt/place", "Elv river")
+    name = keep_result_now(project, memory, "place_elv")
+    stored = only(project, name)
+    assert stored.providerType() == "ogr" and stored.featureCount() == 2
+    assert [f["fid"] for f in stored.getFeatures()] == [7, 7]
+    assert stored.renderer().symbol().color().name() == COLOUR
+    assert stored.customProperty("geogpt/place") == "Elv river"
+
+
+# -- the plugin's hooks and the CLI's --save -------------------------------------------
+def test_the_plugin_keeps_results_with_the_project_and_says_where(new_project, bridge, tmp_path, monkeypatch):
+    from qgis.core import QgsApplication
+
+    project, _store = new_project
+    monkeypatch.setattr(QgsApplication, "qgisSettingsDirPath", staticmethod(lambda: str(tmp_path / "profile") + "/"))
+    iface = FaithfulIface()
+    plugin = classFactory(iface)
+    plugin.initGui()
+    try:
+        store = result_store(project)
+        assert store.scratch_file.parent == tmp_path / "profile" / "geogpt_qgis" / "scratch"
+        buffer_rivers(ToolContext(project=project, bridge=bridge))
+        assert source_file(only(project, "rivers_buffer_100m")) == store.scratch_file
+        (tmp_path / "saved").mkdir()
+        project.setFileName(str(tmp_path / "saved" / "plan.qgz"))
+        assert project.write()
+        shown = [w.text() for w in iface.messageBar().items()]
+        assert any(str(tmp_path / "saved" / "plan_results.gpkg") in text for text in shown), shown
+    finally:
+        plugin.unload()
+        iface.mainWindow().deleteLater()
+    assert result_store(project) is not store  # unload let the plugin's store go
+    seen = reopen(tmp_path / "saved" / "plan.qgz")
+    assert seen["rivers_buffer_100m"]["count"] == 2
+
+
+def test_cli_save_keeps_the_buffer_and_a_fresh_process_reopens_it(model_server, tmp_path):
+    project_file = copy_demo(tmp_path / "demo")
+    model_server.script(
+        [
+            Turn(tool_calls=[ToolCall("run_algorithm", {"algorithm": "native:buffer", "parameters": BUFFER})]),
+            Turn(text="Buffered the rivers."),
+        ]
+    )
+    out = tmp_path / "out" / "p.qgz"
+    out.parent.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "geogpt_qgis",
+            "ask",
+            "Buffer the rivers by 100 m",
+            "--project",
+            str(project_file),
+            "--base-url",
+            model_server.url,
+            "--model",
+            "qwen3:8b",
+            "--save",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = out.with_name("p_results.gpkg")
+    assert f"Result layers saved in {results}" in done.stderr
+    assert not project_file.with_name("elvbury_results.gpkg").exists()  # the asked project is left alone
+    seen = reopen(out)
+    buffered = seen["rivers_buffer_100m"]
+    assert buffered["provider"] == "ogr" and buffered["valid"] and Path(buffered["path"]) == results
+    assert buffered["count"] == seen["rivers"]["count"] == 2
+    # The same buffer computed here, independently of the stored file.
+    from qgis import processing
+
+    rivers = QgsVectorLayer(f"{project_file.with_name('elvbury.gpkg')}|layername=rivers", "rivers", "ogr")
+    expected = processing.run("native:buffer", {**BUFFER, "INPUT": rivers, "OUTPUT": "memory:"})
+    assert buffered["wkt"] == wkts(expected["OUTPUT"])
