@@ -112,7 +112,8 @@ def test_a_filtered_query_adds_exactly_the_matching_features_as_a_layer(ogc, dem
     assert layer.source().startswith(str(demo_project.absolutePath()) + "/elvbury_results.gpkg|layername=big")
     assert layer.crs().authid() == "EPSG:25832"  # the data's own CRS, asked of the server
     assert QgsWkbTypes.displayString(layer.wkbType()) == "Point"
-    assert text.startswith(f"Added layer 'big' (the fetched features, kept in the project's GeoPackage): {len(expected)} features")
+    kind = "fetched features, in the project's GeoPackage"
+    assert text.startswith(f"Added layer 'big' ({kind}): {len(expected)} features")
     assert "Fields: name, type, pupils, district" in text
     assert "Served in EPSG:25832" in text
     assert "filter: district = 'Centre' AND pupils > 200" in layer.metadata().abstract()

@@ -198,7 +198,7 @@ class OgcTools(ToolFamily):
         else:
             # Parsing happens here (the slow part); the main thread only makes the layer and adds the rows.
             make = partial(memory_layer, memory_rows(fetched.features, fetched.crs, props, f"From {request}"), base)
-            kind = "the fetched features, kept in the project's GeoPackage"
+            kind = "fetched features, in the project's GeoPackage"
             extent = None
         added, fields, box = self.ctx.on_main(self._add_layer, make, base)
         # Fetched features are copied into the project's GeoPackage (here, off the main thread): they survive saving.
