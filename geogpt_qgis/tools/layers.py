@@ -26,22 +26,56 @@ from qgis.core import (
 
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.core.fuzzy import did_you_mean
+from geogpt_qgis.core.text import single_line
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.processing.naming import unique_name
+from geogpt_qgis.tools.processing.output_checks import check_layer
+from geogpt_qgis.tools.thread_guard import assert_main_thread
 
 CANCEL_CHECK_EVERY = 500
+MAX_LAYER_NAME_CHARS = 100  # a name the model gives a layer; longer ones are refused (renames) or cut (results)
 
 
 def ordered_layers(project: QgsProject) -> list[QgsMapLayer]:
     """Project layers in layer-tree order, then any layer not in the tree."""
+    assert_main_thread("the project's layers were read")
     in_tree = [node.layer() for node in project.layerTreeRoot().findLayers() if node.layer() is not None]
     seen = {layer.id() for layer in in_tree}
     rest = [layer for layer_id, layer in project.mapLayers().items() if layer_id not in seen]
     return in_tree + rest
 
 
+def check_new_layer_name(name: str) -> str:
+    """``name`` stripped, if the model may give it to a layer; else a ``ToolError`` saying why.
+
+    Layer names are saved in the project and shown to the model in every later
+    prompt, so a name must be one short line: a line break or control
+    character could make it read as an instruction of its own.
+    """
+    name = name.strip()
+    if not name:
+        raise ToolError("the new name is empty")
+    if single_line(name) != name:
+        raise ToolError(
+            "a layer name must be a single line without control characters (line breaks, tabs...); "
+            "nothing was changed. Give a plain one-line name."
+        )
+    if len(name) > MAX_LAYER_NAME_CHARS:
+        raise ToolError(
+            f"a layer name may have at most {MAX_LAYER_NAME_CHARS} characters, not {len(name)}; "
+            "nothing was changed. Give a shorter name."
+        )
+    return name
+
+
 def add_result_layer(project: QgsProject, layer: QgsMapLayer, base: str) -> str:
-    """Add a tool's result layer under ``base`` (``base_2``... if taken); returns the name it got (main thread)."""
+    """Add a tool's result layer under ``base`` (``base_2``... if taken); returns the name it got (main thread).
+
+    ``base`` comes from the model: it is put on one line and cut to ``MAX_LAYER_NAME_CHARS``.
+    """
+    assert_main_thread("a layer was added to the project")
+    base = " ".join(single_line(base).split())[:MAX_LAYER_NAME_CHARS] or "result"
+    check_layer(layer, f"the result layer {base!r}")  # coordinates that do not fit their CRS never reach the project
     layer.setName(unique_name(base, {other.name() for other in ordered_layers(project)}))
     project.addMapLayer(layer)
     return layer.name()

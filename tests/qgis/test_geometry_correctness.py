@@ -12,6 +12,7 @@ Tools are called from a fresh worker thread per call, as the agent's tool thread
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from qgis.core import (
     QgsProject,
     QgsVectorLayer,
 )
+from shapely import minimum_bounding_radius
 
 from geogpt_qgis.core.approval import APPROVE, Decision, current_decision
 from geogpt_qgis.tools.base import ToolError
@@ -143,3 +145,45 @@ def test_assigning_a_geographic_crs_to_metres_adds_nothing(tools, demo_project):
     with pytest.raises(ToolError, match=r"outside ±180° / ±90°.*no layer was added"):
         run(tools, "native:assignprojection", {"INPUT": "schools", "CRS": "EPSG:4326"}, "schools_mislabelled")
     assert sorted(layer.id() for layer in demo_project.mapLayers().values()) == before
+
+
+# -- buffers accurate to 0.1% ----------------------------------------------------------
+def test_a_200_m_buffer_of_a_point_has_the_circle_s_area(tools, demo_project):
+    result = run(tools, "native:buffer", {"INPUT": "schools", "DISTANCE": 200}, "schools_200m")
+    assert "Note:" not in result  # nothing to warn about when the default is ours
+    circle = math.pi * 200**2
+    areas = [f.geometry().area() for f in only_layer(demo_project, "schools_200m").getFeatures()]
+    assert len(areas) == 31
+    for area in areas:
+        assert area == pytest.approx(circle, rel=1e-3)
+        assert area < circle  # inscribed: never more than the true circle
+
+
+def test_a_coarse_segments_value_given_by_the_model_is_kept_with_a_note(tools, demo_project):
+    result = run(tools, "native:buffer", {"INPUT": "schools", "DISTANCE": 200, "SEGMENTS": 5}, "coarse")
+    assert "SEGMENTS=5 draws circles coarsely: areas come out about 1.64% low" in result
+    area = next(only_layer(demo_project, "coarse").getFeatures()).geometry().area()
+    assert area == pytest.approx(math.pi * 200**2 * (1 - 0.0163), rel=1e-3)
+
+
+def test_single_sided_buffers_and_enclosing_circles_are_accurate_too(tools, demo_project, gpkg):
+    # East 1 km, then north 1 km; the right side turns the outer corner with a quarter circle.
+    bend = QgsVectorLayer("LineString?crs=EPSG:25832", "bend", "memory")
+    feature = QgsFeature(bend.fields())
+    feature.setGeometry(QgsGeometry.fromWkt("LINESTRING(560000 6200000, 561000 6200000, 561000 6201000)"))
+    bend.dataProvider().addFeatures([feature])
+    demo_project.addMapLayer(bend)
+    run(tools, "native:singlesidedbuffer", {"INPUT": "bend", "DISTANCE": 100, "SIDE": 1}, "bend_right")
+    area = next(only_layer(demo_project, "bend_right").getFeatures()).geometry().area()
+    assert area - 2 * 1000 * 100 == pytest.approx(math.pi * 100**2 / 4, rel=1e-3)
+
+    run(tools, "native:minimumenclosingcircle", {"INPUT": "parks"}, "park_circles")
+    radii = sorted(minimum_bounding_radius(g) for _, _, g in read_layer(gpkg, "parks"))
+    areas = sorted(f.geometry().area() for f in only_layer(demo_project, "park_circles").getFeatures())
+    assert areas == pytest.approx([math.pi * r**2 for r in radii], rel=1e-3)
+
+
+def test_describe_algorithm_says_which_default_the_tools_use(tools):
+    text = call_in_thread(tools.describe_algorithm, "native:minimumenclosingcircle")
+    assert "- SEGMENTS: integer (>= 8, <= 100000); default 128 here (areas within 0.1% of the exact circle; " in text
+    assert "QGIS's own default 72 is 0.13% low" in text

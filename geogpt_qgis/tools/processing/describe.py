@@ -13,6 +13,7 @@ from typing import Any
 from qgis.core import QgsApplication, QgsProcessingAlgorithm, QgsUnitTypes
 
 from geogpt_qgis.core.fuzzy import closest_names
+from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.processing.compat import (
     SOURCE_TYPE_NAMES,
@@ -20,6 +21,7 @@ from geogpt_qgis.tools.processing.compat import (
     parameter_is_advanced,
     parameter_is_optional,
 )
+from geogpt_qgis.tools.processing.curves import describe_default
 
 HELP_CHARS = 400
 
@@ -87,9 +89,9 @@ def parameter_type_label(definition: Any, algorithm: QgsProcessingAlgorithm) -> 
         low, high = definition.minimum(), definition.maximum()
         bounds = []
         if low > -1e300:
-            bounds.append(f">= {low:g}")
+            bounds.append(f">= {plain_number(low, grouping=False)}")
         if high < 1e300:
-            bounds.append(f"<= {high:g}")
+            bounds.append(f"<= {plain_number(high, grouping=False)}")
         return data_type + (f" ({', '.join(bounds)})" if bounds else "")
     if kind == "enum":
         options = ", ".join(f"{i}={o}" for i, o in enumerate(definition.options()))
@@ -132,9 +134,10 @@ def describe_algorithm_text(algorithm: QgsProcessingAlgorithm) -> str:
         if parameter_is_advanced(definition):
             notes.append("advanced")
         note = f" [{', '.join(notes)}]" if notes else ""
+        default = describe_default(algorithm.id(), definition.name(), definition.defaultValue())
         lines.append(
             f"- {definition.name()}: {parameter_type_label(definition, algorithm)}"
-            f"{_default_label(definition)}{note} — {definition.description()}"
+            f"{default or _default_label(definition)}{note} — {definition.description()}"
         )
     outputs = [d for d in algorithm.parameterDefinitions() if d.isDestination()]
     if outputs:

@@ -45,6 +45,7 @@ from geogpt_qgis.tools.processing.compat import (
     parameter_is_optional,
 )
 from geogpt_qgis.tools.processing.crs import utm_crs_for_layer
+from geogpt_qgis.tools.processing.curves import coarse_note, curve_parameter
 from geogpt_qgis.tools.processing.describe import parameter_type_label
 from geogpt_qgis.tools.safety.algorithms import TEMPORARY_WORDS, is_temporary_destination
 from geogpt_qgis.tools.thread_guard import assert_main_thread
@@ -121,8 +122,26 @@ def resolve_parameters(
         else:
             prepared.values[name] = _scalar_value(algorithm, definition, value, project)
     _check_fields(algorithm, definitions, prepared, resolved_layers)
+    _accurate_curves(algorithm, definitions, prepared)
     _plan_reprojections(definitions, prepared, resolved_layers)
     return prepared
+
+
+def _accurate_curves(
+    algorithm: QgsProcessingAlgorithm, definitions: dict[str, Any], prepared: PreparedParameters
+) -> None:
+    """Arcs drawn finely enough for areas within 0.1% when the model left it to us; a note when it chose coarser."""
+    for name in definitions:
+        parameter = curve_parameter(algorithm.id(), name)
+        if parameter is None:
+            continue
+        if name not in prepared.values:
+            accurate = parameter.accurate
+            prepared.values[name] = int(accurate) if float(accurate).is_integer() else accurate
+            continue
+        note = coarse_note(algorithm.id(), name, float(prepared.values[name]))
+        if note:
+            prepared.notes.append(note)
 
 
 def _canonical_names(
