@@ -21,6 +21,7 @@ def run_qgis_session(
     env: dict[str, str],
     timeout: float = 150,
     size: str = "1500x950",
+    session: Path = SESSION,
 ) -> dict:
     """Install the plugin in a fresh profile under ``workdir``, run QGIS with the session script; return its report."""
     sys.path.insert(0, str(REPO / "scripts"))
@@ -56,7 +57,7 @@ def run_qgis_session(
         "--nologo",
         "--noversioncheck",
         "--code",
-        str(SESSION),
+        str(session),
         str(project),
     ]
     done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=timeout, cwd=workdir)
