@@ -29,6 +29,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 
 from geogpt_qgis.agent.memory import KIND, RETRY_NOTE, build_memory, is_user_turn, kind_of
+from geogpt_qgis.agent.providers import unparsed_as_invalid, with_retries
 from geogpt_qgis.agent.toolkit import ToolOutcome
 from geogpt_qgis.core.approval import (
     APPROVE,
@@ -142,7 +143,14 @@ def build_graph(
         writer(ContextUsage(calibration.scale(estimated), context_tokens, reserve, memory.omitted_messages))
         started = time.perf_counter()
         try:
-            reply = clean_reply(await bound[0].ainvoke(prompt))  # no lone surrogate reaches the store or the model
+            # A busy or failing server is asked again (Retry-After honoured); undecodable arguments of an
+            # Ollama tool call become invalid tool calls, answered as on the OpenAI protocol.
+            answer = await with_retries(
+                lambda: bound[0].ainvoke(prompt),
+                lambda text: writer(Notice(text, "warning")),
+                retryable=lambda exc: unparsable_tool_call(exc) is None,
+            )
+            reply = clean_reply(unparsed_as_invalid(answer))  # no lone surrogate reaches the store or the model
         except Exception as exc:
             problem = unparsable_tool_call(exc)
             if problem is None:

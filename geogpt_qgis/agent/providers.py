@@ -1,21 +1,35 @@
-"""Model providers: build the chat model, ask the server what it has, explain failures.
+"""Model providers: build the chat model, ask the server what it has, retry and explain failures.
 
 Server discovery (model lists, context length, tool support) uses the standard
 library's HTTP client, so the dock can fill its model list without importing
 LangChain.  ``create_chat_model`` imports langchain-ollama or langchain-openai
 only when called.
+
+Faults are worded for the user by ``explain_model_error``: a server that cannot
+be reached, one that hangs up in the middle of an answer, one that sends what
+is not JSON, one that says "too many requests" or fails.  A busy or failing
+server (HTTP 429, 5xx) is asked again by ``with_retries``, after the wait it
+asks for (``Retry-After``, up to a bound) or a short backoff; the graph uses it
+around each model call.  Ollama tool calls whose arguments arrive as a JSON
+string (some models' templates do that) are decoded on arrival
+(``OllamaArgumentsTransport``); arguments that are not JSON become invalid
+tool calls, which the model is asked to send again, as on the OpenAI protocol.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import email.utils
 import functools
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
 
@@ -26,6 +40,18 @@ if TYPE_CHECKING:
 
 # A model server that does not answer the connection within this time is down.
 CONNECT_TIMEOUT = 5.0
+
+# A busy or failing server (these statuses) is asked again, at most this many tries in all.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+RETRY_ATTEMPTS = 3
+# Waits before the 2nd and 3rd tries when the server does not say (Retry-After).
+RETRY_BACKOFF_SECONDS = (1.0, 3.0)
+# The longest Retry-After honoured; a server asking for more is not waited for (the user is told).
+RETRY_AFTER_LIMIT = 30.0
+# Key under which an Ollama tool call's unparsable argument string travels to the graph.
+UNPARSED_ARGUMENTS = "__geogpt_unparsed_arguments__"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -118,16 +144,17 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
     if config.provider == PROVIDER_OLLAMA:
         from langchain_ollama import ChatOllama
 
+        ssl_context = shared_ssl_context()
         return ChatOllama(
             model=config.model,
             base_url=config.base_url,
             temperature=config.temperature,
             num_ctx=num_ctx or config.context_limit,
             reasoning=True if thinking else None,
-            client_kwargs={
-                "timeout": httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT),
-                "verify": shared_ssl_context(),
-            },
+            client_kwargs={"timeout": httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT)},
+            # Tool-call arguments sent as a JSON string are decoded before the client's parser sees them.
+            sync_client_kwargs={"transport": OllamaArgumentsTransport(httpx.HTTPTransport(verify=ssl_context))},
+            async_client_kwargs={"transport": OllamaArgumentsTransport(httpx.AsyncHTTPTransport(verify=ssl_context))},
         )
     import openai
     from langchain_openai import ChatOpenAI
@@ -140,7 +167,7 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
         api_key=config.api_key or "not-needed",
         temperature=config.temperature,
         timeout=timeout,
-        max_retries=1,
+        max_retries=0,  # ``with_retries`` retries, the same way for both protocols
         stream_usage=True,
         # Own HTTP clients (closed after each run by ``aclose_chat_model``) instead of
         # LangChain's process-wide cached ones, whose connections would outlive the
@@ -148,6 +175,222 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
         http_client=openai.DefaultHttpxClient(timeout=timeout, verify=shared_ssl_context()),
         http_async_client=openai.DefaultAsyncHttpxClient(timeout=timeout, verify=shared_ssl_context()),
     )
+
+
+# -- Ollama tool-call arguments ---------------------------------------------------
+def decode_tool_arguments(line: bytes) -> bytes:
+    """One line of an Ollama chat stream, with tool-call arguments sent as a string made an object.
+
+    A string holding a JSON object is decoded (what the model meant); any other
+    string travels as ``{UNPARSED_ARGUMENTS: string}`` for ``unparsed_as_invalid``
+    to turn into an invalid tool call.  Lines that are not JSON pass unchanged,
+    for the client to report.
+    """
+    if b'"tool_calls"' not in line:
+        return line
+    try:
+        frame = json.loads(line)
+    except ValueError:
+        return line
+    message = frame.get("message") if isinstance(frame, dict) else None
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    if not isinstance(calls, list):
+        return line
+    changed = False
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+            function["arguments"] = _arguments_object(function["arguments"])
+            changed = True
+    return json.dumps(frame).encode() if changed else line
+
+
+def _arguments_object(raw: str) -> dict[str, Any]:
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        decoded = None
+    return decoded if isinstance(decoded, dict) else {UNPARSED_ARGUMENTS: raw}
+
+
+def unparsed_as_invalid(message: Any) -> Any:
+    """``message`` (the model's reply) with calls whose arguments could not be decoded made invalid tool calls.
+
+    The graph answers invalid tool calls the same way on both protocols (the
+    model is asked to send the call again with a JSON object).
+    """
+    calls = list(getattr(message, "tool_calls", None) or [])
+    bad = [call for call in calls if UNPARSED_ARGUMENTS in (call.get("args") or {})]
+    if not bad:
+        return message
+    from langchain_core.messages.tool import invalid_tool_call
+
+    invalid = []
+    for call in bad:
+        raw = call["args"][UNPARSED_ARGUMENTS]
+        raw = raw if isinstance(raw, str) else json.dumps(raw)
+        invalid.append(invalid_tool_call(name=call["name"], args=raw, id=call.get("id"), error=None))
+    return message.model_copy(
+        update={
+            "tool_calls": [call for call in calls if call not in bad],
+            "invalid_tool_calls": [*message.invalid_tool_calls, *invalid],
+        }
+    )
+
+
+def _split_lines(buffer: bytes, data: bytes) -> tuple[list[bytes], bytes]:
+    """Complete lines of ``buffer + data`` (each decoded, newline kept) and the incomplete rest."""
+    *lines, rest = (buffer + data).split(b"\n")
+    return [decode_tool_arguments(line) + b"\n" for line in lines], rest
+
+
+@functools.cache
+def _transports() -> tuple[type, type]:
+    """The sync and async transport classes (made on first use: httpx is imported only by a run)."""
+    import httpx
+
+    def wrapped(request: Any, response: Any, stream: Any) -> Any:
+        if not request.url.path.endswith("/api/chat") or response.headers.get("content-encoding"):
+            return response
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=stream,
+            extensions=response.extensions,
+            request=request,
+        )
+
+    class Lines(httpx.SyncByteStream):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __iter__(self) -> Iterator[bytes]:
+            rest = b""
+            for data in self.inner:
+                lines, rest = _split_lines(rest, data)
+                yield from lines
+            if rest:
+                yield decode_tool_arguments(rest)
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class AsyncLines(httpx.AsyncByteStream):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            rest = b""
+            async for data in self.inner:
+                lines, rest = _split_lines(rest, data)
+                for line in lines:
+                    yield line
+            if rest:
+                yield decode_tool_arguments(rest)
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class Transport(httpx.BaseTransport):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def handle_request(self, request: Any) -> Any:
+            response = self.inner.handle_request(request)
+            return wrapped(request, response, Lines(response.stream))
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class AsyncTransport(httpx.AsyncBaseTransport):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self.inner.handle_async_request(request)
+            return wrapped(request, response, AsyncLines(response.stream))
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return Transport, AsyncTransport
+
+
+def OllamaArgumentsTransport(inner: Any) -> Any:  # noqa: N802 - used like a class
+    """``inner`` (an httpx transport, sync or async) with ``decode_tool_arguments`` applied to chat streams."""
+    import httpx
+
+    sync, async_ = _transports()
+    return async_(inner) if isinstance(inner, httpx.AsyncBaseTransport) else sync(inner)
+
+
+# -- retries ---------------------------------------------------------------------
+class RetriesExhausted(RuntimeError):
+    """A busy or failing server still failed after ``attempts`` tries; ``__cause__`` is the last failure."""
+
+    def __init__(self, last: BaseException, attempts: int) -> None:
+        super().__init__(f"{attempts} tries failed; the last: {last}")
+        self.last = last
+        self.attempts = attempts
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The wait a failed request's ``Retry-After`` header asks for (seconds or an HTTP date), if any."""
+    for item in _chain(exc):
+        headers = getattr(getattr(item, "response", None), "headers", None)
+        value = headers.get("retry-after") if headers is not None else None
+        if not value:
+            continue
+        value = value.strip()
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass
+        with contextlib.suppress(TypeError, ValueError):
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def retry_wait(exc: BaseException, attempt: int) -> float | None:
+    """Seconds to wait before trying again after try number ``attempt`` failed with ``exc``; None: give up."""
+    if _status_code(exc) not in RETRY_STATUSES or attempt >= RETRY_ATTEMPTS:
+        return None
+    asked = retry_after_seconds(exc)
+    if asked is not None:
+        return asked if asked <= RETRY_AFTER_LIMIT else None
+    return RETRY_BACKOFF_SECONDS[min(attempt, len(RETRY_BACKOFF_SECONDS)) - 1]
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[T]],
+    on_retry: Callable[[str], None],
+    retryable: Callable[[BaseException], bool] = lambda exc: True,
+) -> T:
+    """``await call()``, asked again while the server is busy or failing (``retry_wait``).
+
+    ``on_retry`` gets a sentence for the user before each wait.  Raises the
+    failure itself when it is not worth retrying, ``RetriesExhausted`` when the
+    tries ran out.  Only failures before the answer starts are retried (an HTTP
+    status comes before any token), so nothing the user saw is sent twice.
+    """
+    attempt = 1
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            wait = retry_wait(exc, attempt) if retryable(exc) else None
+            if wait is None:
+                if attempt > 1 and _status_code(exc) in RETRY_STATUSES:
+                    raise RetriesExhausted(exc, attempt) from exc
+                raise
+            status = _status_code(exc)
+            reason = "is busy" if status == 429 else "failed"
+            when = f"in {wait:.0f} s" if wait >= 1 else "now"
+            tries = f"try {attempt + 1} of {RETRY_ATTEMPTS}"
+            on_retry(f"The model server {reason} (HTTP {status}); trying again {when} ({tries}).")
+            await asyncio.sleep(wait)
+            attempt += 1
 
 
 @functools.lru_cache(maxsize=1)
@@ -179,15 +422,24 @@ async def aclose_chat_model(model: BaseChatModel) -> None:
 
 
 def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
-    """Turn a provider exception into one clear, actionable sentence or two."""
+    """Turn a provider exception into one clear, actionable sentence or two, in the user's words."""
     if isinstance(exc, ModelSetupError):
         return str(exc)
+    attempts = 1
+    if isinstance(exc, RetriesExhausted):
+        exc, attempts = exc.last, exc.attempts
     where = f"{config.base_url}"
     is_ollama = config.provider == PROVIDER_OLLAMA
     name = type(exc).__name__
     status = _status_code(exc)
     text = _error_text(exc)
-    if _is_timeout(exc):
+    if _is_dropped(exc):
+        return (
+            f"The model server at {where} closed the connection in the middle of its answer, so the answer "
+            "was cut off. The server may have crashed, restarted or run out of memory (its log says why). "
+            "The conversation is kept up to the last finished step: send your message again."
+        )
+    if _is_timeout(exc) and not _is_connect_failure(exc):
         return (
             f"The model server at {where} did not answer within {config.timeout:g} s. "
             "The model may still be loading or the server is overloaded; try again, "
@@ -200,6 +452,13 @@ def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
                 "Start it (`ollama serve`) or correct the server URL."
             )
         return f"Cannot reach the model server at {where}. Check the URL and that the server is running."
+    if _unreadable(exc) is not None:
+        return (
+            f"The model server at {where} sent a reply that is not valid JSON, so it could not be read "
+            f"({_clip(_unreadable(exc) or '', 80)!r}). Check that the URL points to "
+            f"{'an Ollama server' if is_ollama else 'an OpenAI-compatible API'} and not to a proxy or a web "
+            "page; if it does, send your message again."
+        )
     lowered = text.lower()
     if status == 404 or ("not found" in lowered and "model" in lowered):
         if is_ollama:
@@ -218,10 +477,23 @@ def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
             f"The model '{config.model}' cannot call tools, which GeoGPT needs. "
             "Choose a model with tool support (for example qwen3, llama3.1 or mistral-nemo)."
         )
+    tries = f" {attempts} times in a row" if attempts > 1 else ""
+    asked = retry_after_seconds(exc)
+    wait = f" It asks to wait {asked:.0f} s before the next request." if asked is not None and asked >= 1 else ""
     if status == 429:
-        return f"The server at {where} is rate-limiting requests (HTTP 429). Wait a moment and try again."
+        return (
+            f"The server at {where} is rate-limiting requests (HTTP 429: too many requests){tries}.{wait} "
+            "Wait a moment and try again; a hosted service may need a higher quota."
+        )
+    if status is not None and status >= 500:
+        return (
+            f"The model server at {where} answered with an error (HTTP {status}): {_clip(text)}{tries}.{wait} "
+            "The server may be overloaded or out of memory (its log says why): try again, or pick a smaller model."
+        )
     if status is not None:
         return f"The model server at {where} answered with an error (HTTP {status}): {_clip(text)}"
+    if name == "ResponseError":  # Ollama reported an error in the middle of its answer
+        return f"The Ollama server at {where} stopped with an error: {_clip(text)}. Try again."
     return f"The model call failed ({name}): {_clip(text)}"
 
 
@@ -239,6 +511,12 @@ def _error_text(exc: BaseException) -> str:
     error = getattr(exc, "error", None)
     if isinstance(error, str) and error:
         return error
+    body = getattr(exc, "body", None)  # the OpenAI client's decoded error: {"message": ...} or {"error": {...}}
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+        if isinstance(message, str) and message:
+            return message
     message = getattr(exc, "message", None)
     if isinstance(message, str) and message:
         return message
@@ -261,10 +539,37 @@ def _is_timeout(exc: BaseException) -> bool:
     return False
 
 
+# httpx's errors once the connection was made: the server hung up or reset it while answering.
+_DROPPED = ("RemoteProtocolError", "ReadError", "WriteError")
+
+
+def _is_dropped(exc: BaseException) -> bool:
+    """Whether the server hung up (or reset the connection) after accepting it, rather than refusing it."""
+    for item in _chain(exc):
+        if type(item).__name__ in _DROPPED or isinstance(item, (ConnectionResetError, ConnectionAbortedError)):
+            return True
+        if isinstance(item, BrokenPipeError):
+            return True
+    return False
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    """Whether connecting itself failed (a timeout there means the server is not there)."""
+    return any(type(item).__name__ in ("ConnectError", "ConnectTimeout") for item in _chain(exc))
+
+
+def _unreadable(exc: BaseException) -> str | None:
+    """The start of what the server sent, if the failure is a reply that is not JSON."""
+    for item in _chain(exc):
+        if isinstance(item, json.JSONDecodeError):
+            return item.doc[:80]
+    return None
+
+
 def _is_connection_error(exc: BaseException) -> bool:
     for item in _chain(exc):
         name = type(item).__name__
-        if isinstance(item, ConnectionError) or name in ("ConnectError", "APIConnectionError", "RemoteProtocolError"):
+        if isinstance(item, ConnectionError) or name in ("ConnectError", "ConnectTimeout", "APIConnectionError"):
             return True
         if isinstance(item, OSError) and item.errno is not None:
             return True

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
 
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
 from geogpt_qgis.agent.graph import build_graph, pending_request, tool_call_id
@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     from geogpt_qgis.tools.base import ToolContext, ToolFamily
 
 log = logging.getLogger(__name__)
+
+# The answer stored for a tool call whose step never finished; it is not run again.
+UNFINISHED_STEP = "Not run: the run ended (stopped, or QGIS closed) before this step finished."
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,7 @@ class AgentSession:
                 if isinstance(inputs, dict):
                     # A new message while a step waits for approval gives that step up first.
                     await self._drop(graph, "Not done: the user moved on without deciding.")
+                    await self._answer_unfinished(graph)
                 async for event in self._stream(graph, inputs, config):
                     yield event
                 request = pending_request(await graph.aget_state(self._config(config.max_steps)))
@@ -225,6 +229,30 @@ class AgentSession:
         """Give up the step a conversation (default: this one) waits on; returns whether there was one."""
         graph = await self._graph(None, 8192, 15)
         return await self._drop(graph, "Not done: the user dropped this step.", thread_id)
+
+    async def _answer_unfinished(self, graph: Any) -> None:
+        """Answer, in the store, the tool calls of a step that never finished (Stop, or QGIS closed mid-step).
+
+        They are never run again; without an answer the conversation would
+        hold calls without results, and the model would not know they did not run.
+        """
+        config = self._config()
+        state = await graph.aget_state(config)
+        messages = (state.values or {}).get("messages") or []
+        if not state.next or pending_request(state) is not None or not messages:
+            return
+        last = messages[-1]
+        if not isinstance(last, AIMessage):
+            return
+        calls = [*last.tool_calls, *last.invalid_tool_calls]
+        answered = [
+            ToolMessage(
+                UNFINISHED_STEP, tool_call_id=tool_call_id(call, index), name=call.get("name") or "", status="error"
+            )
+            for index, call in enumerate(calls)
+        ]
+        if answered:
+            await graph.aupdate_state(config, {"messages": answered}, as_node="tools")
 
     async def _drop(self, graph: Any, answer: str, thread_id: str | None = None) -> bool:
         """Answer every tool call of the paused step with ``answer``, so the conversation stays well-formed."""

@@ -18,12 +18,13 @@ they leave the toolkit, and this is the second line (errors, labels, titles).
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from geogpt_qgis.core.run_log import RunRecord, dumps, event_record
+from geogpt_qgis.core.run_log import STOPPED, STOPPED_ERROR, RunRecord, dumps, event_record, run_was_abandoned
 from geogpt_qgis.core.secrets_scrub import scrub
 
 TITLE_CHARS = 60
@@ -44,7 +45,8 @@ CREATE TABLE IF NOT EXISTS geogpt_runs (
     started REAL NOT NULL,
     ended REAL,
     status TEXT NOT NULL DEFAULT 'running',
-    error TEXT
+    error TEXT,
+    pid INTEGER
 );
 CREATE INDEX IF NOT EXISTS geogpt_runs_thread ON geogpt_runs (thread_id, started);
 CREATE TABLE IF NOT EXISTS geogpt_run_events (
@@ -113,7 +115,23 @@ class ConversationStore:
 
     async def setup(self) -> None:
         await self.connection.executescript(SCHEMA)
+        columns = [row[1] for row in await self._rows("PRAGMA table_info(geogpt_runs)")]
+        if "pid" not in columns:  # a store made before runs recorded their process
+            await self.connection.execute("ALTER TABLE geogpt_runs ADD COLUMN pid INTEGER")
         await self.connection.commit()
+        await self.close_abandoned_runs()
+
+    async def close_abandoned_runs(self) -> int:
+        """Mark stopped the runs still marked running whose QGIS is gone (closed, killed, crashed); how many."""
+        rows = await self._rows("SELECT run_id, pid FROM geogpt_runs WHERE status = 'running'")
+        gone = [run_id for run_id, pid in rows if run_was_abandoned(pid)]
+        for run_id in gone:
+            await self.connection.execute(
+                "UPDATE geogpt_runs SET status = ?, error = ? WHERE run_id = ? AND status = 'running'",
+                (STOPPED, STOPPED_ERROR, run_id),
+            )
+        await self.connection.commit()
+        return len(gone)
 
     async def execute(self, sql: str, params: tuple = ()) -> None:
         await self.connection.execute(sql, _scrubbed(params))
@@ -195,8 +213,8 @@ class ConversationStore:
     async def start_run(self, thread_id: str, label: str) -> RunLog:
         run_id, started = uuid.uuid4().hex, time.time()
         await self.execute(
-            "INSERT INTO geogpt_runs (run_id, thread_id, label, started) VALUES (?, ?, ?, ?)",
-            (run_id, thread_id, label, started),
+            "INSERT INTO geogpt_runs (run_id, thread_id, label, started, pid) VALUES (?, ?, ?, ?, ?)",
+            (run_id, thread_id, label, started, os.getpid()),
         )
         return RunLog(self, run_id, started)
 

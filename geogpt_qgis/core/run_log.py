@@ -4,12 +4,15 @@ A run's events become small records (model calls with tokens and durations,
 tool calls with arguments, results and durations, notices, approvals, the
 final status); streamed text is not logged, the answer is in the history.
 ``format_runs`` turns stored runs into Markdown for the dock and exports.
+A run whose process died (QGIS closed, killed or crashed) is still marked
+running in the store; the next start marks it stopped (``run_was_abandoned``).
 Qt-free.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +30,43 @@ from geogpt_qgis.core.events import (
 from geogpt_qgis.core.text import format_arguments, short
 
 RESULT_CHARS = 2000  # of each tool result kept in the log
+STOPPED = "stopped"
+STOPPED_ERROR = (
+    "QGIS closed before this run ended (it was closed, killed or crashed); the steps that had finished are kept."
+)
+
+
+def run_was_abandoned(pid: int | None) -> bool:
+    """Whether a run still marked running, started by process ``pid``, can never end (its process is gone)."""
+    if pid is None:
+        return True  # written before runs recorded their process
+    return pid != os.getpid() and not process_alive(pid)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists (no signal is sent)."""
+    if pid <= 0:
+        return False
+    if os.name == "nt":
+        import ctypes
+
+        kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return False
+        try:
+            code = ctypes.c_ulong()
+            kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
+            return code.value == 259  # STILL_ACTIVE
+        finally:
+            kernel32.CloseHandle(handle)
+    try:
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def event_record(event: object) -> tuple[str, dict[str, Any]] | None:
@@ -87,7 +127,7 @@ class RunRecord:
         )
 
 
-STATUS_MARK = {"finished": "✓", "failed": "✗", "cancelled": "■", "paused": "⏸", "running": "…"}
+STATUS_MARK = {"finished": "✓", "failed": "✗", "cancelled": "■", STOPPED: "■", "paused": "⏸", "running": "…"}
 
 
 def format_runs(runs: Sequence[RunRecord]) -> str:

@@ -195,7 +195,8 @@ def test_a_dead_server_fails_clearly_and_the_next_message_works(provider, model_
     [
         (lambda s: None, "is not installed on the Ollama server"),
         (
-            lambda s: s.script([Turn(status=500, error="out of memory")]),
+            # Asked three times (the retry policy), at once: the server says Retry-After: 0.
+            lambda s: s.script([Turn(status=500, error="out of memory", headers={"Retry-After": "0"})] * 3),
             "answered with an error (HTTP 500): out of memory",
         ),
         (lambda s: setattr(s, "capabilities", ("completion",)), "cannot call tools, which GeoGPT needs"),

@@ -13,6 +13,8 @@ import contextlib
 import itertools
 import json
 import re
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,21 +27,34 @@ _TOKEN_RE = re.compile(r"\s*\S+|\s+")
 
 @dataclass
 class ToolCall:
-    """One scripted tool call; ``raw_arguments`` sends a literal (maybe broken) string."""
+    """One scripted tool call; ``raw_arguments`` sends a literal (maybe broken) string.
+
+    Over Ollama, ``raw_arguments`` makes the server fail the request as real Ollama
+    does when it cannot parse the model's call, unless ``ollama_string`` is set:
+    then the arguments are streamed as that JSON string instead of an object, as
+    some models' templates make Ollama do.
+    """
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     raw_arguments: str | None = None
     call_id: str | None = None
+    ollama_string: bool = False
 
 
 @dataclass
 class Turn:
     """One scripted model reply.
 
-    ``status`` other than 200 answers with an HTTP error carrying ``error``.
+    ``status`` other than 200 answers with an HTTP error carrying ``error``
+    (and ``headers``, such as ``Retry-After``).
     ``delay_first`` sleeps before the first byte (a model loading or thinking);
     ``chunk_delay`` sleeps between streamed tokens.
+    Faults in the middle of a streamed answer, after ``fault_after`` frames:
+    ``fault="drop"`` closes the connection without ending the stream (a server
+    that crashed or restarted), ``"reset"`` resets it (TCP RST), ``"garbage"``
+    sends a line that is not JSON and ends the stream, ``"stall"`` stops
+    sending for ``stall_seconds`` (a server that hangs), then goes on.
     """
 
     text: str = ""
@@ -50,16 +65,21 @@ class Turn:
     delay_first: float = 0.0
     chunk_delay: float = 0.0
     prompt_tokens: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    fault: str = ""
+    fault_after: int = 0
+    stall_seconds: float = 0.0
 
 
 @dataclass
 class RecordedRequest:
-    """What the client sent: the path, the decoded JSON body and the headers."""
+    """What the client sent: the path, the decoded JSON body, the headers, and when (``time.monotonic``)."""
 
     method: str
     path: str
     body: dict[str, Any]
     headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
 
     def tool_messages(self) -> list[dict[str, Any]]:
         """The tool results the client sent back to the model, in order."""
@@ -189,11 +209,13 @@ class _Handler(BaseHTTPRequestHandler):
             RecordedRequest(self.command, self.path, body, {k.lower(): v for k, v in self.headers.items()})
         )
 
-    def _send_json(self, status: int, payload: Any) -> None:
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -210,6 +232,33 @@ class _Handler(BaseHTTPRequestHandler):
     def _end_stream(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _stream(self, turn: Turn, frames: list[bytes], garbage: bytes) -> None:
+        """Write ``frames`` as chunks, with the turn's pacing and its mid-stream fault; end the stream."""
+        for index, frame in enumerate(frames):
+            if turn.fault and index == turn.fault_after:
+                if turn.fault in ("drop", "reset"):
+                    self._hang_up(reset=turn.fault == "reset")
+                    return
+                if turn.fault == "garbage":
+                    self._write_chunk(garbage)
+                    self._end_stream()
+                    return
+                if turn.fault == "stall":
+                    time.sleep(turn.stall_seconds)
+            self._write_chunk(frame)
+            if turn.chunk_delay:
+                time.sleep(turn.chunk_delay)
+        self._end_stream()
+
+    def _hang_up(self, reset: bool) -> None:
+        """Close the connection in the middle of the body: a FIN, or with ``reset`` a TCP RST."""
+        self.close_connection = True
+        self.wfile.flush()
+        if reset:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        else:
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     # -- routing ------------------------------------------------------------
     def do_GET(self) -> None:
@@ -298,7 +347,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload: Any = (
                 {"error": {"message": turn.error, "type": "server_error"}} if openai else {"error": turn.error}
             )
-            self._send_json(turn.status, payload)
+            self._send_json(turn.status, payload, turn.headers)
             return None
         return turn
 
@@ -307,7 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
         turn = self._turn_or_error(body, openai=False)
         if turn is None:
             return
-        broken = [tc for tc in turn.tool_calls if tc.raw_arguments is not None]
+        broken = [tc for tc in turn.tool_calls if tc.raw_arguments is not None and not tc.ollama_string]
         if broken:
             # Real Ollama parses the model's tool call itself and fails the request.
             raw = broken[0].raw_arguments
@@ -324,18 +373,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, _ollama_done(model, message, prompt_tokens, len(split_tokens(turn.text))))
             return
         self._start_stream("application/x-ndjson")
-        try:
-            for piece in _ollama_pieces(turn):
-                self._write_chunk(json.dumps(_ollama_frame(model, piece)).encode() + b"\n")
-                if turn.chunk_delay:
-                    time.sleep(turn.chunk_delay)
-            done = _ollama_done(
-                model, {"role": "assistant", "content": ""}, prompt_tokens, len(split_tokens(turn.text))
-            )
-            self._write_chunk(json.dumps(done).encode() + b"\n")
-            self._end_stream()
-        except (BrokenPipeError, ConnectionResetError):
-            return
+        frames = [json.dumps(_ollama_frame(model, piece)).encode() + b"\n" for piece in _ollama_pieces(turn)]
+        done = _ollama_done(model, {"role": "assistant", "content": ""}, prompt_tokens, len(split_tokens(turn.text)))
+        frames.append(json.dumps(done).encode() + b"\n")
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._stream(turn, frames, b'{"model": "qwen3:8b", "message": {"role": "assist\n')
 
     # -- OpenAI -------------------------------------------------------------
     def _openai_chat(self, body: dict[str, Any]) -> None:
@@ -370,24 +412,21 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         self._start_stream("text/event-stream")
-        try:
-            for delta in _openai_deltas(turn):
-                self._sse(_openai_chunk(model, delta, None))
-                if turn.chunk_delay:
-                    time.sleep(turn.chunk_delay)
-            self._sse(_openai_chunk(model, {}, finish))
-            if (body.get("stream_options") or {}).get("include_usage"):
-                chunk = _openai_chunk(model, {}, None)
-                chunk["choices"] = []
-                chunk["usage"] = _usage(prompt_tokens, completion_tokens)
-                self._sse(chunk)
-            self._write_chunk(b"data: [DONE]\n\n")
-            self._end_stream()
-        except (BrokenPipeError, ConnectionResetError):
-            return
+        frames = [_sse(_openai_chunk(model, delta, None)) for delta in _openai_deltas(turn)]
+        frames.append(_sse(_openai_chunk(model, {}, finish)))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunk = _openai_chunk(model, {}, None)
+            chunk["choices"] = []
+            chunk["usage"] = _usage(prompt_tokens, completion_tokens)
+            frames.append(_sse(chunk))
+        frames.append(b"data: [DONE]\n\n")
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._stream(turn, frames, b'data: {"id": "chatcmpl-scripted", "choices": [{"delta": {"content": "Th\n\n')
 
-    def _sse(self, payload: dict[str, Any]) -> None:
-        self._write_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+def _sse(payload: dict[str, Any]) -> bytes:
+    """One server-sent event."""
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
 # -- protocol helpers --------------------------------------------------------
@@ -446,6 +485,8 @@ def _call_id(tc: ToolCall, index: int) -> str:
 
 def _ollama_tool_call(tc: ToolCall) -> dict[str, Any]:
     args: Any = tc.raw_arguments if tc.raw_arguments is not None else tc.arguments
+    if tc.ollama_string and not isinstance(args, str):
+        args = json.dumps(args)
     return {"function": {"name": tc.name, "arguments": args}}
 
 
