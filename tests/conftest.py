@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Layers, providers and the project on QGIS's main thread only: checked in every test and in child processes.
+os.environ["GEOGPT_THREAD_GUARD"] = "1"
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +41,20 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     settings.remove("geogpt_qgis")
     yield
     settings.remove("geogpt_qgis")
+
+
+@pytest.fixture(autouse=True)
+def _main_thread_discipline() -> Iterator[None]:
+    """Fail any test in which the plugin made a layer or provider, or touched the project, off the main thread.
+
+    The guard raises where it happens too, but a tool may turn that into an error message; this catches it.
+    """
+    from geogpt_qgis.tools.thread_guard import take_violations
+
+    take_violations()
+    yield
+    found = take_violations()
+    assert not found, "QGIS work off the main thread:\n" + "\n".join(found)
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from qgis.PyQt.QtCore import QThread, pyqtSignal
 
+from geogpt_qgis.core import secrets_scrub
 from geogpt_qgis.core.approval import POLICY_ASK
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.core.events import Event, RunFinished
@@ -245,6 +246,8 @@ class AgentWorker(QThread):
 
             self._checkpointer, store, self._closer = await _open_store(self.store_path)
             self._session = AgentSession(self.ctx, self._checkpointer, self._thread_id, store)
+            # Queries a killed earlier process left running on the user's databases (swept in the background).
+            await asyncio.to_thread(self.ctx.on_main, _sweep_orphaned_queries)
         return self._session
 
     async def _drive(
@@ -262,6 +265,9 @@ class AgentWorker(QThread):
                 session = await self._session_for_run()
                 if config.provider != PROVIDER_OLLAMA and config.api_key is None:
                     config = config.with_key(await asyncio.to_thread(_lookup_key, config.base_url))
+                # Secrets the tools could meet are known before the first tool runs (and are scrubbed).
+                secrets_scrub.register(config.api_key)
+                await asyncio.to_thread(self.ctx.on_main, _register_connection_passwords)
                 async for event in events(session, config):
                     emit(run_id, event)
         except (asyncio.CancelledError, RunCancelled):
@@ -297,6 +303,18 @@ def _preload_agent_stack() -> None:
         gc.freeze()
         if was_enabled:
             gc.enable()
+
+
+def _sweep_orphaned_queries() -> None:
+    from geogpt_qgis.tools.postgis.backends import sweep_saved_connections
+
+    sweep_saved_connections()
+
+
+def _register_connection_passwords() -> None:
+    from geogpt_qgis.toolbelt.secrets import register_connection_passwords
+
+    register_connection_passwords()
 
 
 def _lookup_key(base_url: str) -> str | None:

@@ -1,29 +1,44 @@
-"""Run a function on QGIS's main thread from a worker, and wait for it.
+"""Run a function on QGIS's main thread from a worker, and wait for it: the one way across threads.
 
-QgsProject, layers and widgets belong to the main thread.  A tool running on
-the agent's worker hands such work to this bridge, which lives on the main
-thread, and waits (never the other way round: the main thread never waits on
-the worker).  A job that has not started when the run is cancelled is
-skipped, so Stop never leaves half-made changes behind.
+QgsProject, layers, providers, QGIS's network manager, its authentication
+manager and widgets belong to the main thread.  Code running on another
+thread (the agent's worker, a model-list fetch) hands such work to a bridge,
+which lives on the main thread, and waits (never the other way round: the
+main thread never waits on a worker, it calls straight through).  A job that
+has not started when the run is cancelled is skipped, so Stop never leaves
+half-made changes behind.
+
+Each conversation's tools have their own ``MainThreadBridge`` (its
+``acting`` flag tells the project watcher which changes are the agent's);
+helpers without one (the key store) use ``call_on_main_thread``.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from qgis.PyQt.QtCore import QObject, Qt, pyqtSignal, pyqtSlot
+from qgis.PyQt.QtCore import QCoreApplication, QObject, Qt, QThread, pyqtSignal, pyqtSlot
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 
 T = TypeVar("T")
 
 _POLL_SECONDS = 0.05
+# Long enough for the user to type the QGIS master password when QGIS asks for it.
+DEFAULT_TIMEOUT = 120.0
 
 
 class BridgeClosed(RunCancelled):
     """The main-thread side went away (plugin unloaded, QGIS closing): the run cannot go on."""
+
+
+def is_main_thread() -> bool:
+    """Whether the caller runs on the Qt application's (QGIS's main) thread."""
+    app = QCoreApplication.instance()
+    return app is not None and QThread.currentThread() is app.thread()
 
 
 class _Job:
@@ -36,14 +51,13 @@ class _Job:
 
 
 class MainThreadBridge(QObject):
-    """Create on the main thread; call ``call`` from any thread."""
+    """Create on the main thread (or move it there); call ``call`` from any thread."""
 
     _submitted = pyqtSignal(object)
     _disposed = pyqtSignal(object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._owner_ident = threading.get_ident()
         self._closed = False
         self._pending: set[_Job] = set()
         self._lock = threading.Lock()
@@ -52,7 +66,7 @@ class MainThreadBridge(QObject):
         self._disposed.connect(self._drop, Qt.ConnectionType.QueuedConnection)
 
     def on_owner_thread(self) -> bool:
-        return threading.get_ident() == self._owner_ident
+        return QThread.currentThread() is self.thread()
 
     @property
     def acting(self) -> bool:
@@ -65,6 +79,21 @@ class MainThreadBridge(QObject):
         Raises ``RunCancelled`` if ``cancel`` fires before the job ran, and
         re-raises whatever ``fn`` raised.
         """
+        return self.run(fn, args, kwargs, cancel=cancel)
+
+    def run(
+        self,
+        fn: Callable[..., T],
+        args: tuple = (),
+        kwargs: dict | None = None,
+        cancel: CancelToken | None = None,
+        timeout: float | None = None,
+    ) -> T:
+        """``call`` with a time limit: ``TimeoutError`` if the main thread has not run ``fn`` in ``timeout`` s.
+
+        A job given up for Stop or a time-out is skipped if it has not started yet.
+        """
+        kwargs = kwargs or {}
         if self.on_owner_thread():
             if cancel is not None:
                 cancel.raise_if_cancelled()
@@ -75,12 +104,16 @@ class MainThreadBridge(QObject):
                 raise BridgeClosed("QGIS is closing; the step was not run")
             self._pending.add(job)
         self._submitted.emit(job)
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while not job.done.wait(_POLL_SECONDS):
                 if cancel is not None and cancel.cancelled:
                     job.abandoned = True
                     # The job may have started just now; its result is discarded either way.
                     raise RunCancelled("stopped by the user")
+                if deadline is not None and time.monotonic() > deadline:
+                    job.abandoned = True
+                    raise TimeoutError(f"QGIS's main thread did not run the request within {timeout:g} s")
         finally:
             with self._lock:
                 self._pending.discard(job)
@@ -126,3 +159,30 @@ class MainThreadBridge(QObject):
         for job in pending:
             job.error = BridgeClosed("QGIS is closing; the step was not run")
             job.done.set()
+
+
+_shared: MainThreadBridge | None = None
+_shared_lock = threading.Lock()
+
+
+def _shared_bridge(app: QCoreApplication) -> MainThreadBridge:
+    """The process's bridge for callers without a tool context, made on first use."""
+    global _shared  # one per process
+    with _shared_lock:
+        if _shared is None:
+            bridge = MainThreadBridge()
+            if bridge.thread() is not app.thread():
+                bridge.moveToThread(app.thread())  # allowed: it is moved from the thread that made it
+            _shared = bridge
+        return _shared
+
+
+def call_on_main_thread(fn: Callable[[], T], timeout: float = DEFAULT_TIMEOUT) -> T:
+    """Return ``fn()``, run on the main thread; raise ``TimeoutError`` if it did not run in ``timeout`` s.
+
+    Without a Qt application (plain Python), ``fn`` runs on the caller's thread.
+    """
+    app = QCoreApplication.instance()
+    if app is None or is_main_thread():
+        return fn()
+    return _shared_bridge(app).run(fn, timeout=timeout)

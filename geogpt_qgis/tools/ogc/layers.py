@@ -1,14 +1,20 @@
-"""Layers from OGC API Features results (built on the worker thread, added to the project on the main one).
+"""Layers from OGC API Features results.
 
 A whole collection becomes a layer of QGIS's own OGC API Features provider,
 so it stays linked to the server.  A filtered, boxed, trimmed or limited
 result becomes a memory layer holding exactly the features the query
 returned, with the request noted in the layer's abstract.
+
+Threads: the features are parsed into ``QgsFeature`` values on the worker
+(``memory_rows``); the layers themselves are made on the main thread
+(``memory_layer``, ``linked_layer``), where QGIS's providers and network
+manager live.  An OAPIF provider made on a worker can kill QGIS.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -16,6 +22,7 @@ from qgis.core import QgsFeature, QgsGeometry, QgsVectorLayer, QgsWkbTypes
 
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.ogc.catalog import CRS84, Queryable, crs_label, value_type
+from geogpt_qgis.tools.thread_guard import vector_layer
 
 _MEMORY_TYPES = {"integer": "long", "number": "double", "boolean": "boolean"}
 
@@ -72,10 +79,19 @@ def _cell(value: Any, kind: str) -> Any:
     return value
 
 
-def memory_layer(
-    features: list[dict[str, Any]], crs_uri: str, props: list[Queryable] | None, name: str, source_note: str
-) -> QgsVectorLayer:
-    """A memory layer with exactly ``features`` (GeoJSON dicts) in the CRS they were served in."""
+@dataclass
+class MemoryRows:
+    """What a memory layer will hold: its URI (geometry type, CRS, fields) and its features, ready to add."""
+
+    uri: str
+    rows: list[QgsFeature]
+    note: str
+
+
+def memory_rows(
+    features: list[dict[str, Any]], crs_uri: str, props: list[Queryable] | None, source_note: str
+) -> MemoryRows:
+    """Parse GeoJSON ``features`` into feature values for a memory layer (any thread: no layer is made)."""
     from shapely.geometry import shape
 
     geometries = []
@@ -86,34 +102,38 @@ def memory_layer(
         geometries.append(geometry)
     plan = field_plan(features, props)
     spec = "&".join(f"field={quote(n, safe='')}:{_MEMORY_TYPES.get(k, 'string')}" for n, k in plan)
-    uri = f"{_geometry_type(geometries)}?crs={layer_crs(crs_uri)}" + (f"&{spec}" if spec else "")
-    layer = QgsVectorLayer(uri, name, "memory")
-    if not layer.isValid():
-        raise ToolError("QGIS could not make a layer for the result")
-    fields = layer.fields()
-    multi = QgsWkbTypes.isMultiType(layer.wkbType())
+    kind = _geometry_type(geometries)
+    uri = f"{kind}?crs={layer_crs(crs_uri)}" + (f"&{spec}" if spec else "")
     rows = []
     for feature, geometry in zip(features, geometries, strict=True):
-        row = QgsFeature(fields)
+        row = QgsFeature()
         values = feature.get("properties") or {}
         row.setAttributes([_cell(values.get(n), k) for n, k in plan])
         if not geometry.isNull():
-            if multi and not geometry.isMultipart():
+            if kind.startswith("Multi") and not geometry.isMultipart():
                 geometry.convertToMultiType()
             row.setGeometry(geometry)
         rows.append(row)
-    layer.dataProvider().addFeatures(rows)
+    return MemoryRows(uri, rows, source_note)
+
+
+def memory_layer(prepared: MemoryRows, name: str) -> QgsVectorLayer:
+    """A memory layer holding ``prepared``'s features, its source noted in the abstract (main thread)."""
+    layer = vector_layer(prepared.uri, name, "memory")
+    if not layer.isValid():
+        raise ToolError("QGIS could not make a layer for the result")
+    layer.dataProvider().addFeatures(prepared.rows)
     layer.updateExtents()
     metadata = layer.metadata()
-    metadata.setAbstract(source_note)
+    metadata.setAbstract(prepared.note)
     layer.setMetadata(metadata)
     return layer
 
 
 def linked_layer(server_url: str, collection: str, name: str) -> QgsVectorLayer:
-    """A layer of QGIS's OGC API Features provider: it reads the server whenever QGIS draws it."""
+    """A layer of QGIS's OGC API Features provider: it reads the server whenever QGIS draws it (main thread)."""
     uri = f"url='{server_url}' typename='{collection}'"
-    layer = QgsVectorLayer(uri, name, "OAPIF")
+    layer = vector_layer(uri, name, "OAPIF")
     if not layer.isValid():
         raise ToolError(f"QGIS's OGC API Features provider could not open {collection}: {layer.error().summary()}")
     return layer

@@ -154,7 +154,7 @@ class PostgisTools(ToolFamily):
             tables = referenced_tables(result.statement)
             base = slug(output_name) or f"{slug(tables[0].split('.')[-1]) if tables else 'query'}_sql"
             folder = Path(QgsProcessingUtils.tempFolder())
-            path = copy_result(saved, result, folder, self.ctx.cancel, int(settings.sql_timeout * 1000))
+            path = copy_result(saved, result, folder, self.ctx.cancel, settings.sql_timeout)
             name = self.ctx.on_main(lambda: add_result_layer(self.ctx.project, result_layer(path, base), base))
             text += "\n" + layer_summary(name, result)
         return text

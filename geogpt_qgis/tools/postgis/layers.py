@@ -21,7 +21,9 @@ from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.backends import application_name
 from geogpt_qgis.tools.postgis.connections import SavedConnection
+from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.postgis.query import QueryResult
+from geogpt_qgis.tools.thread_guard import vector_layer
 
 LAYER_NAME = "result"
 
@@ -36,11 +38,20 @@ def read_only_conninfo(conninfo: str, timeout_ms: int) -> str:
 
 
 def copy_result(
-    connection: SavedConnection, result: QueryResult, folder: Path, cancel: CancelToken, timeout_ms: int
+    connection: SavedConnection, result: QueryResult, folder: Path, cancel: CancelToken, timeout_seconds: float
 ) -> Path:
-    """Copy ``result``'s rows into a new GeoPackage in ``folder`` (worker thread); returns its path."""
+    """Copy ``result``'s rows into a new GeoPackage in ``folder`` (worker thread); returns its path.
+
+    Whatever built ``result``, its statement is checked again first (one plain
+    read, no function acting outside the query): GDAL sends the copy query
+    through the simple protocol, so only a statement PostgreSQL's grammar
+    reads as one query is ever embedded in it.
+    """
     from osgeo import gdal
 
+    with Database(connection, cancel, timeout_seconds) as db:
+        db.check_read(result.statement)
+    timeout_ms = max(1, int(timeout_seconds * 1000))
     path = folder / f"sql_{uuid.uuid4().hex[:12]}.gpkg"
     options: dict = {
         "format": "GPKG",
@@ -91,7 +102,7 @@ def _scrub(message: str, conninfo: str) -> str:
 
 def result_layer(path: Path, name: str) -> QgsVectorLayer:
     """The GeoPackage copy as a layer (main thread)."""
-    layer = QgsVectorLayer(f"{path}|layername={LAYER_NAME}", name, "ogr")
+    layer = vector_layer(f"{path}|layername={LAYER_NAME}", name, "ogr")
     if not layer.isValid():
         raise ToolError(f"QGIS could not open the copied result: {layer.error().summary() or 'unknown error'}")
     return layer

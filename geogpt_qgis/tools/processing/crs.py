@@ -12,6 +12,7 @@ import math
 from qgis.core import QgsCoordinateReferenceSystem, QgsCoordinateTransform, QgsMapLayer, QgsProject
 
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.thread_guard import assert_main_thread
 
 WGS84 = "EPSG:4326"
 UTM_LATITUDE_LIMIT = 84.0
@@ -40,6 +41,7 @@ def _pyproj_utm(west: float, south: float, east: float, north: float) -> str | N
 
 def utm_crs_for_layer(layer: QgsMapLayer) -> tuple[QgsCoordinateReferenceSystem, str]:
     """The UTM CRS for the layer's centre, and a description of the choice."""
+    assert_main_thread("the project's transform context was read")
     extent = layer.extent()
     transform = QgsCoordinateTransform(layer.crs(), QgsCoordinateReferenceSystem(WGS84), QgsProject.instance())
     box = transform.transformBoundingBox(extent)
