@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 from qgis.core import (
+    QgsFeature,
     QgsFillSymbol,
+    QgsGeometry,
+    QgsPointXY,
     QgsProject,
     QgsSingleSymbolRenderer,
     QgsVectorLayer,
@@ -21,9 +24,17 @@ from qgis.core import (
 
 from geogpt_qgis import classFactory
 from geogpt_qgis.core import result_files
+from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.tools.base import ToolContext
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.result_store import ResultStore, SaveHooks, keep_result_now, result_store, set_result_store
+from geogpt_qgis.tools.result_store import (
+    ResultStore,
+    SaveHooks,
+    keep_result_now,
+    result_store,
+    set_result_store,
+    stage_result,
+)
 from tests.support.demo import GPKG, copy_demo
 from tests.support.iface import FaithfulIface
 from tests.support.model_server import ToolCall, Turn
@@ -197,8 +208,6 @@ def test_a_place_like_layer_made_on_the_main_thread_keeps_style_and_properties(n
     project, _store = new_project
     memory = QgsVectorLayer("Polygon?crs=EPSG:25832&field=name:string&field=fid:integer", "p", "memory")
     rivers = only(project, "rivers")
-    from qgis.core import QgsFeature
-
     rows = []
     for feature in rivers.getFeatures():
         row = QgsFeature(memory.fields())
@@ -291,3 +300,25 @@ def test_cli_save_keeps_the_buffer_and_a_fresh_process_reopens_it(model_server, 
     rivers = QgsVectorLayer(f"{project_file.with_name('elvbury.gpkg')}|layername=rivers", "rivers", "ogr")
     expected = processing.run("native:buffer", {**BUFFER, "INPUT": rivers, "OUTPUT": "memory:"})
     assert buffered["wkt"] == wkts(expected["OUTPUT"])
+
+
+def test_a_stopped_copy_leaves_no_table_and_adds_nothing(new_project):
+    project, store = new_project
+    memory = QgsVectorLayer("Point?crs=EPSG:25832&field=n:integer", "many", "memory")
+    rows = []
+    for n in range(3000):  # three batches: Stop is seen between them
+        row = QgsFeature(memory.fields())
+        row.setAttributes([n])
+        row.setGeometry(QgsGeometry.fromPointXY(QgsPointXY(n, n)))
+        rows.append(row)
+    memory.dataProvider().addFeatures(rows)
+    keep_result_now(project, QgsVectorLayer("Point?crs=EPSG:25832", "first", "memory"), "first")  # the file exists
+    layers_before = len(project.mapLayers())
+    _store, staged = stage_result(project, memory, "many")
+    cancel = CancelToken()
+    cancel.cancel()
+    with pytest.raises(RunCancelled):
+        store.write(staged, cancel)
+    assert "many" not in result_files.tables(store.scratch_file)
+    assert result_files.result_tables(store.scratch_file) == {"first"}
+    assert len(project.mapLayers()) == layers_before
