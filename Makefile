@@ -13,7 +13,7 @@ LRELEASE := $(firstword $(wildcard /usr/lib/qt5/bin/lrelease) lrelease)
 TRANSLATIONS := $(patsubst %.ts,%.qm,$(wildcard i18n/*.ts))
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: help system setup demo postgis test eval bench bench-quick lint run screenshot package translations clean
+.PHONY: help system setup demo postgis test fuzz eval bench bench-quick lint run screenshot package translations clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ postgis: system demo  ## start PostgreSQL/PostGIS and load the demo town
 test: setup postgis lint  ## install everything, start PostGIS, lint, run all tests headless, check the benchmarks run
 	$(PYTHON) -m pytest
 	$(PYTHON) -m bench --quick
+
+fuzz: setup postgis  ## the tool fuzzer at length (GEOGPT_FUZZ_EXAMPLES calls per tool, 400 by default)
+	GEOGPT_FUZZ_EXAMPLES=$${GEOGPT_FUZZ_EXAMPLES:-400} $(PYTHON) -m pytest -p no:cacheprovider -s --timeout 7200 tests/qgis/test_fuzz_tools.py
 
 eval: setup postgis  ## the GIS task suite through the whole agent, prompt budget, weak-model replays (evals/results.json)
 	$(PYTHON) -m evals
