@@ -6,7 +6,9 @@ no-threading), ``postProcess`` on the main thread, exactly like
 ``QgsProcessingAlgRunnerTask``.  Stop cancels the ``QgsProcessingFeedback``;
 a failed or cancelled run adds nothing to the project.  Result layers are
 taken from the processing context and added to the project under meaningful
-names, and the tool answers with a short summary of each, never the features.
+names (temporary vector outputs are first copied, on the worker, into the
+project's GeoPackage by ``tools/result_store.py``, so they survive saving), and
+the tool answers with a short summary of each, never the features.
 """
 
 from __future__ import annotations
