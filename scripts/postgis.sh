@@ -40,6 +40,10 @@ fi
 if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = '${ROLE}_reader'")" != 1 ]; then
     psql_admin -c "CREATE ROLE ${ROLE}_reader LOGIN PASSWORD 'reader'"
 fi
+# A superuser role for the SQL attack tests (tests/qgis/test_sql_attacks.py), where permissions no longer help.
+if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = '${ROLE}_super'")" != 1 ]; then
+    psql_admin -c "CREATE ROLE ${ROLE}_super SUPERUSER LOGIN PASSWORD 'super'"
+fi
 if [ "$(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]; then
     psql_admin -c "CREATE DATABASE $DB OWNER $ROLE"
 fi

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 DSN = os.environ.get("GEOGPT_TEST_PG", "host=127.0.0.1 port=5432 dbname=geogpt_demo user=geogpt password=geogpt")
 PARAMS = dict(item.split("=", 1) for item in DSN.split())
 READER_PASSWORD = "reader"  # the geogpt_reader role made by scripts/postgis.sh
+SUPER_USER, SUPER_PASSWORD = "geogpt_super", "super"  # a SUPERUSER role made by scripts/postgis.sh
 
 
 def connect(dsn: str = DSN):

@@ -92,7 +92,12 @@ def _estimate(estimate: int | None, kind: str) -> str:
 def resolve_table(db: Database, name: str) -> tuple[int, str, str, str, int]:
     """``(oid, schema, table, kind, estimated rows)`` for a table name as the model wrote it."""
     cleaned = name.strip()
-    oid = db.rows("SELECT to_regclass(%s)::oid", [cleaned])[0][0] if cleaned else None
+    try:
+        oid = db.rows("SELECT to_regclass(%s)::oid", [cleaned])[0][0] if cleaned else None
+    except ToolError:  # PostgreSQL could not read it as a name ("invalid name syntax")
+        raise ToolError(
+            f"{short(cleaned, 60)!r} is not a table name: write table or schema.table (list_tables shows them)"
+        ) from None
     if oid is None:
         tables = db.readable_tables()
         bare = {t.split(".", 1)[1]: t for t in tables}

@@ -77,8 +77,10 @@ class Database:
 
     def _start(self) -> None:
         """Settings of the transaction just begun: the timeout, and quotes read as the classifier reads them."""
-        self.execute(f"SET LOCAL statement_timeout = {self.timeout_ms}")
-        self.execute("SET LOCAL standard_conforming_strings = on")
+        self.execute(
+            "SELECT set_config('statement_timeout', %s, true), set_config('standard_conforming_strings', 'on', true)",
+            [str(self.timeout_ms)],
+        )
 
     def check_read(self, sql: str) -> Classified:
         """The model's ``sql`` if it is one plain read whose functions act only inside the query.

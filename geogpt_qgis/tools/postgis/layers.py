@@ -80,7 +80,7 @@ def copy_result(
         raise RunCancelled("stopped by the user")
     if not ok or not path.is_file():
         path.unlink(missing_ok=True)
-        detail = handler.messages[-1] if handler.messages else "unknown error"
+        detail = handler.messages[0] if handler.messages else "unknown error"  # PostgreSQL's own error comes first
         raise ToolError(f"copying the result into a layer failed: {_scrub(detail, connection.conninfo)}")
     return path
 

@@ -172,6 +172,8 @@ class Classified:
 def parse_one(sql: str) -> Classified:
     """Parse ``sql``; it must be exactly one statement.  Raises ``ToolError`` with the parser's words."""
     text = sql or ""
+    if "\x00" in text:  # the C parser would stop reading there; the server would never agree on the text
+        raise ToolError(f"the SQL contains a NUL character (at position {text.index(chr(0)) + 1}); remove it")
     try:
         statements = parse_sql(text)
     except ParseError as exc:
