@@ -162,7 +162,8 @@ def test_a_whole_collection_in_one_page_through_the_command(model_server, ogc_se
     model_server.script(
         [Turn(tool_calls=[ToolCall("query_ogc_collection", {"collection": "schools"})]), Turn(text="Done.")]
     )
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONFAULTHANDLER": "1"}
+    # Its own settings folder: only the URL in the question names a server.
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONFAULTHANDLER": "1", "XDG_DATA_HOME": str(tmp_path)}
     env.pop("OPENAI_API_KEY", None)
     question = f"Load the schools from {ogc_server.url}"
     done = subprocess.run(
@@ -174,7 +175,7 @@ def test_a_whole_collection_in_one_page_through_the_command(model_server, ogc_se
         env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"{total} features from schools" in done.stderr
+    assert f"{total} features from schools" in done.stderr, done.stderr[-3000:]
     # What QGIS printed when the provider was built on a plain Python thread:
     assert "Timers can only be used with threads started with QThread" not in done.stderr
     assert "Fatal Python error" not in done.stderr
