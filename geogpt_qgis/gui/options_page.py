@@ -65,6 +65,7 @@ _ERROR_STYLE = "color: #a94442;"
 _OK_STYLE = "color: #2b7a0b;"
 # Wait this long after the last keystroke in the model name before asking the server about it.
 _MODEL_CHECK_DELAY_MS = 400
+_ROLES_CHECK_DELAY_MS = 300  # after the last change of the connection choice
 
 
 def _tagged(tag: object, work: Callable[[], Any]) -> Callable[[], tuple[object, Any, BaseException | None]]:
@@ -183,6 +184,15 @@ class OptionsPage(QgsOptionsPageWidget):
         self.connections_list.setMaximumHeight(110)
         self.connections_hint = QLabel()
         self.connections_hint.setWordWrap(True)
+        self.roles_warning = QLabel()  # the chosen connections' roles that could write
+        self.roles_warning.setWordWrap(True)
+        self.roles_warning.setStyleSheet(_ERROR_STYLE)
+        self.roles_warning.setVisible(False)
+        self._roles_check = QTimer(self)
+        self._roles_check.setSingleShot(True)
+        self._roles_check.setInterval(_ROLES_CHECK_DELAY_MS)
+        self._roles_check.timeout.connect(self.check_connection_roles)
+        self._roles_request: object = None
         data_box = QGroupBox(tr("Data sources"))
         form = QFormLayout(data_box)
         form.addRow(tr("OGC API Features servers"), self.ogc_edit)
@@ -191,6 +201,7 @@ class OptionsPage(QgsOptionsPageWidget):
         connections.addWidget(self.all_connections)
         connections.addWidget(self.connections_list)
         connections.addWidget(self.connections_hint)
+        connections.addWidget(self.roles_warning)
         form.addRow(tr("PostgreSQL connections the agent may use"), connections)
 
         self.debug_check = QCheckBox(tr("Debug logging (Log Messages panel, GeoGPT tab)"))
@@ -215,6 +226,8 @@ class OptionsPage(QgsOptionsPageWidget):
         self.refresh_button.clicked.connect(self.refresh_models)
         self.test_button.clicked.connect(self.test_connection)
         self.all_connections.toggled.connect(self._all_connections_toggled)
+        self.all_connections.toggled.connect(lambda _on: self._roles_check.start())
+        self.connections_list.itemChanged.connect(lambda _item: self._roles_check.start())
         self.ogc_edit.textChanged.connect(self._validate_ogc)
 
     # -- settings <-> widgets ------------------------------------------------
@@ -280,6 +293,7 @@ class OptionsPage(QgsOptionsPageWidget):
             "" if names else tr("No PostgreSQL connection is saved in QGIS yet (Data Source Manager > PostgreSQL).")
         )
         self.connections_hint.setVisible(not names)
+        self._roles_check.start()
 
     def _all_connections_toggled(self, everything: bool) -> None:
         self.connections_list.setEnabled(not everything)
@@ -455,11 +469,63 @@ class OptionsPage(QgsOptionsPageWidget):
             else tr("no key stored ($OPENAI_API_KEY is used if set); type one to store it")
         )
 
+    # -- database roles (background) ---------------------------------------------
+    def chosen_connections(self) -> list[str]:
+        """The saved connections the agent would be allowed to use with the page as it is."""
+        items = [self.connections_list.item(row) for row in range(self.connections_list.count())]
+        return [i.text() for i in items if self.all_connections.isChecked() or i.checkState() == Qt.CheckState.Checked]
+
+    def check_connection_roles(self) -> None:
+        """Ask each chosen connection's server, in the background, whether its role could change data."""
+        from geogpt_qgis.tools.postgis.connections import resolve_connection
+
+        self._roles_check.stop()
+        names = self.chosen_connections()
+        self._roles_request = request = tuple(names)
+        self.roles_warning.setVisible(False)
+        if not names:
+            return
+        try:
+            targets = [(name, resolve_connection(name, names).conninfo) for name in names]  # main thread: QGIS API
+        except Exception as exc:  # noqa: BLE001 - a broken saved connection: say so, do not fail the page
+            self._set_label(self.roles_warning, tr("Could not read the saved connections: {}").format(exc), True)
+            return
+        run_in_background(_tagged(request, lambda: _role_warnings(targets)), self._roles_arrived)
+
+    def _roles_arrived(self, tagged: tuple, _error: BaseException | None) -> None:
+        request, lines, error = tagged
+        if request != self._roles_request:
+            return  # the choice changed since
+        if error is not None:
+            lines = [tr("Could not check the connections' roles: {}").format(error)]
+        self._set_label(self.roles_warning, "\n".join(lines), bool(lines))
+
     @staticmethod
     def _set_label(label: QLabel, text: str, error: bool = False) -> None:
         label.setText(text)
         label.setStyleSheet(_ERROR_STYLE if error else "")
         label.setVisible(bool(text))
+
+
+def _role_warnings(targets: list[tuple[str, str]]) -> list[str]:
+    """One warning per connection whose role could change something (background thread)."""
+    from geogpt_qgis.tools.postgis.privileges import write_powers
+
+    lines = []
+    for name, conninfo in targets:
+        try:
+            role, powers = write_powers(conninfo)
+        except Exception as exc:  # noqa: BLE001 - one unreachable server must not hide the others
+            lines.append(tr("⚠ Could not check the role of '{}': {}").format(name, str(exc).strip().splitlines()[0]))
+            continue
+        if powers:
+            lines.append(
+                tr(
+                    "⚠ '{}' connects as role '{}', which {}. GeoGPT's SQL runs read-only and writes need your "
+                    "approval, but a role that may only SELECT is the safest choice for the agent."
+                ).format(name, role, "; ".join(powers))
+            )
+    return lines
 
 
 def _has_key(url: str) -> bool:
