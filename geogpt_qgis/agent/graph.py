@@ -45,7 +45,7 @@ from geogpt_qgis.core.approval import (
 from geogpt_qgis.core.bounds import clean_reply
 from geogpt_qgis.core.events import ContextUsage, ModelCallFinished, Notice, ToolFinished, ToolProgress, ToolStarted
 from geogpt_qgis.core.progress import current_progress
-from geogpt_qgis.core.secrets_scrub import scrub
+from geogpt_qgis.core.secrets_scrub import scrub, scrub_exception
 from geogpt_qgis.core.tokens import TokenCalibration, estimate_tokens
 
 if TYPE_CHECKING:
@@ -154,6 +154,7 @@ def build_graph(
         except Exception as exc:
             problem = unparsable_tool_call(exc)
             if problem is None:
+                scrub_exception(exc)  # LangGraph stores the error, and a server may have quoted the key in it
                 raise
             # The model wrote a tool call that Ollama could not parse: tell it, let it retry.
             writer(Notice("The model sent a tool call that could not be parsed; asking it to retry.", "warning"))

@@ -17,6 +17,7 @@ thread-safe.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -137,3 +138,25 @@ def contains_secret(text: str) -> bool:
     """Whether ``text`` holds a known secret in any of the forms ``scrub`` removes."""
     pattern = _current_pattern()
     return bool(text) and pattern is not None and pattern.search(text) is not None
+
+
+def scrub_exception(exc: BaseException, depth: int = 3) -> BaseException:
+    """``exc`` with known secrets removed from its arguments and messages, in place; returns it.
+
+    In place, so its type (which says what went wrong: a refused key, a
+    server down) still explains it; its causes are scrubbed too.  Needed where
+    an exception is stored as it is: LangGraph keeps a failed step's error in
+    the conversation store, and a server's error may quote the key it was sent.
+    """
+    with contextlib.suppress(AttributeError, TypeError):
+        exc.args = tuple(scrub_value(a) for a in exc.args)
+    for name in ("message", "body", "detail", "error"):
+        value = getattr(exc, name, None)
+        if isinstance(value, (str, dict, list)):
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(exc, name, scrub_value(value))
+    if depth > 0:
+        for linked in (exc.__cause__, exc.__context__):
+            if linked is not None and linked is not exc:
+                scrub_exception(linked, depth - 1)
+    return exc

@@ -167,3 +167,55 @@ def test_an_unknown_approval_option_is_a_usage_error(project_file):
     done = ask("anything", "--project", str(project_file), "--approval", "ask")
     assert done.returncode == 2
     assert "invalid choice: 'ask'" in done.stderr
+
+
+def test_a_remote_openai_compatible_server_without_a_key_is_refused_before_anything_is_sent(project_file, tmp_path):
+    """No key in the keychain, QGIS's authentication database or the environment: say so, exit 2, send nothing."""
+    url = "https://models.example.invalid/v1"  # not local (and it would not resolve: nothing can be sent)
+    started = time.monotonic()
+    done = ask(
+        "hello",
+        "--project",
+        str(project_file),
+        "--provider",
+        "openai",
+        "--base-url",
+        url,
+        "--model",
+        "gpt-4o-mini",
+        env={"QGIS_CUSTOM_CONFIG_PATH": str(tmp_path / "profile")},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Cannot reach" not in done.stderr and time.monotonic() - started < 60
+    assert f"error: no API key for {url}: the key could not be read" in done.stderr
+    assert "Settings > Options > GeoGPT" in done.stderr and "OPENAI_API_KEY" in done.stderr
+    assert "not-needed" not in done.stderr
+
+
+def test_a_local_openai_compatible_server_works_without_a_key(model_server, project_file, tmp_path):
+    model_server.script([Turn(text="Local and keyless.")])
+    done = ask(
+        "hi",
+        "--project",
+        str(project_file),
+        "--provider",
+        "openai",
+        "--base-url",
+        model_server.url + "/v1",
+        "--model",
+        "qwen3:8b",
+        env={"QGIS_CUSTOM_CONFIG_PATH": str(tmp_path / "profile")},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Local and keyless.\n"
+    assert model_server.chat_requests()[0].headers["authorization"] == "Bearer not-needed"
+
+
+def test_local_servers_are_told_apart_from_remote_ones():
+    from geogpt_qgis.cli import is_local_server
+
+    local = ["http://localhost:1234/v1", "http://127.0.0.1:8000/v1", "http://[::1]:8000", "http://192.168.1.20:1234/v1"]
+    local += ["http://10.0.0.5/v1", "http://lmstudio.local:1234/v1", "http://box.localhost/v1"]
+    remote = ["https://api.openai.com/v1", "https://openrouter.ai/api/v1", "http://8.8.8.8/v1", "https://localhost.evil.com"]
+    assert [is_local_server(u) for u in local] == [True] * len(local)
+    assert [is_local_server(u) for u in remote] == [False] * len(remote)

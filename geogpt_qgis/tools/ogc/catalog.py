@@ -14,7 +14,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 from geogpt_qgis.core.field_stats import summarize_values
 from geogpt_qgis.core.fuzzy import did_you_mean
-from geogpt_qgis.core.text import short
+from geogpt_qgis.core.text import NAME_MAX_CHARS, quoted, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.ogc.http import OgcHttp
 from geogpt_qgis.tools.ogc.servers import OgcServer
@@ -119,8 +119,8 @@ def format_collections(info: ServerInfo) -> str:
     lines = [f"{info.server.name} ({info.server.url}): {len(info.collections)} feature collections"]
     for collection in info.collections[:MAX_COLLECTIONS_LISTED]:
         about = f": {short(collection.description, 140)}" if collection.description else ""
-        title = f" — {collection.title}" if collection.title and collection.title != collection.id else ""
-        lines.append(f"- {collection.id}{title}{about}")
+        title = f" — {quoted(collection.title)}" if collection.title and collection.title != collection.id else ""
+        lines.append(f"- {short(collection.id, NAME_MAX_CHARS)}{title}{about}")
     if len(info.collections) > MAX_COLLECTIONS_LISTED:
         lines.append(f"… and {len(info.collections) - MAX_COLLECTIONS_LISTED} more")
     return "\n".join(lines)
@@ -154,11 +154,29 @@ def queryables(http: OgcHttp, info: ServerInfo, collection: Collection) -> list[
     return found
 
 
-def sample_properties(http: OgcHttp, info: ServerInfo, collection: Collection) -> tuple[list[dict], int | None]:
-    """Up to ``SAMPLE_FEATURES`` features' properties (no geometry when the server can skip it), and the count."""
+ID_NAMES = ("id", "fid")  # how servers name the feature id when they list it as a property
+
+
+def sample_properties(
+    http: OgcHttp, info: ServerInfo, collection: Collection
+) -> tuple[list[dict], int | None, list[Any]]:
+    """Up to ``SAMPLE_FEATURES`` features' properties (no geometry when the server can skip it), the count,
+    and the features' ids (GeoJSON keeps the id beside the properties, not among them)."""
     what = f"reading a sample of {collection.id}"
     fetched = fetch_features(http, info, collection, {"skipGeometry": "true"}, SAMPLE_FEATURES, what)
-    return [dict(f.get("properties") or {}) for f in fetched.features], fetched.matched
+    ids = [f.get("id") for f in fetched.features]
+    return [dict(f.get("properties") or {}) for f in fetched.features], fetched.matched, ids
+
+
+def id_property(names: list[str], rows: list[dict], ids: list[Any]) -> str | None:
+    """The listed property that is really the feature id: named ``id``/``fid``, absent from every
+    feature's properties, while the features carry ids.  Reported as the id, not as an all-null property."""
+    if not rows or all(i is None for i in ids):
+        return None
+    for name in names:
+        if name.lower() in ID_NAMES and all(row.get(name) is None for row in rows):
+            return name
+    return None
 
 
 def next_link(body: dict[str, Any], base: str) -> str | None:
@@ -232,8 +250,9 @@ def _query_error(status: int, message: str, params: dict[str, Any], what: str) -
 def describe_collection(http: OgcHttp, info: ServerInfo, collection: Collection) -> str:
     """Properties with types, extent, CRSs, count, and common values from a bounded sample."""
     props = queryables(http, info, collection)
-    rows, matched = sample_properties(http, info, collection)
-    lines = [f"## {collection.id}" + (f" — {collection.title}" if collection.title else "")]
+    rows, matched, ids = sample_properties(http, info, collection)
+    title = f" — {quoted(collection.title)}" if collection.title else ""
+    lines = [f"## {short(collection.id, NAME_MAX_CHARS)}{title}"]
     if collection.description:
         lines.append(short(collection.description, 300))
     if matched is not None:
@@ -251,10 +270,14 @@ def describe_collection(http: OgcHttp, info: ServerInfo, collection: Collection)
     names = [q.name for q in props] if props is not None else list(dict.fromkeys(k for r in rows for k in r))
     types = {q.name: q.type for q in props or []}
     lines.append("Properties" + (" (queryable)" if props is not None else " (from a sample; no queryables)") + ":")
+    id_name = id_property(names, rows, ids)
+    if id_name is None and rows and any(i is not None for i in ids):
+        lines.append(f"- feature id — {summarize_values(ids)} (each feature's id; not a property to filter on)")
     for name in names:
-        values = [row.get(name) for row in rows]
+        values = ids if name == id_name else [row.get(name) for row in rows]
         stats = f" — {summarize_values(values)}" if rows else ""
-        lines.append(f"- {name} ({types.get(name) or value_type(values) or 'text'}){stats}")
+        role = " — the feature id" if name == id_name else ""
+        lines.append(f"- {name} ({types.get(name) or value_type(values) or 'text'}){role}{stats}")
     if rows:
         lines.append(f"(values from a sample of {len(rows):,} features)")
     return "\n".join(lines)
