@@ -272,9 +272,9 @@ def describe_collection(http: OgcHttp, info: ServerInfo, collection: Collection)
     lines.append("Properties" + (" (queryable)" if props is not None else " (from a sample; no queryables)") + ":")
     id_name = id_property(names, rows, ids)
     if id_name is None and rows and any(i is not None for i in ids):
-        lines.append(f"- feature id — {summarize_values(ids)} (each feature's id; not a property to filter on)")
+        lines.append(f"- feature id — {summarize_values([str(i) for i in ids])} (each feature's own id)")
     for name in names:
-        values = ids if name == id_name else [row.get(name) for row in rows]
+        values = [str(i) for i in ids] if name == id_name else [row.get(name) for row in rows]
         stats = f" — {summarize_values(values)}" if rows else ""
         role = " — the feature id" if name == id_name else ""
         lines.append(f"- {name} ({types.get(name) or value_type(values) or 'text'}){role}{stats}")

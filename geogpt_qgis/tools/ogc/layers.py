@@ -88,6 +88,20 @@ class MemoryRows:
     note: str
 
 
+def with_feature_id(feature: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """The feature's properties, with its GeoJSON ``id`` in a field the server lists as ``id``/``fid``.
+
+    Servers list the feature id among the queryables while GeoJSON keeps it beside
+    the properties; read naively, that field would be empty in every feature.
+    """
+    values = dict(feature.get("properties") or {})
+    if feature.get("id") is not None:
+        for name in names:
+            if name.lower() in ("id", "fid") and values.get(name) is None:
+                values[name] = feature["id"]
+    return values
+
+
 def memory_rows(
     features: list[dict[str, Any]], crs_uri: str, props: list[Queryable] | None, source_note: str
 ) -> MemoryRows:
@@ -107,7 +121,7 @@ def memory_rows(
     rows = []
     for feature, geometry in zip(features, geometries, strict=True):
         row = QgsFeature()
-        values = feature.get("properties") or {}
+        values = with_feature_id(feature, [n for n, _ in plan])
         row.setAttributes([_cell(values.get(n), k) for n, k in plan])
         if not geometry.isNull():
             if kind.startswith("Multi") and not geometry.isMultipart():

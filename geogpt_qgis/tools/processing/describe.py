@@ -140,10 +140,17 @@ def describe_algorithm_text(algorithm: QgsProcessingAlgorithm) -> str:
             f"{default or _default_label(definition)}{note} — {definition.description()}"
         )
     outputs = [d for d in algorithm.parameterDefinitions() if d.isDestination()]
-    if outputs:
+    made = [d for d in outputs if not parameter_is_optional(d) or getattr(d, "createByDefault", lambda: False)()]
+    if made:
         lines.append(
             "Outputs (added to the project as layers; leave them out): "
-            + "; ".join(f"{d.name()} ({_TYPE_LABELS.get(d.type(), d.type())}: {d.description()})" for d in outputs)
+            + "; ".join(f"{d.name()} ({_TYPE_LABELS.get(d.type(), d.type())}: {d.description()})" for d in made)
+        )
+    extra = [d for d in outputs if d.name() not in {m.name() for m in made}]
+    if extra:
+        lines.append(
+            'Optional outputs, made only if you pass NAME="TEMPORARY_OUTPUT" (only when the user asked): '
+            + "; ".join(f"{d.name()} ({d.description()})" for d in extra)
         )
     other = [o for o in algorithm.outputDefinitions() if o.name() not in {d.name() for d in outputs}]
     if other:

@@ -96,6 +96,8 @@ def resolve_parameters(
         kind = definition.type()
         value = raw.get(name)
         if definition.isDestination():
+            if value is None and not created_by_default(definition):
+                continue  # an optional extra output (FAIL_OUTPUT, NON_MATCHING...): only when asked for
             prepared.values[name] = _destination(definition, value, approved)
             prepared.destinations.append(name)
             continue
@@ -159,6 +161,14 @@ def _canonical_names(
             raise ToolError(f"{algorithm.id()} has no parameter {key!r}.{hint} Its parameters: {', '.join(inputs)}.")
         canonical[name] = value
     return canonical
+
+
+def created_by_default(definition: Any) -> bool:
+    """Whether an output is made when nobody asks for it (QGIS's own choice for optional outputs)."""
+    if not parameter_is_optional(definition):
+        return True
+    create = getattr(definition, "createByDefault", None)
+    return bool(create()) if callable(create) else False
 
 
 def _no_default(definition: Any) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import re
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.core.approval import approval_granted
-from geogpt_qgis.core.cancel import RunCancelled
+from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.progress import progress_reporter
 from geogpt_qgis.core.text import truncate
@@ -47,6 +48,7 @@ from geogpt_qgis.tools.processing.describe import find_algorithm
 from geogpt_qgis.tools.processing.naming import slug, suggest_name, unique_name
 from geogpt_qgis.tools.processing.output_checks import check_layer, check_reprojection
 from geogpt_qgis.tools.processing.params import TEMPORARY_OUTPUT, PreparedParameters, resolve_parameters
+from geogpt_qgis.tools.processing.steps import group_intermediates
 from geogpt_qgis.tools.result_store import ResultStore, StagedResult, is_temporary, stage_result
 from geogpt_qgis.tools.result_store import release as release_staged
 from geogpt_qgis.tools.safety.algorithms import require_approval
@@ -58,6 +60,7 @@ _ERROR_LINE = re.compile(r"error|fail|unknown|invalid|cannot|could not|not found
 LAYER_OUTPUTS = frozenset({"sink", "vectorDestination", "rasterDestination"})
 MAX_FIELDS_LISTED = 12
 REPROJECT = "native:reprojectlayer"
+_OUTSIDE_RUNS = contextvars.Context().run(current_cancel_token.get)  # the token of code outside any agent run
 REPROJECTIONS = frozenset({REPROJECT, "gdal:warpreproject", "gdal:reprojectlayer"})
 
 
@@ -70,6 +73,7 @@ class RunPlan:
     context: QgsProcessingContext
     feedback: QgsProcessingFeedback
     keep: list[Any] = field(default_factory=list)  # algorithm instances, released on the main thread
+    run_token: CancelToken | None = None  # the agent run the call belongs to (read on the calling thread)
 
 
 class ProcessingRunner:
@@ -77,11 +81,14 @@ class ProcessingRunner:
 
     def __init__(self, ctx: ToolContext) -> None:
         self.ctx = ctx
+        # Layers each agent run produced (by its cancel token), to recognise its intermediate steps.
+        self._produced: weakref.WeakKeyDictionary[CancelToken, list[str]] = weakref.WeakKeyDictionary()
 
     # -- the whole call (worker thread) ---------------------------------------
     def run(self, algorithm_id: str, parameters: dict[str, Any], output_name: str = "") -> str:
         # Read on this thread: the decision lives in the tool call's context, not the main thread's.
         plan = self.ctx.on_main(self._plan, algorithm_id, parameters, approval_granted())
+        plan.run_token = self.ctx.cancel
         release = self.ctx.cancel.on_cancel(plan.feedback.cancel)
         poller = ProgressPoller(plan.feedback, algorithm_id)
         try:
@@ -246,15 +253,18 @@ class ProcessingRunner:
         base = self._base_name(plan, output_name)
         lines: list[str] = [f"{plan.algorithm_id} finished."]
         lines += [f"Note: {note}" for note in prepared.notes]
+        added: list[QgsMapLayer] = []
         for index, (name, output) in enumerate(resolved):
             if isinstance(output, QgsMapLayer):
                 layer_name = unique_name(base if index == 0 else f"{base}_{slug(name)}", taken)
                 output.setName(layer_name)
                 taken.add(layer_name)
                 self.ctx.project.addMapLayer(output)
+                added.append(output)
                 lines.append(f"{name}: added layer {summarise_layer(output)}")
             else:
                 lines.append(f"{name}: {output}")
+        lines += self._group_steps(plan, added)
         values = []
         for key, value in sorted(results.items()):
             if key in destinations:
@@ -267,6 +277,25 @@ class ProcessingRunner:
         if values:
             lines.append("Values: " + "; ".join(values))
         return truncate("\n".join(lines))
+
+    def _group_steps(self, plan: RunPlan, added: list[QgsMapLayer]) -> list[str]:
+        """Layers an earlier step of this run made and this step used go into a hidden group below the result."""
+        token = plan.run_token
+        if not added or token is None or token is _OUTSIDE_RUNS:
+            return []  # not inside an agent run: no steps to tell apart
+        produced = self._produced.setdefault(token, [])
+        used = [r.layer_id for r in plan.prepared.reprojections]
+        for value in plan.prepared.values.values():
+            used += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+        intermediates = [layer_id for layer_id in used if layer_id in produced]
+        produced.extend(layer.id() for layer in added)
+        if not intermediates:
+            return []
+        names = [layer.name() for i in intermediates if (layer := self.ctx.project.mapLayer(i)) is not None]
+        group = group_intermediates(self.ctx.project, intermediates, added[0])
+        if group is None:
+            return []
+        return [f"Intermediate layers {', '.join(map(repr, names))} were moved into the hidden group {group!r}."]
 
     def _resolve_output(self, plan: RunPlan, name: str, kind: str, value: Any) -> QgsMapLayer | str:
         """A new layer to add, or a note about an existing layer or a plain value."""
