@@ -11,7 +11,10 @@ write, deleting a layer or features, writing a file) pauses the run with a
 LangGraph ``interrupt`` until the user decides, unless the conversation's
 policy decides (trust: approve; never: refuse).  The tools node runs each call
 through the ``Toolkit`` (which turns every mistake into a message the model
-can act on), and never runs a gated call without a recorded approval.
+can act on), and never runs a gated call without a recorded approval.  At most
+``MAX_TOOL_CALLS_PER_REPLY`` calls of one reply run, and
+``MAX_TOOL_CALLS_PER_RUN`` per user message; each call past a cap is answered
+"Not run" (nothing asked, nothing run), so a reply of 200 calls costs 16.
 """
 
 from __future__ import annotations

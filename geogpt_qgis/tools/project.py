@@ -27,7 +27,7 @@ from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.numbers import plain_number
-from geogpt_qgis.core.text import markdown_table, quoted, short
+from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import (
     VectorReadPlan,
@@ -84,7 +84,7 @@ class ProjectTools(ToolFamily):
             return "The project has no layers."
         rows = [
             (
-                layer.name(),
+                short(layer.name(), NAME_MAX_CHARS),  # one line, bounded: names are data
                 layer.id(),
                 layer_kind(layer),
                 geometry_label(layer),
@@ -120,7 +120,9 @@ class ProjectTools(ToolFamily):
             basis = f"values from the first {len(rows):,} of {feature_count_label_from(total)} features"
         lines = [header, f"Fields ({len(summaries)}; {basis}):"]
         lines += [
-            f"- {s.name} ({s.type_name}, primary key)" if index in keys else f"- {s.name} ({s.type_name}): {s.line}"
+            f"- {short(s.name, NAME_MAX_CHARS)} ({s.type_name}, primary key)"
+            if index in keys
+            else f"- {short(s.name, NAME_MAX_CHARS)} ({s.type_name}): {s.line}"
             for index, s in enumerate(summaries)
         ]
         return "\n".join(lines)
