@@ -31,6 +31,9 @@ def processing_algorithms(qgis_app) -> int:
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts with default plugin settings, no API key in the environment, an empty keychain."""
+    from geogpt_qgis.core import secrets_scrub
+
+    secrets_scrub.forget_all()  # and no secret registered by an earlier test
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     backend = keyring.get_keyring()
     if isinstance(backend, MemoryKeyring):

@@ -37,7 +37,6 @@ from qgis.PyQt.QtTest import QTest
 
 from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.graph import MAX_TOOL_CALLS_PER_REPLY, MAX_TOOL_CALLS_PER_RUN
-from geogpt_qgis.core import secrets_scrub
 from geogpt_qgis.core.events import ToolStarted
 from geogpt_qgis.core.text import quoted
 from geogpt_qgis.toolbelt.log import install_qgis_log_handler, logger, remove_handler
@@ -422,6 +421,8 @@ def test_a_planted_key_is_in_no_request_and_no_file(model_server, demo_project, 
         results = [m["content"] for m in chats[3].tool_messages()]
         assert len(results) == 3, results
         assert any("***" in text for text in results), results  # the key was really provoked, and removed
+        encoded = [base64.b64encode(key.encode()).decode(), quote(key, safe="")]
+        assert not [form for form in encoded for text in results if form in text]
         assert any("http" in text.lower() and "502" in text for text in results)
 
         exported = tmp_path / "exports" / "chat.md"
@@ -495,7 +496,7 @@ def test_a_planted_key_is_in_no_request_and_no_file(model_server, demo_project, 
     # Every request the model server received (bodies; the key belongs only in the Authorization header).
     for request in model_server.requests:
         body = json.dumps(request.body, ensure_ascii=False)
-        for needle in (key, password):
+        for needle in (key, password, base64.b64encode(key.encode()).decode()):
             at = body.find(needle)
             assert at < 0, (request.path, body[max(0, at - 300) : at + 100])
         assert {h: v for h, v in request.headers.items() if key in v or password in v}.keys() <= {"authorization"}
@@ -523,7 +524,6 @@ def where(secret: str, paths: list[Path]) -> list[tuple[str, bytes]]:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_secrets() -> Iterator[None]:
+def _quiet_log_afterwards() -> Iterator[None]:
     yield
-    secrets_scrub.forget_all()
     logging.getLogger("geogpt_qgis").setLevel(logging.INFO)
