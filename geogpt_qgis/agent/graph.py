@@ -49,6 +49,7 @@ from geogpt_qgis.core.bounds import clean_reply
 from geogpt_qgis.core.events import ContextUsage, ModelCallFinished, Notice, ToolFinished, ToolProgress, ToolStarted
 from geogpt_qgis.core.progress import current_progress
 from geogpt_qgis.core.secrets_scrub import scrub, scrub_exception
+from geogpt_qgis.core.text import short
 from geogpt_qgis.core.tokens import TokenCalibration, estimate_tokens
 
 if TYPE_CHECKING:
@@ -290,7 +291,9 @@ def build_graph(
             call_id = bad.get("id") or f"call_{len(results)}"
             name = bad.get("name") or "unknown"
             writer(ToolStarted(call_id, name, {"arguments (unparsed)": bad.get("args")}))
-            outcome = toolkit.malformed_call(name, bad.get("error") or "")
+            # The same words on both protocols; what was received, shortened, when the client gave no reason.
+            problem = bad.get("error") or f"received {short(str(bad.get('args') or ''), 80)!r}"
+            outcome = toolkit.malformed_call(name, problem)
             writer(ToolFinished(call_id, name, False, outcome.text, 0.0))
             results.append(_tool_message(outcome.text, call_id, name, False))
         return {"messages": results}

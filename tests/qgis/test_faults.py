@@ -233,7 +233,7 @@ def test_malformed_tool_arguments_get_the_same_retry_message_on_both_protocols(r
         assert [r.ok for r in recorder.tool_results(run)] == [False, True]
         sent[provider] = model_server.chat_requests()[1].tool_messages()[-1]["content"]
     assert sent["ollama"] == sent["openai"]
-    assert "the arguments of your describe_layer call are not valid JSON" in sent["ollama"]
+    assert f"the arguments of your describe_layer call are not valid JSON (received {raw!r})" in sent["ollama"]
     assert "Call it again with a JSON object; its parameters are: layer" in sent["ollama"]
 
 
