@@ -29,7 +29,9 @@ from qgis.core import (
 from shapely import minimum_bounding_radius
 
 from geogpt_qgis.core.approval import APPROVE, Decision, current_decision
+from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.layers import add_result_layer
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.processing.output_checks import SuspectOutput, check_layer, check_reprojection
 from tests.support.gpkg import read_layer
@@ -187,3 +189,28 @@ def test_describe_algorithm_says_which_default_the_tools_use(tools):
     text = call_in_thread(tools.describe_algorithm, "native:minimumenclosingcircle")
     assert "- SEGMENTS: integer (>= 8, <= 100000); default 128 here (areas within 0.1% of the exact circle; " in text
     assert "QGIS's own default 72 is 0.13% low" in text
+
+
+# -- result layers from other tools, and numbers ---------------------------------------
+def test_add_result_layer_refuses_suspect_coordinates_and_adds_nothing(demo_project):
+    """The one door for OGC, PostGIS, places and stored results: suspect layers never reach the project."""
+    before = set(demo_project.mapLayers())
+    suspect = memory_points("EPSG:4326", [(563971.16, 6203326.77)])
+    with pytest.raises(SuspectOutput, match="the result layer 'fetched'"):
+        add_result_layer(demo_project, suspect, "fetched")
+    assert set(demo_project.mapLayers()) == before
+    assert add_result_layer(demo_project, memory_points("EPSG:4326", [(10.0, 56.0)]), "fetched") == "fetched"
+
+
+def test_statistics_reach_the_model_in_plain_decimals(tools, demo_project, gpkg):
+    run(
+        tools,
+        "native:fieldcalculator",
+        {"INPUT": "districts", "FIELD_NAME": "area_m2", "FIELD_TYPE": 0, "FORMULA": "$area"},
+        "districts_area",
+    )
+    result = run(tools, "qgis:basicstatisticsforfields", {"INPUT_LAYER": "districts_area", "FIELD_NAME": "area_m2"})
+    total = sum(geom.area for _, _, geom in read_layer(gpkg, "districts"))
+    assert total > 1e6  # big enough that :g would have written it with an exponent
+    assert f"SUM={plain_number(total)}" in result
+    assert "e+" not in result

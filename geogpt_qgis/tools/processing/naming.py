@@ -11,6 +11,8 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from geogpt_qgis.core.numbers import plain_number
+
 MAX_NAME = 60
 
 # native:extractbylocation predicates, by index.
@@ -36,7 +38,7 @@ def slug(text: str) -> str:
 
 def _number(value: Any) -> str:
     try:
-        return f"{float(value):g}".replace(".", "_")
+        return plain_number(float(value), grouping=False).replace(".", "_")  # 1500000, never 1.5e+06
     except (TypeError, ValueError):
         return slug(value)
 

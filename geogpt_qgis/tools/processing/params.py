@@ -27,6 +27,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.core.fuzzy import closest_names, did_you_mean
+from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.layers import geometry_label, ordered_layers
 from geogpt_qgis.tools.processing.compat import (
@@ -266,6 +267,11 @@ _LENGTH_UNITS = {
 _NUMBER_WITH_UNIT = re.compile(r"^\s*(-?\d+(?:[.,]\d+)?)\s*([a-zA-Z°]+)\s*$")
 
 
+def _plain(value: float) -> str:
+    """A number as the model should send it back: plain decimal, no exponent, no thousands commas."""
+    return plain_number(value, grouping=False)
+
+
 def _not_a_number(name: str, kind: str, value: Any) -> str:
     """Why ``value`` is not a number, naming the number to send instead when a unit was written out.
 
@@ -276,7 +282,8 @@ def _not_a_number(name: str, kind: str, value: Any) -> str:
     if kind == "distance" and match:
         amount, unit = float(match.group(1).replace(",", ".")), match.group(2).lower()
         if unit in _LENGTH_UNITS:
-            return f"{name} takes a plain number in metres, not {value!r}: give {name}={amount * _LENGTH_UNITS[unit]:g}"
+            metres = _plain(amount * _LENGTH_UNITS[unit])
+            return f"{name} takes a plain number in metres, not {value!r}: give {name}={metres}"
         if unit in ("°", "deg", "degree", "degrees"):
             return f"{name} takes metres, not degrees: layers in degrees are reprojected first; give metres, e.g. 500"
     if kind == "distance":
@@ -296,7 +303,7 @@ def _scalar_value(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any
         if kind == "number":
             if number < definition.minimum() or number > definition.maximum():
                 low, high = definition.minimum(), definition.maximum()
-                raise ToolError(f"{name} must be between {low:g} and {high:g}, not {number:g}")
+                raise ToolError(f"{name} must be between {_plain(low)} and {_plain(high)}, not {_plain(number)}")
             if enum_value(definition.dataType()) == 0:
                 if not number.is_integer():
                     raise ToolError(f"{name} takes a whole number, not {value!r}")
@@ -402,7 +409,7 @@ def _plan_reprojections(
         target, description = utm_crs_for_layer(layer)
         prepared.reprojections.append(Reprojection(parent_name, layer.id(), layer.name(), target))
         prepared.notes.append(
-            f"{layer.name()!r} is in {layer.crs().authid()} (degrees), so {name}={prepared.values[name]:g} would be "
-            f"degrees; it was reprojected to {target.authid()} ({description}) first, so {name} is in metres "
+            f"{layer.name()!r} is in {layer.crs().authid()} (degrees), so {name}={_plain(prepared.values[name])} would "
+            f"be degrees; it was reprojected to {target.authid()} ({description}) first, so {name} is in metres "
             "and the result is in that CRS."
         )
