@@ -51,6 +51,7 @@ from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.toolbelt.log import logger as log
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import add_result_layer
+from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
 from geogpt_qgis.tools.thread_guard import assert_main_thread, vector_layer
 
 if TYPE_CHECKING:
@@ -318,7 +319,8 @@ def stage_result(project: QgsProject, layer: QgsVectorLayer, base: str) -> tuple
 def finish_result(ctx: ToolContext, store: ResultStore, staged: StagedResult) -> str:
     """Write a staged result (here, on the worker) and add the stored layer to the project; returns its name."""
     try:
-        store.write(staged, ctx.cancel)
+        # A file writer builds CRSs: on a long-lived thread, never a tool call's (see algorithm_thread).
+        run_on_algorithm_thread(store.write, staged, ctx.cancel)
         return ctx.on_main(_add_staged, store, ctx.project, staged)
     except BaseException:
         store.discard(staged, drop=True)
