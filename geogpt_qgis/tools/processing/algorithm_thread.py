@@ -9,8 +9,10 @@ clones its PROJ objects from a dead one: its coordinate transforms fail
 silently and leave coordinates unchanged.  That is how an approved buffer
 written to a GeoPackage on one tool-call thread made a later
 ``native:reprojectlayer`` return UTM metres labelled EPSG:4326.  Running
-every algorithm on threads that never end means no PROJ context an algorithm
-used is ever destroyed.
+every algorithm and every result-file writer on threads that never end means
+no PROJ context they built CRSs in is ever destroyed.  (Work that builds no CRS,
+such as reading features or calling the model, may stay on any thread; the
+output checks in ``output_checks`` catch what slips through.)
 """
 
 from __future__ import annotations
