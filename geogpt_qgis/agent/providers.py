@@ -452,12 +452,18 @@ def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
                 "Start it (`ollama serve`) or correct the server URL."
             )
         return f"Cannot reach the model server at {where}. Check the URL and that the server is running."
+    server_kind = "an Ollama server" if is_ollama else "an OpenAI-compatible API"
     if _unreadable(exc) is not None:
         return (
             f"The model server at {where} sent a reply that is not valid JSON, so it could not be read "
-            f"({_clip(_unreadable(exc) or '', 80)!r}). Check that the URL points to "
-            f"{'an Ollama server' if is_ollama else 'an OpenAI-compatible API'} and not to a proxy or a web "
-            "page; if it does, send your message again."
+            f"({_clip(_unreadable(exc) or '', 80)!r}). Check that the URL points to {server_kind} and not "
+            "to a proxy or a web page; if it does, send your message again."
+        )
+    if any(type(item).__name__ == "ValidationError" for item in _chain(exc)):  # the client's reply schema
+        return (
+            f"The model server at {where} sent a reply in a form GeoGPT cannot read "
+            f"({_clip(text.splitlines()[0] if text else name, 120)}). Check that the URL points to {server_kind}; "
+            "updating the server may help."
         )
     lowered = text.lower()
     if status == 404 or ("not found" in lowered and "model" in lowered):

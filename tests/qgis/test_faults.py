@@ -164,6 +164,17 @@ def test_a_model_server_fault_is_explained_and_loses_nothing(conversation, fault
     conversation.goes_on()
 
 
+@pytest.mark.parametrize("conversation", ["ollama"], indirect=True)
+def test_a_reply_in_a_shape_the_client_cannot_read_is_explained(conversation, demo_project):
+    conversation.first_turn()
+    _, finished = conversation.ask("Where are they?", [Turn(text=ANSWER, fault="schema", fault_after=3)])
+    assert finished.status == "failed"
+    assert finished.error.startswith(f"The model server at {conversation.server.url} sent a reply in a form GeoGPT")
+    assert "validation error" in finished.error and "updating the server may help" in finished.error
+    assert kinds(conversation.reopen()[:4]) == FIRST_TURN
+    conversation.goes_on()
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize(
     ("status", "headers", "first_wait"),

@@ -53,7 +53,8 @@ class Turn:
     Faults in the middle of a streamed answer, after ``fault_after`` frames:
     ``fault="drop"`` closes the connection without ending the stream (a server
     that crashed or restarted), ``"reset"`` resets it (TCP RST), ``"garbage"``
-    sends a line that is not JSON and ends the stream, ``"stall"`` stops
+    sends a line that is not JSON and ends the stream, ``"schema"`` (Ollama) sends
+    JSON in a shape the client cannot read (a tool call without a name), ``"stall"`` stops
     sending for ``stall_seconds`` (a server that hangs), then goes on.
     """
 
@@ -240,8 +241,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if turn.fault in ("drop", "reset"):
                     self._hang_up(reset=turn.fault == "reset")
                     return
-                if turn.fault == "garbage":
-                    self._write_chunk(garbage)
+                if turn.fault in ("garbage", "schema"):
+                    self._write_chunk(garbage if turn.fault == "garbage" else _NAMELESS_TOOL_CALL)
                     self._end_stream()
                     return
                 if turn.fault == "stall":
@@ -422,6 +423,19 @@ class _Handler(BaseHTTPRequestHandler):
         frames.append(b"data: [DONE]\n\n")
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._stream(turn, frames, b'data: {"id": "chatcmpl-scripted", "choices": [{"delta": {"content": "Th\n\n')
+
+
+_NAMELESS_TOOL_CALL = (
+    json.dumps(
+        {
+            "model": "qwen3:8b",
+            "created_at": "2026-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"arguments": {}}}]},
+            "done": False,
+        }
+    ).encode()
+    + b"\n"
+)
 
 
 def _sse(payload: dict[str, Any]) -> bytes:
