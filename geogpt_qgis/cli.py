@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 import shutil
 import signal
@@ -33,6 +34,7 @@ from geogpt_qgis.core.approval import POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.core.events import Notice, ReasoningDelta, RunFinished, TextDelta, ToolFinished, ToolStarted
 from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.text import format_arguments
+from geogpt_qgis.toolbelt.log import logger
 from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA, PROVIDERS
 
 if TYPE_CHECKING:
@@ -157,6 +159,17 @@ def _model_config(args: argparse.Namespace) -> ModelConfig:
 def run_ask(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """Start QGIS headless, run the question, save if asked; return the exit status."""
     out, err = ScrubbedStream(out), ScrubbedStream(err)  # type: ignore[assignment]
+    # The plugin's warnings go to stderr as Python's last-resort handler would print them, but scrubbed.
+    warnings = logging.StreamHandler(err)  # type: ignore[arg-type]
+    warnings.setLevel(logging.WARNING)
+    logger.addHandler(warnings)
+    try:
+        return _run_ask(args, out, err)
+    finally:
+        logger.removeHandler(warnings)
+
+
+def _run_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     project_path = Path(args.project)
     if not project_path.is_file():
