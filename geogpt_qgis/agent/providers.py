@@ -433,7 +433,7 @@ def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
     name = type(exc).__name__
     status = _status_code(exc)
     text = _error_text(exc)
-    if _is_dropped(exc):
+    if _is_dropped(exc) and not isinstance(exc, ServerError):  # ServerError: a model-list query, not an answer
         return (
             f"The model server at {where} closed the connection in the middle of its answer, so the answer "
             "was cut off. The server may have crashed, restarted or run out of memory (its log says why). "
