@@ -15,7 +15,7 @@ from typing import Any
 
 from geogpt_qgis.core.field_stats import summarize_values
 from geogpt_qgis.core.fuzzy import did_you_mean
-from geogpt_qgis.core.text import markdown_table, short
+from geogpt_qgis.core.text import markdown_table, short, single_line
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.database import Database
 
@@ -143,8 +143,8 @@ def describe_table(db: Database, name: str) -> str:
         sampled = _sample_summaries(db, schema, table, kind, estimate, missing)
     rows_label = _estimate(estimate, _KINDS.get(kind, kind))
     lines = [
-        f"{_KINDS.get(kind, kind).capitalize()} {schema}.{table}: {rows_label} rows"
-        + (f" — {comment}" if comment else "")
+        f"{_KINDS.get(kind, kind).capitalize()} {single_line(schema)}.{single_line(table)}: {rows_label} rows"
+        + (f" — {short(comment, 300)}" if comment else "")  # names and comments are data: one line each
     ]
     if primary:
         lines.append(f"Primary key: {', '.join(primary)}")
@@ -159,8 +159,8 @@ def describe_table(db: Database, name: str) -> str:
         else:
             detail = sampled.get(column, "")
         note = f" ({', '.join(notes)})" if notes else ""
-        remark = f" — {column_comment}" if column_comment else ""
-        lines.append(f"- {column}: {type_name}{note}{remark}" + (f": {detail}" if detail else ""))
+        remark = f" — {short(column_comment, 160)}" if column_comment else ""
+        lines.append(f"- {single_line(column)}: {type_name}{note}{remark}" + (f": {detail}" if detail else ""))
     sources = ["values from the database's statistics"] if stats else []
     if sampled:
         sources.append(f"values sampled from up to {SAMPLE_ROWS:,} rows")
