@@ -56,6 +56,9 @@ CREATE TYPE {S}.h1_box AS (v text);
 CREATE FUNCTION {S}.h1_cast(text) RETURNS {S}.h1_box LANGUAGE sql VOLATILE AS
   $$ INSERT INTO {CANARY} VALUES (200, 'cast'); SELECT ROW($1)::{S}.h1_box $$;
 CREATE CAST (text AS {S}.h1_box) WITH FUNCTION {S}.h1_cast(text);
+CREATE FUNCTION {S}.h1_acc(int, int) RETURNS int LANGUAGE sql VOLATILE AS
+  $$ INSERT INTO {CANARY} VALUES (300 + $2, 'agg') RETURNING $2 $$;
+CREATE AGGREGATE {S}.h1_agg(int) (SFUNC = {S}.h1_acc, STYPE = int);
 CREATE VIEW {S}.v_evil AS SELECT {S}.h1_side_effect() AS x;
 CREATE VIEW {S}.v_evil2 AS SELECT * FROM {S}.v_evil;
 CREATE VIEW {S}.v_liar AS SELECT {S}.h1_liar() AS x;
@@ -199,6 +202,9 @@ ATTACKS = [
     refused("view-with-operator", f"SELECT * FROM {S}.v_op", "the view or policy"),
     refused("volatile-operator", f"SELECT 1 OPERATOR({S}.#@#) 2", "operator #@#"),
     refused("volatile-cast-function", f"SELECT 'x'::text::{S}.h1_box", "converting to type h1_box"),
+    refused("volatile-aggregate", f"SELECT {S}.h1_agg(id) FROM {CANARY}", "the aggregate h1_agg() calls h1_acc()"),
+    refused("volatile-window", f"SELECT {S}.h1_agg(id) OVER () FROM {CANARY}", "the aggregate h1_agg()"),
+    harmless("postgis-aggregates", "SELECT ST_Area(ST_Union(geom)) > 0, ST_NPoints(ST_Collect(geom)) FROM parks"),
     refused("stable-liar", f"SELECT {S}.h1_liar()", "read-only transaction"),
     refused("view-of-stable-liar", f"SELECT * FROM {S}.v_liar", "read-only transaction"),
     # -- sequences --------------------------------------------------------------------------------------

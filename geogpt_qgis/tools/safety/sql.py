@@ -23,7 +23,9 @@ Qt-free: the catalogue is reached through a ``rows(sql, params)`` callable.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +115,20 @@ ALLOWED_VOLATILE_CORE = frozenset(
 )
 ALLOWED_VOLATILE_EXTENSION = {
     # PostGIS marks these VOLATILE for their random seeds (or by an old oversight); they only compute.
-    "postgis": frozenset({"st_generatepoints", "st_clusterkmeans", "st_symmetricdifference"}),
+    "postgis": frozenset(
+        {
+            "st_generatepoints",
+            "st_clusterkmeans",
+            "st_symmetricdifference",
+            # support functions of ST_Union, ST_Collect, ST_MakeLine, ST_Polygonize, ST_ClusterIntersecting/Within
+            "pgis_geometry_accum_transfn",
+            "pgis_geometry_collect_finalfn",
+            "pgis_geometry_makeline_finalfn",
+            "pgis_geometry_polygonize_finalfn",
+            "pgis_geometry_clusterintersecting_finalfn",
+            "pgis_geometry_clusterwithin_finalfn",
+        }
+    ),
     "uuid-ossp": frozenset({"uuid_generate_v1", "uuid_generate_v1mc", "uuid_generate_v4"}),
 }
 _KIND_NAMES = {
@@ -175,7 +190,7 @@ def parse_one(sql: str) -> Classified:
     if "\x00" in text:  # the C parser would stop reading there; the server would never agree on the text
         raise ToolError(f"the SQL contains a NUL character (at position {text.index(chr(0)) + 1}); remove it")
     try:
-        statements = parse_sql(text)
+        statements = _parse(text)
     except ParseError as exc:
         message, index = (*exc.args, None)[:2] if exc.args else (str(exc), None)
         position = int(index) + 1 if isinstance(index, int) else len(text.rstrip()) + 1
@@ -192,6 +207,25 @@ def parse_one(sql: str) -> Classified:
     start = raw.stmt_location or 0
     own = text[start : start + raw.stmt_len] if raw.stmt_len else text[start:]
     return _classify(own.strip(), raw.stmt)
+
+
+def _parse(text: str) -> Any:
+    """``pglast.parse_sql`` on one long-lived thread.
+
+    libpg_query takes a pthread TLS key in every thread that parses and never
+    gives it back; a process has about a thousand, and the agent calls tools
+    on fresh threads, so parsing everywhere would abort QGIS after enough
+    queries ("out of TLS keys").  One parser thread takes one key.
+    """
+    global _PARSER
+    with _PARSER_LOCK:
+        if _PARSER is None:
+            _PARSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="geogpt-sql-parser")
+    return _PARSER.submit(parse_sql, text).result()
+
+
+_PARSER: ThreadPoolExecutor | None = None
+_PARSER_LOCK = threading.Lock()
 
 
 def classify(sql: str) -> Classified:
@@ -375,6 +409,15 @@ _CASTS_SQL = (
     "LEFT JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e' "
     "LEFT JOIN pg_extension e ON e.oid = d.refobjid WHERE t.typname = ANY(%s)"
 )
+_AGGREGATES_SQL = (
+    "SELECT p.proname, n.nspname, f.proname, fn.nspname, f.provolatile, coalesce(e.extname, ''), "
+    "n.nspname = ANY(current_schemas(true)) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+    "JOIN pg_aggregate a ON a.aggfnoid = p.oid JOIN pg_proc f ON f.oid IN (a.aggtransfn, a.aggfinalfn, "
+    "a.aggcombinefn, a.aggserialfn, a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn) "
+    "JOIN pg_namespace fn ON fn.oid = f.pronamespace "
+    "LEFT JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = f.oid AND d.deptype = 'e' "
+    "LEFT JOIN pg_extension e ON e.oid = d.refobjid WHERE p.proname = ANY(%s)"
+)
 # Functions (and operators' functions) that views' rules and row-level policies call, views within views included.
 _RELATIONS_SQL = (
     "WITH RECURSIVE rels(oid) AS ("
@@ -413,6 +456,10 @@ class FunctionJudge:
             if reason:
                 raise ToolError(_refused_message(name, reason))
         self._check_functions(found.functions)
+        if found.functions:  # an aggregate's own entry says little: its support functions do the work
+            self._check_indirect(
+                "aggregate", _AGGREGATES_SQL, found.functions, lambda row: f"the aggregate {row[0]}() calls {row[2]}()"
+            )
         if found.operators:
             self._check_indirect(
                 "operator", _OPERATORS_SQL, found.operators, lambda row: f"operator {row[0]} calls {row[2]}()"
