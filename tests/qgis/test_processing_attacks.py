@@ -310,6 +310,12 @@ ATTACKS: list[Attack] = [
         "dl.txt",
         "filedownloader to a file",
     ),
+    algorithm(
+        "native:extractbyattribute",
+        lambda w: {"INPUT": "schools", "FIELD": "name", "VALUE": f"{w.listener.url}/v"},
+        "(a URL)",
+        "a URL in a plain string parameter",
+    ),
     algorithm("native:batchnominatimgeocoder", lambda w: {"INPUT": "schools", "FIELD": "name"}, "Nominatim"),
     # SQL through processing
     algorithm(

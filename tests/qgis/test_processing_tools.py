@@ -207,6 +207,14 @@ def test_describe_algorithm_lists_types_defaults_enums_and_units(tools):
     assert "[optional]" in location
 
 
+def test_describe_says_which_algorithms_need_approval(tools):
+    assert "approval" not in call_in_thread(tools.describe_algorithm, "native:buffer")
+    downloader = call_in_thread(tools.describe_algorithm, "native:filedownloader")
+    assert downloader.endswith("Needs the user's approval: it talks to the network.")
+    truncate = call_in_thread(tools.describe_algorithm, "native:truncatetable")
+    assert truncate.endswith("Needs the user's approval: it changes data in place.")
+
+
 # -- every check, with its message ----------------------------------------------------
 @pytest.mark.parametrize(
     ("algorithm", "parameters", "message"),

@@ -22,6 +22,7 @@ from geogpt_qgis.tools.processing.compat import (
     parameter_is_optional,
 )
 from geogpt_qgis.tools.processing.curves import describe_default
+from geogpt_qgis.tools.safety.algorithms import classify_algorithm
 
 HELP_CHARS = 400
 
@@ -155,4 +156,7 @@ def describe_algorithm_text(algorithm: QgsProcessingAlgorithm) -> str:
     other = [o for o in algorithm.outputDefinitions() if o.name() not in {d.name() for d in outputs}]
     if other:
         lines.append("Also returns: " + ", ".join(f"{o.name()} ({o.description()})" for o in other))
+    effects = classify_algorithm(algorithm, {})
+    if effects.needs_approval:
+        lines.append(f"Needs the user's approval: it {effects.summary()}.")
     return "\n".join(lines)

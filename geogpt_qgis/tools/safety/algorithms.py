@@ -103,6 +103,7 @@ TEMPORARY_WORDS = frozenset({"temporary_output", "temporary", "memory", "memory:
 _DATABASE_DESTINATION = re.compile(r"^\s*(postgres|postgis|mssql|oracle|hana|spatialite|pg)\s*:|dbname\s*=", re.I)
 # A GDAL string value is pasted into the tool's command line: only plain tokens run unasked
 # (no spaces, quotes, options or paths), so OPTIONS/EXTRA cannot add arguments.
+_URL = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://", re.ASCII)
 _PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.,:=+]*$")
 
 
@@ -188,6 +189,9 @@ def _parameter_effects(
     if kind in LAYER_TYPES:
         return [Found(Effect.READ, _layer_label(v, project)) for v in _items(value)] if present else []
     if kind == "string":
+        if present and _URL.match(str(value)):
+            # Whatever the algorithm, a URL it is given is a place it may send data to.
+            return [Found(Effect.NETWORK, f"{name}={_short(value)}", "a URL")]
         if present and provider_id == "gdal" and not _PLAIN_TOKEN.match(str(value)):
             return [
                 Found(Effect.RUN_CODE, f"{name}={_short(value)}", "text passed to the GDAL command line as it is")
