@@ -727,3 +727,33 @@ def test_expressions_are_judged_by_their_functions(text, safe):
     check = check_expression(text)
     assert not check.parse_error, check.parse_error
     assert check.safe is safe, check.effects.lines()
+
+
+def test_an_approved_expression_with_effects_does_run(world, worker, recorder, config, model_server):
+    """The gate is an approval, not a ban: trusted, the same calls run."""
+    from geogpt_qgis.core.approval import POLICY_TRUST
+
+    model_server.script(
+        [
+            Turn(tool_calls=[ToolCall("select_features", {"layer": "schools", "expression": "file_exists('/')"})]),
+            Turn(
+                tool_calls=[
+                    ToolCall(
+                        "run_algorithm",
+                        {
+                            "algorithm": "native:fieldcalculator",
+                            "parameters": {"INPUT": "schools", "FIELD_NAME": "home", "FORMULA": "length(env('HOME'))"},
+                            "output_name": "schools_home",
+                        },
+                    )
+                ]
+            ),
+            Turn(text="Done."),
+        ]
+    )
+    finished = recorder.wait(worker.submit("go", config, POLICY_TRUST), 60)
+    assert finished.status == "finished", finished.error
+    schools = world.project.mapLayersByName("schools")[0]
+    assert schools.selectedFeatureCount() == schools.featureCount() > 0
+    (result,) = world.project.mapLayersByName("schools_home")
+    assert {f["home"] for f in result.getFeatures()} == {len(str(Path.home()))}
