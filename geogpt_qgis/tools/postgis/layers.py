@@ -58,6 +58,9 @@ def copy_result(
         "SQLStatement": result.layer_sql(),
         "layerName": LAYER_NAME,
         "callback": lambda *_args: 0 if cancel.cancelled else 1,
+        # Building the R-tree takes three quarters of the copy (11 s of 14 for a million points); without it
+        # QGIS scans the file per redraw, still far cheaper than re-running the query as a query layer did.
+        "layerCreationOptions": ["SPATIAL_INDEX=NO"],
     }
     if result.geometry:
         options.update(geometryType=result.geometry.wkb_type, dstSRS=f"EPSG:{result.geometry.srid}", reproject=False)
