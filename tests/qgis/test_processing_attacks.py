@@ -316,6 +316,15 @@ ATTACKS: list[Attack] = [
         "(a URL)",
         "a URL in a plain string parameter",
     ),
+    algorithm(
+        "native:centroids", lambda w: {"INPUT": f"/vsicurl/{w.listener.url}/x.gpkg"}, "(a URL)", "a layer over HTTP"
+    ),
+    algorithm(
+        "qgis:idwinterpolation",
+        lambda w: {"INTERPOLATION_DATA": f"/vsicurl/{w.listener.url}/p.geojson::~::0::~::-1::~::0", "PIXEL_SIZE": 10},
+        "(a URL)",
+        "interpolation data read over HTTP",
+    ),
     algorithm("native:batchnominatimgeocoder", lambda w: {"INPUT": "schools", "FIELD": "name"}, "Nominatim"),
     # SQL through processing
     algorithm(

@@ -103,7 +103,7 @@ TEMPORARY_WORDS = frozenset({"temporary_output", "temporary", "memory", "memory:
 _DATABASE_DESTINATION = re.compile(r"^\s*(postgres|postgis|mssql|oracle|hana|spatialite|pg)\s*:|dbname\s*=", re.I)
 # A GDAL string value is pasted into the tool's command line: only plain tokens run unasked
 # (no spaces, quotes, options or paths), so OPTIONS/EXTRA cannot add arguments.
-_URL = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://", re.ASCII)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|/vsi[a-z0-9_]+/", re.ASCII)  # anywhere in a value
 _PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.,:=+]*$")
 
 
@@ -176,6 +176,10 @@ def _parameter_effects(
     present = value is not None and value != "" and value != []
     if definition.isDestination():
         return _destination_effects(name, value)
+    urls = [text for text in _strings(value) if _URL.search(text)]
+    if urls:
+        # Whatever the parameter, a URL in its value (or GDAL's /vsicurl/...) is a place the call may reach.
+        return [Found(Effect.NETWORK, f"{name}={_short(url)}", "a URL") for url in urls]
     if kind in DATABASE_TYPES:
         return [Found(Effect.WRITE_DATABASE, f"{name}={_short(value) if present else '(default)'}")]
     if kind == "execute_sql":
@@ -189,9 +193,6 @@ def _parameter_effects(
     if kind in LAYER_TYPES:
         return [Found(Effect.READ, _layer_label(v, project)) for v in _items(value)] if present else []
     if kind == "string":
-        if present and _URL.match(str(value)):
-            # Whatever the algorithm, a URL it is given is a place it may send data to.
-            return [Found(Effect.NETWORK, f"{name}={_short(value)}", "a URL")]
         if present and provider_id == "gdal" and not _PLAIN_TOKEN.match(str(value)):
             return [
                 Found(Effect.RUN_CODE, f"{name}={_short(value)}", "text passed to the GDAL command line as it is")
