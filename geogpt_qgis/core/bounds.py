@@ -20,7 +20,6 @@ import typing
 from typing import Annotated, Any
 
 from annotated_types import Ge, Gt, Interval, Le, Lt, MaxLen, MinLen
-from pydantic import AfterValidator, Field
 
 # Defaults for arguments whose signature says nothing more.
 TEXT_CHARS = 500  # names, ids, colours, fields, CRSs, URLs
@@ -90,6 +89,9 @@ def check_nested(value: Any) -> Any:
 
 def bounded(annotation: Any, given: tuple[Any, ...] = ()) -> Any:
     """``annotation`` with the default bounds added where ``given`` (its own constraints) sets none."""
+    # pydantic only here: tool modules import the aliases above when the plugin starts, and must stay light.
+    from pydantic import AfterValidator, Field
+
     origin = typing.get_origin(annotation)
     if origin is Annotated:
         base, *extra = typing.get_args(annotation)

@@ -240,7 +240,9 @@ def test_stop_interrupts_a_long_selection_and_selects_nothing(tools, big_layer):
 
 def test_project_brief_and_capabilities_come_from_the_live_project(tool_ctx, demo_project):
     brief = project_brief(demo_project)
-    assert brief.startswith("Open project: 'Elvbury demo town'; CRS EPSG:25832; 7 layers: 'schools' (Point, 31 features)")
+    assert brief.startswith(
+        "Open project: 'Elvbury demo town'; CRS EPSG:25832; 7 layers: 'schools' (Point, 31 features)"
+    )
     capabilities = build_families(tool_ctx)[-1].describe_capabilities()
     for name in PROJECT_TOOL_NAMES:
         assert f"- {name}: " in capabilities
