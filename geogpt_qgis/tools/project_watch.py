@@ -18,7 +18,6 @@ from qgis.PyQt.QtCore import QObject
 
 from geogpt_qgis.core.text import quoted
 from geogpt_qgis.tools.bridge import MainThreadBridge
-from geogpt_qgis.tools.project import describe_map_layer_briefly
 
 MAX_ITEMS = 12  # changes listed one by one; beyond that, counted
 
@@ -130,6 +129,10 @@ class ProjectWatcher(QObject):
     # -- the note -----------------------------------------------------------------
     def drain(self) -> str:
         """The note for the next message ("" when nothing changed), and a fresh start."""
+        # Imported here: the dock builds the watcher before the plugin's dependencies may be installed,
+        # and the tool modules need them (annotated_types, for argument bounds).
+        from geogpt_qgis.tools.project import describe_map_layer_briefly
+
         items: list[str] = []
         if self.replaced:
             title = self.project.title() or self.project.baseName()
