@@ -103,7 +103,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_panel.py" line="160"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="168"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="169"/>
         <source>Before running code, changing data or writing files</source>
         <translation>Før kode kjøres, data endres eller filer skrives</translation>
     </message>
@@ -149,19 +149,19 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_panel.py" line="162"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="163"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="164"/>
         <source>Ask before changes</source>
         <translation>Spør før endringer</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_panel.py" line="163"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="164"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="165"/>
         <source>Trust this conversation</source>
         <translation>Stol på denne samtalen</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_panel.py" line="164"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="165"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="166"/>
         <source>Never allow changes</source>
         <translation>Tillat aldri endringer</translation>
     </message>
@@ -538,7 +538,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/model_bar.py" line="53"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="113"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="114"/>
         <source>OpenAI-compatible</source>
         <translation>OpenAI-kompatibel</translation>
     </message>
@@ -549,7 +549,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/model_bar.py" line="60"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="121"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="122"/>
         <source>Reload the server&apos;s model list</source>
         <translation>Last inn modellisten fra tjeneren på nytt</translation>
     </message>
@@ -560,19 +560,19 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/model_bar.py" line="76"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="133"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="134"/>
         <source>Test connection</source>
         <translation>Test tilkoblingen</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/model_bar.py" line="82"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="144"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="145"/>
         <source>Server URL</source>
         <translation>Tjener-URL</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/model_bar.py" line="83"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="128"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="129"/>
         <source>API key</source>
         <translation>API-nøkkel</translation>
     </message>
@@ -583,142 +583,162 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/model_bar.py" line="159"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="332"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="346"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/model_bar.py" line="222"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="438"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="452"/>
         <source>Testing…</source>
         <translation>Tester…</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/model_bar.py" line="204"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="408"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="422"/>
         <source>The server has no models installed.</source>
         <translation>Tjeneren har ingen modeller installert.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="112"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="113"/>
         <source>Ollama</source>
         <translation>Ollama</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="115"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="116"/>
         <source>Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1</source>
         <translation>Ollama: http://localhost:11434 · OpenAI-kompatibel: URL-en som slutter på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="141"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="145"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="142"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="146"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="143"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="144"/>
         <source>Provider</source>
         <translation>Leverandør</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="155"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="156"/>
         <source>Lower is more predictable; GeoGPT works best at 0-0.3</source>
         <translation>Lavere gir mer forutsigbare svar; GeoGPT fungerer best på 0–0,3</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="159"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="160"/>
         <source> tokens</source>
         <translation> tokens</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="160"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="161"/>
         <source>The most the model is sent at once; capped by the model&apos;s own window</source>
         <translation>Det meste modellen får tilsendt på én gang; begrenset av modellens eget kontekstvindu</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="169"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="170"/>
         <source>Agent</source>
         <translation>Agent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="171"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="172"/>
         <source>Temperature</source>
         <translation>Temperatur</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="172"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="173"/>
         <source>Context limit</source>
         <translation>Kontekstgrense</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="173"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="174"/>
         <source>Approval</source>
         <translation>Godkjenning</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="176"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="177"/>
         <source>One per line: Name = URL, e.g.
 City data = https://example.org/ogcapi</source>
         <translation>Én per linje: Navn = URL, f.eks.
 Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="181"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="182"/>
         <source>All saved connections, including ones added later</source>
         <translation>Alle lagrede tilkoblinger, også de som legges til senere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="186"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="196"/>
         <source>Data sources</source>
         <translation>Datakilder</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="188"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="198"/>
         <source>OGC API Features servers</source>
         <translation>OGC API Features-tjenere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="194"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="205"/>
         <source>PostgreSQL connections the agent may use</source>
         <translation>PostgreSQL-tilkoblinger agenten kan bruke</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="196"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="207"/>
         <source>Debug logging (Log Messages panel, GeoGPT tab)</source>
         <translation>Feilsøkingslogging (panelet Loggmeldinger, fanen GeoGPT)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="197"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="208"/>
         <source>Troubleshooting</source>
         <translation>Feilsøking</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="253"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="266"/>
         <source>type a key to store it in the system keychain</source>
         <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="280"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="293"/>
         <source>No PostgreSQL connection is saved in QGIS yet (Data Source Manager &gt; PostgreSQL).</source>
         <translation>Ingen PostgreSQL-tilkobling er lagret i QGIS ennå (Datakildebehandler &gt; PostgreSQL).</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="453"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="467"/>
         <source>a key is stored; type a new one to replace it</source>
         <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="455"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="469"/>
         <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
         <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="430"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="444"/>
         <source>✓ This model can call tools.</source>
         <translation>✓ Denne modellen kan kalle verktøy.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="374"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="500"/>
+        <source>Could not check the connections&apos; roles: {}</source>
+        <translation>Kunne ikke kontrollere tilkoblingenes roller: {}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="523"/>
+        <source>⚠ &apos;{}&apos; connects as role &apos;{}&apos;, which {}. GeoGPT&apos;s SQL runs read-only and writes need your approval, but a role that may only SELECT is the safest choice for the agent.</source>
+        <translation>⚠ &apos;{}&apos; kobler til som rollen &apos;{}&apos;, som {}. SQL fra GeoGPT kjøres skrivebeskyttet, og endringer krever din godkjenning, men en rolle som bare kan lese (SELECT) er det tryggeste valget for agenten.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="491"/>
+        <source>Could not read the saved connections: {}</source>
+        <translation>Kunne ikke lese de lagrede tilkoblingene: {}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="519"/>
+        <source>⚠ Could not check the role of &apos;{}&apos;: {}</source>
+        <translation>⚠ Kunne ikke kontrollere rollen til &apos;{}&apos;: {}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="388"/>
         <source>Line {n}: {u!r} is not an http(s) URL.</source>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>
