@@ -119,6 +119,8 @@ class ProcessingRunner:
             for store, item in staged.values():
                 # A file writer builds CRSs: on a long-lived thread (see algorithm_thread), never this one.
                 run_on_algorithm_thread(store.write, item, self.ctx.cancel)
+                # Its features are stored: free them here, not on the main thread when the context goes.
+                run_on_algorithm_thread(_empty_copied_layer, item)
             opened = self.ctx.on_main(self._open_outputs, staged)
         except BaseException:
             for store, item in staged.values():
@@ -410,3 +412,17 @@ def _log_tail(feedback: QgsProcessingFeedback) -> str:
     tail = [line for line in lines[-6:] if line not in errors]
     text = "\n".join([*errors, *(["…"] if errors and tail else []), *tail])
     return f"\nAlgorithm log (trimmed):\n{text[:LOG_CHARS]}"
+
+
+def _empty_copied_layer(item: StagedResult) -> None:
+    """Drop a stored temporary layer's features (worker).
+
+    A 100,000-feature memory layer takes about 100 ms to free; left to the
+    processing context, that happens on the main thread and freezes QGIS.  The
+    snapshot goes first, so the features are no longer shared and are freed
+    in place; the emptied layer keeps its style for the stored copy.
+    """
+    item.source = None
+    layer = item.layer
+    if layer is not None and layer.providerType() == "memory":
+        layer.dataProvider().truncate()
