@@ -32,3 +32,21 @@ def panel(qgis_iface, demo_project, tmp_path, model_server) -> Iterator:
     dock = open_dock(qgis_iface, demo_project, tmp_path / "store.sqlite")
     yield dock.panel
     close_dock(dock)
+
+
+@pytest.fixture
+def make_page(qgis_iface) -> Iterator:
+    """Build options pages as QGIS's options dialog does (through the factory); delete them afterwards."""
+    from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
+
+    pages: list = []
+
+    def make():
+        page = GeoGptOptionsFactory(qgis_iface).createWidget(None)
+        page.show()
+        pages.append(page)
+        return page
+
+    yield make
+    for page in pages:
+        page.deleteLater()

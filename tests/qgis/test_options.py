@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from qgis.PyQt.QtCore import Qt
 
-from geogpt_qgis.gui.options_page import GeoGptOptionsFactory, OptionsPage
 from geogpt_qgis.gui.settings_events import settings_events
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from tests.support.dock import configure
 from tests.support.net import free_port, silent_server
 from tests.support.postgis import saved_connection
 from tests.support.runs import wait_until
-
-
-@pytest.fixture
-def make_page(qgis_iface) -> Iterator:
-    """Build options pages as QGIS's options dialog does (through the factory); delete them afterwards."""
-    pages: list[OptionsPage] = []
-
-    def make() -> OptionsPage:
-        page = GeoGptOptionsFactory(qgis_iface).createWidget(None)
-        page.show()
-        pages.append(page)
-        return page
-
-    yield make
-    for page in pages:
-        page.deleteLater()
 
 
 def _choose(combo, data: str) -> None:

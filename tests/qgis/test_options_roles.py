@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from qgis.PyQt.QtCore import Qt
 
-from geogpt_qgis.gui.options_page import GeoGptOptionsFactory, OptionsPage
+from geogpt_qgis.gui.options_page import OptionsPage
 from geogpt_qgis.tools.postgis.privileges import write_powers
 from tests.support.net import free_port
 from tests.support.postgis import DSN, PARAMS, READER_PASSWORD, SUPER_PASSWORD, SUPER_USER, saved_connection
 from tests.support.runs import wait_until
 
 pytestmark = pytest.mark.postgis
-
-
-@pytest.fixture
-def make_page(qgis_iface) -> Iterator:
-    pages: list[OptionsPage] = []
-
-    def make() -> OptionsPage:
-        page = GeoGptOptionsFactory(qgis_iface).createWidget(None)
-        page.show()
-        pages.append(page)
-        return page
-
-    yield make
-    for page in pages:
-        page.deleteLater()
 
 
 def _choose_only(page: OptionsPage, wanted: set[str]) -> None:
