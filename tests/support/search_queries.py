@@ -32,7 +32,7 @@ SEARCH_CASES: list[tuple[str, tuple[str, ...]]] = [
     ("add a new column computed from an expression", ("native:fieldcalculator",)),
     ("calculate area and perimeter of polygons", ("qgis:exportaddgeometrycolumns", "native:fieldcalculator")),
     ("convex hull", ("native:convexhull",)),
-    ("thiessen polygons around hospitals", ("qgis:voronoipolygons",)),
+    ("thiessen polygons around hospitals", ("qgis:voronoipolygons", "native:voronoipolygons")),
     ("heatmap of schools", ("qgis:heatmapkerneldensityestimation",)),
     ("kernel density estimation", ("qgis:heatmapkerneldensityestimation",)),
     ("create a regular grid of hexagons", ("native:creategrid",)),

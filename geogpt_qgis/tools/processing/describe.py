@@ -16,12 +16,15 @@ from geogpt_qgis.core.fuzzy import closest_names
 from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.processing.compat import (
+    DISTANCE_UNKNOWN,
+    NUMBER_INTEGER,
     SOURCE_TYPE_NAMES,
     enum_value,
     parameter_is_advanced,
     parameter_is_optional,
 )
 from geogpt_qgis.tools.processing.curves import describe_default
+from geogpt_qgis.tools.processing.renames import registered_id
 from geogpt_qgis.tools.safety.algorithms import classify_algorithm
 
 HELP_CHARS = 400
@@ -60,6 +63,9 @@ def find_algorithm(algorithm_id: str) -> QgsProcessingAlgorithm:
     algorithm = registry.algorithmById(wanted)
     if algorithm is not None:
         return algorithm
+    renamed = registered_id(wanted, lambda candidate: registry.algorithmById(candidate) is not None)
+    if renamed is not None:
+        return registry.algorithmById(renamed)
     everything = registry.algorithms()
     by_name = [a for a in everything if a.displayName().casefold() == wanted.casefold()]
     if len(by_name) == 1:
@@ -72,6 +78,14 @@ def find_algorithm(algorithm_id: str) -> QgsProcessingAlgorithm:
     raise ToolError(f"no algorithm {wanted!r}{hint}")
 
 
+def renamed_note(requested: str, algorithm: QgsProcessingAlgorithm) -> str:
+    """Tells the model which id ran when it asked for a renamed one ("" when it asked for this one)."""
+    wanted = (requested or "").strip()
+    if ":" not in wanted or wanted == algorithm.id():
+        return ""
+    return f"{wanted} is called {algorithm.id()} in this QGIS (QGIS renamed it); use {algorithm.id()}."
+
+
 def parameter_type_label(definition: Any, algorithm: QgsProcessingAlgorithm) -> str:
     """``vector layer (polygon)``, ``distance in the units of INPUT's CRS``, ``enum 0=Round, 1=Flat``."""
     kind = definition.type()
@@ -81,12 +95,12 @@ def parameter_type_label(definition: Any, algorithm: QgsProcessingAlgorithm) -> 
         return f"{base} ({', '.join(types)})" if types else base
     if kind == "distance":
         parent = definition.parentParameterName()
-        unit = enum_value(definition.defaultUnit()) if hasattr(definition, "defaultUnit") else None
-        unit_name = QgsUnitTypes.toString(definition.defaultUnit()) if unit is not None and unit != 9 else ""
+        unit = definition.defaultUnit() if hasattr(definition, "defaultUnit") else DISTANCE_UNKNOWN
+        unit_name = "" if unit == DISTANCE_UNKNOWN else QgsUnitTypes.toString(unit)
         where = f"in the units of {parent}'s CRS" if parent else "in layer units"
-        return f"distance {where}" + (f" (default unit: {unit_name})" if unit_name and unit_name != "unknown" else "")
+        return f"distance {where}" + (f" (default unit: {unit_name})" if unit_name else "")
     if kind == "number":
-        data_type = "integer" if enum_value(definition.dataType()) == 0 else "number"
+        data_type = "integer" if enum_value(definition.dataType()) == NUMBER_INTEGER else "number"
         low, high = definition.minimum(), definition.maximum()
         bounds = []
         if low > -1e300:

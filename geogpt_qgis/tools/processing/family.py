@@ -10,7 +10,7 @@ from qgis.core import QgsApplication
 from geogpt_qgis.core.approval import ApprovalRequest, gated
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.processing.catalog import current_index
-from geogpt_qgis.tools.processing.describe import describe_algorithm_text, find_algorithm
+from geogpt_qgis.tools.processing.describe import describe_algorithm_text, find_algorithm, renamed_note
 from geogpt_qgis.tools.processing.runner import ProcessingRunner
 from geogpt_qgis.tools.processing.search import format_matches
 from geogpt_qgis.tools.safety.algorithms import classify_algorithm
@@ -57,7 +57,13 @@ class ProcessingTools(ToolFamily):
         Args:
             algorithm: Algorithm id, e.g. native:buffer.
         """
-        return self.ctx.on_main(lambda: describe_algorithm_text(find_algorithm(algorithm)))
+
+        def describe() -> str:
+            found = find_algorithm(algorithm)
+            note = renamed_note(algorithm, found)
+            return (f"Note: {note}\n" if note else "") + describe_algorithm_text(found)
+
+        return self.ctx.on_main(describe)
 
     def preview_run_algorithm(
         self, algorithm: str, parameters: dict[str, Any], **_naming: Any

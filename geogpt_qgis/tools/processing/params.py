@@ -34,6 +34,7 @@ from geogpt_qgis.tools.processing.compat import (
     GEOMETRY_LINE,
     GEOMETRY_POINT,
     GEOMETRY_POLYGON,
+    NUMBER_INTEGER,
     SOURCE_ANY_GEOMETRY,
     SOURCE_LINE,
     SOURCE_MAP_LAYER,
@@ -304,7 +305,7 @@ def _scalar_value(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any
             if number < definition.minimum() or number > definition.maximum():
                 low, high = definition.minimum(), definition.maximum()
                 raise ToolError(f"{name} must be between {_plain(low)} and {_plain(high)}, not {_plain(number)}")
-            if enum_value(definition.dataType()) == 0:
+            if enum_value(definition.dataType()) == NUMBER_INTEGER:
                 if not number.is_integer():
                     raise ToolError(f"{name} takes a whole number, not {value!r}")
                 return int(number)

@@ -31,7 +31,6 @@ from qgis.core import (
     QgsProcessingFeedback,
     QgsProject,
     QgsRasterLayer,
-    QgsUnitTypes,
     QgsVectorLayer,
 )
 
@@ -43,8 +42,8 @@ from geogpt_qgis.core.text import truncate
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import crs_label, feature_count_label, format_extent, geometry_label, ordered_layers
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
-from geogpt_qgis.tools.processing.compat import FLAG_NO_THREADING, has_flag
-from geogpt_qgis.tools.processing.describe import find_algorithm
+from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, FLAG_NO_THREADING, has_flag
+from geogpt_qgis.tools.processing.describe import find_algorithm, renamed_note
 from geogpt_qgis.tools.processing.naming import slug, suggest_name, unique_name
 from geogpt_qgis.tools.processing.output_checks import check_layer, check_reprojection
 from geogpt_qgis.tools.processing.params import TEMPORARY_OUTPUT, PreparedParameters, resolve_parameters
@@ -61,7 +60,7 @@ LAYER_OUTPUTS = frozenset({"sink", "vectorDestination", "rasterDestination"})
 MAX_FIELDS_LISTED = 12
 REPROJECT = "native:reprojectlayer"
 _OUTSIDE_RUNS = contextvars.Context().run(current_cancel_token.get)  # the token of code outside any agent run
-REPROJECTIONS = frozenset({REPROJECT, "gdal:warpreproject", "gdal:reprojectlayer"})
+REPROJECTIONS = frozenset({REPROJECT, "gdal:warpreproject"})
 
 
 @dataclass
@@ -167,6 +166,9 @@ class ProcessingRunner:
         # The second lock: classified again as it runs, whatever the approve node decided.
         require_approval(algorithm, parameters, self.ctx.project, approved)
         prepared = resolve_parameters(algorithm, parameters, self.ctx.project, approved)
+        renamed = renamed_note(algorithm_id, algorithm)
+        if renamed:
+            prepared.notes.insert(0, renamed)
         context = QgsProcessingContext()
         context.setProject(self.ctx.project)
         expression_context = QgsExpressionContext()
@@ -394,7 +396,7 @@ def _distance_suffix(plan: RunPlan, project: QgsProject) -> str:
     for layer_id in plan.prepared.values.values():
         layer = project.mapLayer(layer_id) if isinstance(layer_id, str) else None
         if layer is not None and layer.crs().isValid():
-            return "m" if QgsUnitTypes.toString(layer.crs().mapUnits()) == "meters" else ""
+            return "m" if layer.crs().mapUnits() == DISTANCE_METERS else ""
     return ""
 
 
