@@ -178,7 +178,7 @@ def _run_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from qgis.core import QgsApplication, QgsProject
 
-    app = QgsApplication([], False)
+    app = QgsApplication([], False, user_profile_folder())
     app.initQgis()
     from geogpt_qgis.tools.processing.catalog import ensure_processing
 
@@ -203,6 +203,39 @@ def _run_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         set_result_store(QgsProject.instance(), None)
         app.exitQgis()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def user_profile_folder() -> str:
+    """The folder of the QGIS profile the user starts QGIS with, so the command reads the same settings.
+
+    Named as QGIS desktop names itself (organisation "QGIS", application
+    "QGIS3") before ``QgsApplication`` exists: otherwise Qt files the settings
+    under "Unknown Organization" and the saved connections, model server and
+    key of the plugin are never seen.  The profile is the user's default one
+    (``profiles.ini``), under ``$QGIS_CUSTOM_CONFIG_PATH`` when that is set, as
+    QGIS does.  The folder goes to ``QgsApplication`` as its profile argument
+    (3.22 and 3.40+ both take it), and QSettings is pointed at it.
+    """
+    from qgis.core import QgsApplication, QgsUserProfileManager
+    from qgis.PyQt.QtCore import QCoreApplication, QSettings, QStandardPaths
+
+    QCoreApplication.setOrganizationName(QgsApplication.QGIS_ORGANIZATION_NAME)
+    QCoreApplication.setOrganizationDomain(QgsApplication.QGIS_ORGANIZATION_DOMAIN)
+    QCoreApplication.setApplicationName(QgsApplication.QGIS_APPLICATION_NAME)
+    base = os.environ.get("QGIS_CUSTOM_CONFIG_PATH") or QStandardPaths.writableLocation(
+        QStandardPaths.StandardLocation.AppDataLocation
+    )
+    root = Path(QgsUserProfileManager.resolveProfilesFolder(base))
+    chosen = QSettings(str(root / "profiles.ini"), QSettings.Format.IniFormat).value("core/defaultProfile", "")
+    name = str(chosen or "default")
+    if not (root / name).is_dir():
+        name = "default"
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    # As QGIS's main() does: settings are an .ini file in the profile (QgsApplication leaves this to it).
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    return str(folder)
 
 
 def _save(project: QgsProject, results: ResultStore, target: Path, err: TextIO) -> int:

@@ -36,9 +36,42 @@ def ask_ollama(question: str, project: Path, server, *extra: str) -> subprocess.
     return ask(question, "--project", str(project), "--base-url", server.url, "--model", "qwen3:8b", *extra)
 
 
+@pytest.fixture(autouse=True)
+def user_data(tmp_path, monkeypatch) -> Path:
+    """Each command reads the QGIS profile under its own data folder, never the user's real one.
+
+    pytest-qgis points $QGIS_CUSTOM_CONFIG_PATH at its own folder; a user's shell has none.
+    """
+    data = tmp_path / "user-data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    monkeypatch.delenv("QGIS_CUSTOM_CONFIG_PATH", raising=False)
+    return data
+
+
 @pytest.fixture
 def project_file(tmp_path) -> Path:
     return copy_demo(tmp_path / "demo")
+
+
+def test_the_command_reads_the_settings_qgis_desktop_saved_in_the_users_profile(model_server, project_file, user_data):
+    # Where QGIS desktop keeps its settings on Linux, written as the plugin's QgsSettings writes them.
+    from qgis.PyQt.QtCore import QSettings
+
+    from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+
+    ini = user_data / "QGIS" / "QGIS3" / "profiles" / "default" / "QGIS" / "QGIS3.ini"
+    saved = QSettings(str(ini), QSettings.Format.IniFormat)
+    saved.setValue(f"{PlgOptionsManager.GROUP}/provider", "ollama")
+    saved.setValue(f"{PlgOptionsManager.GROUP}/ollama_url", model_server.url)
+    saved.setValue(f"{PlgOptionsManager.GROUP}/ollama_model", "qwen3:8b")
+    saved.sync()
+    model_server.script([Turn(text="Seven layers.")])
+    done = ask("How many layers?", "--project", str(project_file))  # no server or model given: the saved ones
+    assert len(model_server.chat_requests()) == 1  # the saved server (the default would be localhost:11434)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Seven layers.\n"
+    assert model_server.chat_requests()[0].body["model"] == "qwen3:8b"
+    assert not (user_data / "profiles").exists()  # nothing filed under "Unknown Organization"
 
 
 def test_answer_streams_to_stdout_steps_to_stderr_and_the_project_is_saved(model_server, project_file, tmp_path):
@@ -216,6 +249,11 @@ def test_local_servers_are_told_apart_from_remote_ones():
 
     local = ["http://localhost:1234/v1", "http://127.0.0.1:8000/v1", "http://[::1]:8000", "http://192.168.1.20:1234/v1"]
     local += ["http://10.0.0.5/v1", "http://lmstudio.local:1234/v1", "http://box.localhost/v1"]
-    remote = ["https://api.openai.com/v1", "https://openrouter.ai/api/v1", "http://8.8.8.8/v1", "https://localhost.evil.com"]
+    remote = [
+        "https://api.openai.com/v1",
+        "https://openrouter.ai/api/v1",
+        "http://8.8.8.8/v1",
+        "https://localhost.evil.com",
+    ]
     assert [is_local_server(u) for u in local] == [True] * len(local)
     assert [is_local_server(u) for u in remote] == [False] * len(remote)
