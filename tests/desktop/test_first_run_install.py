@@ -137,7 +137,8 @@ def test_first_run_installs_into_the_profile_and_the_agent_answers(tmp_path, mod
     assert "Checking QGIS's Python…" in statuses and "Checking that everything imports…" in statuses
     assert "Looking up " in statuses or "Installing " in statuses
     private = Path(report["private_folder"])
-    assert private == profiles / "profiles" / "fresh" / "geogpt_qgis" / "python-packages" / "3.11"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"  # QGIS's Python: the one this venv is made from
+    assert private == profiles / "profiles" / "fresh" / "geogpt_qgis" / "python-packages" / version
     assert report["sys_path"].index(str(private)) < report["sys_path"].index("/usr/lib/python3/dist-packages")
     # The agent answers through the packages just installed.
     assert report["status"] == "finished"

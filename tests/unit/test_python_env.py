@@ -98,7 +98,7 @@ def test_packages_dir_is_per_python_version(tmp_path):
 
 def test_activate_puts_the_folder_before_site_packages_once():
     path = ["/usr/share/qgis/python", "/profile/python/plugins", "/usr/lib/python3/dist-packages", "/x"]
-    folder = Path("/profile/geogpt_qgis/python-packages/3.11")
+    folder = packages_dir(Path("/profile/geogpt_qgis"))
     assert activate(folder, path) is True
     assert path.index(str(folder)) == 2  # after QGIS's own folders, before the site-packages
     assert activate(folder, path) is False
