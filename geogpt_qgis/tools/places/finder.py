@@ -31,7 +31,6 @@ from qgis.core import (
     QgsMarkerSymbol,
     QgsProject,
     QgsSingleSymbolRenderer,
-    QgsUnitTypes,
     QgsWkbTypes,
 )
 
@@ -66,6 +65,7 @@ from geogpt_qgis.tools.places.project_layers import (
 )
 from geogpt_qgis.tools.postgis.connections import resolve_connection
 from geogpt_qgis.tools.postgis.database import Database
+from geogpt_qgis.tools.processing.compat import DISTANCE_METERS
 from geogpt_qgis.tools.processing.naming import slug
 from geogpt_qgis.tools.result_store import ResultStore, StagedResult, finish_result, stage_result
 from geogpt_qgis.tools.thread_guard import vector_layer
@@ -379,7 +379,7 @@ def _point(xy: tuple[float, float]) -> Any:
 def _geometry_label(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> str:
     kind = geometries[0].type()
     count = f"{len(geometries)} " if len(geometries) > 1 else ""
-    metric = not snap.crs.isGeographic() and snap.crs.mapUnits() == QgsUnitTypes.DistanceUnit.DistanceMeters
+    metric = not snap.crs.isGeographic() and snap.crs.mapUnits() == DISTANCE_METERS
     if kind == QgsWkbTypes.GeometryType.PolygonGeometry:
         area = sum(g.area() for g in geometries)
         size = f", {area / 1e6:.2f} km²" if metric else ""

@@ -28,6 +28,7 @@ from qgis.PyQt.QtCore import QMetaType
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.tools.layers import ordered_layers, python_value
 from geogpt_qgis.tools.places.matching import NAME_FIELD_PATTERN, TYPE_FIELD_PATTERN
+from geogpt_qgis.tools.processing.compat import enum_value
 
 PLACE_PROPERTY = "geogpt/place"  # set on the layers find_places makes: they are results, never searched
 SCAN_CAP = 200_000  # features read per layer for names
@@ -73,8 +74,12 @@ class ProjectSnapshot:
 
 
 def is_text(qgs_field: QgsField) -> bool:
-    """A text field (QMetaType ids equal QVariant's, and scoped QMetaType enums run on Qt5 and Qt6)."""
-    return int(qgs_field.type()) == int(QMetaType.Type.QString)
+    """A text field.
+
+    ``QgsField.type()`` is a ``QVariant.Type`` on QGIS 3.22 and a ``QMetaType.Type`` from 3.38 (and on
+    Qt 6, where ``int()`` of an enum member fails); their ids are equal, so they meet through ``enum_value``.
+    """
+    return enum_value(qgs_field.type()) == enum_value(QMetaType.Type.QString)
 
 
 def _string_field(layer: QgsVectorLayer, pattern: re.Pattern[str]) -> str:

@@ -39,7 +39,6 @@ def enum_member(*places: tuple[Any, str, str]) -> Any:
 # Qgis.DistanceUnit (3.30+) / QgsUnitTypes.DistanceUnit (3.22).
 DISTANCE_UNKNOWN = enum_member((Qgis, "DistanceUnit", "Unknown"), (QgsUnitTypes, "DistanceUnit", "DistanceUnknownUnit"))
 DISTANCE_METERS = enum_member((Qgis, "DistanceUnit", "Meters"), (QgsUnitTypes, "DistanceUnit", "DistanceMeters"))
-DISTANCE_DEGREES = enum_member((Qgis, "DistanceUnit", "Degrees"), (QgsUnitTypes, "DistanceUnit", "DistanceDegrees"))
 
 
 def enum_value(value: Any) -> int:
