@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from qgis.core import QgsProject, QgsSettings, QgsVectorLayer
+from qgis.core import QgsProject, QgsVectorLayer
 
 from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.toolkit import Toolkit
@@ -241,29 +241,13 @@ def test_stop_ends_a_long_query_within_a_second_and_cancels_it_on_the_server(mod
 
 
 # -- a killed process leaves no query behind --------------------------------------------------
-def give_connection_to_child(name: str, env: dict[str, str]) -> None:
-    """Copy a saved connection into the settings file a headless QGIS started with ``env`` reads."""
-    from qgis.PyQt.QtCore import QSettings
-
-    probe = "from qgis.core import QgsApplication, QgsSettings\nQgsApplication([], False).initQgis()\n"
-    probe += "print(QgsSettings().fileName())"
-    where = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    target = QSettings(where.stdout.strip().splitlines()[-1], QSettings.Format.IniFormat)
-    source = QgsSettings()
-    group = f"PostgreSQL/connections/{name}"
-    for key in source.allKeys():
-        if key.startswith(group + "/"):
-            target.setValue(key, source.value(key))
-    target.sync()
-
-
 @pytest.mark.postgis
 def test_sigkill_of_the_command_mid_query_ends_the_query_on_the_server(model_server, tmp_path):
     marker = "h4_threads_killed"
     project = copy_demo(tmp_path / "demo")
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_DATA_HOME": str(tmp_path / "data")}
+    # The command reads the QGIS profile this process uses ($QGIS_CUSTOM_CONFIG_PATH), so it sees the connection.
     with saved_connection(CONNECTION):
-        give_connection_to_child(CONNECTION, env)
         call = ToolCall("run_sql", {"connection": CONNECTION, "sql": f"SELECT pg_sleep(60) AS {marker}"})
         model_server.script([Turn(tool_calls=[call]), Turn(text="x")])
         child = subprocess.Popen(
