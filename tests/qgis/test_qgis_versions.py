@@ -100,3 +100,12 @@ def test_describing_and_running_a_renamed_id_tells_the_model_which_id_ran(proces
     assert tool_ctx.project.mapLayersByName("school_areas")
     with pytest.raises(ToolError, match="no algorithm 'native:voronoipolygon'"):
         call_in_thread(tools.describe_algorithm, "native:voronoipolygon")
+
+
+@pytest.mark.parametrize("pair", sorted(RENAMES.items()))
+def test_searching_for_either_id_of_a_renamed_algorithm_finds_the_one_this_qgis_has(processing_algorithms, pair):
+    from geogpt_qgis.tools.processing.catalog import current_index
+
+    present = next(i for i in pair if _registered(i))
+    for asked in pair:
+        assert current_index().search(asked, 1)[0].entry.id == present
