@@ -11,7 +11,9 @@ why; ``trust`` lets them run.  With ``--store`` the conversation is kept (and
 ``--conversation`` continues one), as the dock keeps its own.  An
 OpenAI-compatible server that is not on this machine or its network needs an
 API key: when none can be read the command says so and exits 2 (a local
-server, such as LM Studio or vLLM, works without one).  Everything printed is
+server, such as LM Studio or vLLM, works without one).  Settings, saved
+database connections and keys come from the user's default QGIS profile, as
+QGIS desktop would read them (``user_profile_folder``).  Everything printed is
 scrubbed of known secrets (``core.secrets_scrub``).
 """
 
