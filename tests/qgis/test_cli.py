@@ -14,21 +14,9 @@ from qgis.core import QgsProject
 
 from tests.support.demo import copy_demo
 from tests.support.model_server import ToolCall, Turn
+from tests.support.runs import ask
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def ask(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    environment.update({"QT_QPA_PLATFORM": "offscreen", **(env or {})})
-    return subprocess.run(
-        [sys.executable, "-m", "geogpt_qgis", "ask", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=environment,
-    )
 
 
 def ask_ollama(question: str, project: Path, server, *extra: str) -> subprocess.CompletedProcess:

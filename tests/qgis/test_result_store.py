@@ -38,9 +38,8 @@ from geogpt_qgis.tools.result_store import (
 from tests.support.demo import GPKG, copy_demo
 from tests.support.iface import FaithfulIface
 from tests.support.model_server import ToolCall, Turn
-from tests.support.runs import call_in_thread
+from tests.support.runs import ask, call_in_thread
 
-REPO = Path(__file__).resolve().parents[2]
 COLOUR = "#12ab34"
 BUFFER = {"INPUT": "rivers", "DISTANCE": 100, "SEGMENTS": 32}  # explicit segments: defaults may change
 
@@ -262,29 +261,17 @@ def test_cli_save_keeps_the_buffer_and_a_fresh_process_reopens_it(model_server, 
     )
     out = tmp_path / "out" / "p.qgz"
     out.parent.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    env["QT_QPA_PLATFORM"] = "offscreen"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "geogpt_qgis",
-            "ask",
-            "Buffer the rivers by 100 m",
-            "--project",
-            str(project_file),
-            "--base-url",
-            model_server.url,
-            "--model",
-            "qwen3:8b",
-            "--save",
-            str(out),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
+    done = ask(
+        "Buffer the rivers by 100 m",
+        "--project",
+        str(project_file),
+        "--base-url",
+        model_server.url,
+        "--model",
+        "qwen3:8b",
+        "--save",
+        str(out),
         timeout=180,
-        env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = out.with_name("p_results.gpkg")

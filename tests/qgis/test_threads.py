@@ -40,7 +40,7 @@ from tests.support.demo import copy_demo
 from tests.support.model_server import ToolCall, Turn
 from tests.support.ogc_server import MAX_ITEMS
 from tests.support.postgis import DSN, connect, saved_connection
-from tests.support.runs import RunRecorder, call_in_thread, wait_until
+from tests.support.runs import RunRecorder, ask, call_in_thread, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CONNECTION = "h4_threads"
@@ -163,16 +163,15 @@ def test_a_whole_collection_in_one_page_through_the_command(model_server, ogc_se
         [Turn(tool_calls=[ToolCall("query_ogc_collection", {"collection": "schools"})]), Turn(text="Done.")]
     )
     # Its own settings folder: only the URL in the question names a server.
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONFAULTHANDLER": "1", "XDG_DATA_HOME": str(tmp_path)}
-    env.pop("OPENAI_API_KEY", None)
     question = f"Load the schools from {ogc_server.url}"
-    done = subprocess.run(
-        [*ASK, question, "--project", str(project), *model_args(model_server), "--save", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
+    done = ask(
+        question,
+        "--project",
+        str(project),
+        *model_args(model_server),
+        "--save",
+        str(out),
+        env={"PYTHONFAULTHANDLER": "1", "XDG_DATA_HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"{total} features from schools" in done.stderr, done.stderr[-3000:]

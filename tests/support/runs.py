@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from qgis.PyQt.QtCore import QCoreApplication, QEventLoop, QTimer
@@ -22,6 +26,23 @@ PROCESSING_TOOL_NAMES = ["search_algorithms", "describe_algorithm", "run_algorit
 EDIT_TOOL_NAMES = ["remove_layer", "edit_features"]
 CODE_TOOL_NAMES = ["run_pyqgis"]
 INSIGHT_TOOL_NAMES = ["find_places", "make_chart"]
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ask(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m geogpt_qgis ask ARGS`` headless, without the caller's OPENAI_API_KEY; ``env`` adds to it."""
+    environment = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    environment.update({"QT_QPA_PLATFORM": "offscreen", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "geogpt_qgis", "ask", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment,
+    )
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> float:
