@@ -112,6 +112,6 @@ class CallEffects:
             return "has no effect outside the call"
         return verbs[0] if len(verbs) == 1 else ", ".join(verbs[:-1]) + " and " + verbs[-1]
 
-    def lines(self, risky_only: bool = True) -> list[str]:
-        """One human line per effect and target, for the approval card and for refusals."""
-        return [item.line() for item in (self.risky if risky_only else self.found)]
+    def lines(self) -> list[str]:
+        """One human line per risky effect and target, for the approval card and for refusals."""
+        return [item.line() for item in self.risky]

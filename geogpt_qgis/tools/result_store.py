@@ -35,7 +35,6 @@ from qgis.core import (
     QgsDataProvider,
     QgsFields,
     QgsMapLayer,
-    QgsProcessingUtils,
     QgsProject,
     QgsProviderRegistry,
     QgsReadWriteContext,
@@ -303,11 +302,10 @@ def is_temporary(layer: QgsMapLayer) -> bool:
         return True
     if layer.providerType() != "ogr":
         return False
-    parts = QgsProviderRegistry.instance().decodeUri("ogr", layer.source())
-    path = Path(parts.get("path") or "")
-    from geogpt_qgis.toolbelt.paths import temp_dir
+    from geogpt_qgis.tools.safety.algorithms import is_temporary_destination
 
-    return any(_within(path, folder) for folder in (Path(QgsProcessingUtils.tempFolder()), temp_dir()))
+    path = QgsProviderRegistry.instance().decodeUri("ogr", layer.source()).get("path") or ""
+    return bool(path) and is_temporary_destination(path)  # "" alone would read as "a temporary output"
 
 
 def stage_result(project: QgsProject, layer: QgsVectorLayer, base: str) -> tuple[ResultStore, StagedResult]:
@@ -455,10 +453,3 @@ def _ogr_layers(project: QgsProject) -> list[tuple[QgsVectorLayer, Path, str]]:
             found.append((layer, Path(parts["path"]), str(parts["layerName"])))
     return found
 
-
-def _within(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-    except ValueError:
-        return False
-    return True

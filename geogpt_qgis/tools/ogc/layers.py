@@ -21,7 +21,7 @@ from urllib.parse import quote
 from qgis.core import QgsFeature, QgsGeometry, QgsVectorLayer, QgsWkbTypes
 
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.ogc.catalog import CRS84, Queryable, crs_label, value_type
+from geogpt_qgis.tools.ogc.catalog import CRS84, ID_NAMES, Queryable, crs_label, value_type
 from geogpt_qgis.tools.thread_guard import vector_layer
 
 _MEMORY_TYPES = {"integer": "long", "number": "double", "boolean": "boolean"}
@@ -97,7 +97,7 @@ def with_feature_id(feature: dict[str, Any], names: list[str]) -> dict[str, Any]
     values = dict(feature.get("properties") or {})
     if feature.get("id") is not None:
         for name in names:
-            if name.lower() in ("id", "fid") and values.get(name) is None:
+            if name.lower() in ID_NAMES and values.get(name) is None:
                 values[name] = feature["id"]
     return values
 

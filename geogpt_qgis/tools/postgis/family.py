@@ -24,7 +24,6 @@ from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.postgis.layers import copy_result, result_layer
 from geogpt_qgis.tools.postgis.query import (
     QueryResult,
-    classify_write,
     estimated_writes,
     format_result,
     run_query,
@@ -32,6 +31,7 @@ from geogpt_qgis.tools.postgis.query import (
 )
 from geogpt_qgis.tools.postgis.sql_text import referenced_tables
 from geogpt_qgis.tools.processing.naming import slug
+from geogpt_qgis.tools.safety.sql import classify
 
 PREVIEW_ROWS = 20  # rows the model reads; aggregate in SQL for more
 MAX_DESCRIBED = 5
@@ -105,7 +105,7 @@ class PostgisTools(ToolFamily):
         and a DML statement is only planned (EXPLAIN without ANALYZE, one
         prepared statement, in a READ ONLY transaction that is rolled back).
         """
-        statement = classify_write(sql)
+        statement = classify(sql)
         if statement.read and not write:
             return None  # a query: run_sql checks its functions and runs it read-only
         connection = self._connection(connection).name
@@ -143,7 +143,7 @@ class PostgisTools(ToolFamily):
         preview_rows = PREVIEW_ROWS
         if approval_granted():
             with Database(saved, self.ctx.cancel, settings.sql_timeout, read_only=False) as db:
-                return run_write(db, classify_write(sql), preview_rows)
+                return run_write(db, classify(sql), preview_rows)
         if write:
             raise ToolError("this write needs the user's approval; it was not given, so nothing ran")
         with Database(saved, self.ctx.cancel, settings.sql_timeout) as db:

@@ -20,9 +20,8 @@ from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.text import markdown_table, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.database import Database
-from geogpt_qgis.tools.safety.sql import Classified, classify
+from geogpt_qgis.tools.safety.sql import Classified
 
-UID = "_uid"
 _FAMILIES = {"POINT": "point", "LINESTRING": "line", "POLYGON": "polygon"}
 
 
@@ -249,11 +248,6 @@ def run_write(db: Database, statement: Classified, preview_rows: int) -> str:
         columns = [d[0] for d in cursor.description]
         text += "\n" + markdown_table(columns, [[_cell(v) for v in row] for row in rows])
     return text
-
-
-def classify_write(sql: str) -> Classified:
-    """One statement the user may approve (transaction control is refused: each call is its own transaction)."""
-    return classify(sql)
 
 
 def format_result(result: QueryResult) -> str:

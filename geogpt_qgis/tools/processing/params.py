@@ -53,7 +53,6 @@ from geogpt_qgis.tools.safety.algorithms import TEMPORARY_WORDS, is_temporary_de
 from geogpt_qgis.tools.thread_guard import assert_main_thread
 
 TEMPORARY_OUTPUT = QgsProcessing.TEMPORARY_OUTPUT
-_TEMPORARY_WORDS = TEMPORARY_WORDS
 LAYER_TYPES = {"source", "vector", "raster", "layer", "mesh", "pointcloud"}
 
 @dataclass
@@ -75,10 +74,6 @@ class PreparedParameters:
     input_names: dict[str, str] = field(default_factory=dict)  # parameter -> layer name, for output naming
     reprojections: list[Reprojection] = field(default_factory=list)
     destinations: list[str] = field(default_factory=list)
-
-
-def _is_temporary(value: str) -> bool:
-    return is_temporary_destination(value)
 
 
 def resolve_parameters(
@@ -179,12 +174,13 @@ def _no_default(definition: Any) -> bool:
 
 
 def _destination(definition: Any, value: Any, approved: bool) -> str:
-    if value is None or (isinstance(value, str) and value.strip().lower() in _TEMPORARY_WORDS):
+    if value is None or (isinstance(value, str) and value.strip().lower() in TEMPORARY_WORDS):
         return TEMPORARY_OUTPUT
     if not isinstance(value, str):
         raise ToolError(f"{definition.name()} takes a file path (or leave it out for a temporary layer)")
-    if _is_temporary(value) or approved:
-        if not _is_temporary(value):
+    temporary = is_temporary_destination(value)
+    if temporary or approved:
+        if not temporary:
             Path(value).expanduser().parent.mkdir(parents=True, exist_ok=True)
         return str(Path(value).expanduser())
     raise ToolError(f"{definition.name()}: writing {value!r} needs the user's approval")

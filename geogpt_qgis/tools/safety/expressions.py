@@ -111,7 +111,6 @@ class ExpressionCheck:
     text: str
     parse_error: str = ""
     effects: CallEffects = field(default_factory=CallEffects)
-    functions: tuple[str, ...] = ()  # the refused functions, for the message
 
     @property
     def safe(self) -> bool:
@@ -133,9 +132,7 @@ def check_expression(text: str) -> ExpressionCheck:
         return ExpressionCheck(text, " ".join(expression.parserErrorString().split()))
     found: list[Found] = []
     _classify(expression, found, 0)
-    effects = CallEffects.of(found)
-    names = tuple(dict.fromkeys(item.target for item in effects.risky))
-    return ExpressionCheck(text, "", effects, names)
+    return ExpressionCheck(text, "", CallEffects.of(found))
 
 
 def require_safe_expression(text: str, where: str = "the expression", approved: bool = False) -> None:

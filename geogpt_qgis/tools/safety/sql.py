@@ -260,7 +260,7 @@ def _classify(text: str, node: Any) -> Classified:
     found = Classified(text=text, kind=_kind(node), read=False, tree=node)
     _collect(node, found)
     if isinstance(node, ast.SelectStmt):
-        found.problem = _select_problem(node, found)
+        found.problem = _select_problem(node)
         found.read = not found.problem
         found.dml = bool(found.targets)
     elif isinstance(node, ast.VariableShowStmt):
@@ -290,7 +290,7 @@ def _truthy(arg: Any) -> bool:
     return str(value).lower() not in ("false", "off", "0", "no")
 
 
-def _select_problem(node: Any, found: Classified) -> str:
+def _select_problem(node: Any) -> str:
     """Why a SELECT (at any depth, CTEs included) is not a plain read; empty when it is."""
     for item in walk(node):
         if isinstance(item, ast.SelectStmt):
@@ -458,16 +458,12 @@ class FunctionJudge:
         self._check_functions(found.functions)
         if found.functions:  # an aggregate's own entry says little: its support functions do the work
             self._check_indirect(
-                "aggregate", _AGGREGATES_SQL, found.functions, lambda row: f"the aggregate {row[0]}() calls {row[2]}()"
+                _AGGREGATES_SQL, found.functions, lambda row: f"the aggregate {row[0]}() calls {row[2]}()"
             )
         if found.operators:
-            self._check_indirect(
-                "operator", _OPERATORS_SQL, found.operators, lambda row: f"operator {row[0]} calls {row[2]}()"
-            )
+            self._check_indirect(_OPERATORS_SQL, found.operators, lambda row: f"operator {row[0]} calls {row[2]}()")
         if found.types:
-            self._check_indirect(
-                "cast", _CASTS_SQL, found.types, lambda row: f"converting to type {row[0]} calls {row[2]}()"
-            )
+            self._check_indirect(_CASTS_SQL, found.types, lambda row: f"converting to type {row[0]} calls {row[2]}()")
         relations = [r for r in dict.fromkeys(found.relations) if r[1]]
         if relations:
             for relation, name, schema, volatility, extension in self._rows(
@@ -487,14 +483,11 @@ class FunctionJudge:
                 if (nspname == schema) if schema else on_path:
                     self._judge(name, nspname, volatility, extension, f"{name}()")
 
-    def _check_indirect(self, what: str, sql: str, names: set[tuple[str, str]], label: Callable[[tuple], str]) -> None:
+    def _check_indirect(self, sql: str, names: set[tuple[str, str]], label: Callable[[tuple], str]) -> None:
         rows = self._rows(sql, [sorted({name for _schema, name in names})])
         for row in rows:
             own_name, own_schema, name, schema, volatility, extension, on_path = row
             if any(n == own_name and ((s == own_schema) if s else on_path) for s, n in names):
-                reason = refused_reason(name)
-                if reason:
-                    raise ToolError(_refused_message(name, reason, label(row)))
                 self._judge(name, schema, volatility, extension, label(row))
 
     def _judge(self, name: str, schema: str, volatility: str, extension: str, label: str) -> None:
