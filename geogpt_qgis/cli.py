@@ -269,7 +269,7 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         if not key and not is_local_server(config.base_url):
             err.write(missing_key_message(config.base_url))
             return EXIT_USAGE
-        config = config.with_key(key)
+        config = config.with_key(key or "")  # looked up: "" keeps the worker from asking the keychain again
     bridge = MainThreadBridge()
     store = Path(args.store) if args.store else None
     worker = AgentWorker(ToolContext(project=project, bridge=bridge, iface=None), store_path=store)

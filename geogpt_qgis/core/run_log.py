@@ -66,6 +66,8 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True  # another user's process
+    except OSError:
+        return True  # cannot tell: take it as alive, so nothing of it is touched
     return True
 
 

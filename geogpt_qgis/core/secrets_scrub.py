@@ -39,14 +39,12 @@ _pattern_for: frozenset[str] = frozenset()
 
 
 def register(*values: str | None) -> None:
-    """Treat each value (if long enough) as a secret from now on."""
-    global _pattern
+    """Treat each value (if long enough) as a secret from now on (the pattern follows ``known()``)."""
     with _lock:
         for value in values:
             if isinstance(value, str) and len(value.strip()) >= MIN_SECRET_CHARS:
                 _secrets.add(value)
                 _secrets.add(value.strip())
-        _pattern = None
 
 
 def register_password(password: str | None, *shown: str | None) -> bool:
@@ -67,10 +65,8 @@ def register_password(password: str | None, *shown: str | None) -> bool:
 
 def forget_all() -> None:
     """Drop every registered secret (tests start from a clean registry)."""
-    global _pattern
     with _lock:
         _secrets.clear()
-        _pattern = None
 
 
 def known() -> frozenset[str]:
@@ -133,11 +129,6 @@ def scrub_value(value: Any) -> Any:
         return type(value)(scrub_value(v) for v in value)
     return value
 
-
-def contains_secret(text: str) -> bool:
-    """Whether ``text`` holds a known secret in any of the forms ``scrub`` removes."""
-    pattern = _current_pattern()
-    return bool(text) and pattern is not None and pattern.search(text) is not None
 
 
 def scrub_exception(exc: BaseException, depth: int = 3) -> BaseException:

@@ -27,6 +27,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from geogpt_qgis.core.run_log import process_alive
+
 log = logging.getLogger(__name__)
 
 APP_NAME = "GeoGPT for QGIS"
@@ -52,20 +54,6 @@ def owner_pid(name: str) -> int | None:
     if match is None or match.group(2) != host_tag():
         return None
     return int(match.group(1))
-
-
-def process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: alive
-    except OSError:
-        return True  # cannot tell (e.g. on Windows): leave the session alone
-    return True
 
 
 def watch_client(pg: Any) -> None:
