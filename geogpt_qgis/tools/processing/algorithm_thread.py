@@ -17,17 +17,16 @@ output checks in ``output_checks`` catch what slips through.)
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
+
+from geogpt_qgis.core.long_lived import LongLivedThreads
 
 T = TypeVar("T")
 
-# Idle workers of a ThreadPoolExecutor wait for work and never exit, so at most
-# this many PROJ contexts exist for algorithms over the whole session.
+# Idle workers never exit, so at most this many PROJ contexts exist for algorithms over the whole session.
 MAX_THREADS = 2
-_POOL = ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="geogpt-algorithm")
+_THREADS = LongLivedThreads("geogpt-algorithm", MAX_THREADS)
 
 
 def run_on_algorithm_thread(fn: Callable[..., T], *args: Any) -> T:
@@ -35,5 +34,4 @@ def run_on_algorithm_thread(fn: Callable[..., T], *args: Any) -> T:
 
     The caller's context variables (the run's cancel token and progress sink) go with it.
     """
-    context = contextvars.copy_context()
-    return _POOL.submit(context.run, fn, *args).result()
+    return _THREADS.run(fn, *args)

@@ -23,15 +23,14 @@ Qt-free: the catalogue is reached through a ``rows(sql, params)`` callable.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from pglast import ast, parse_sql
 from pglast.parser import ParseError
 
+from geogpt_qgis.core.long_lived import LongLivedThreads
 from geogpt_qgis.tools.base import ToolError
 
 Rows = Callable[[str, Sequence[Any]], list[tuple]]
@@ -217,15 +216,10 @@ def _parse(text: str) -> Any:
     on fresh threads, so parsing everywhere would abort QGIS after enough
     queries ("out of TLS keys").  One parser thread takes one key.
     """
-    global _PARSER
-    with _PARSER_LOCK:
-        if _PARSER is None:
-            _PARSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="geogpt-sql-parser")
-    return _PARSER.submit(parse_sql, text).result()
+    return _PARSER.run(parse_sql, text)
 
 
-_PARSER: ThreadPoolExecutor | None = None
-_PARSER_LOCK = threading.Lock()
+_PARSER = LongLivedThreads("geogpt-sql-parser", 1)
 
 
 def classify(sql: str) -> Classified:
