@@ -76,8 +76,8 @@ def timed_checkpoints() -> list[tuple[int, float, int]]:
 def build_conversation(project: Any, store: Path, server: Any) -> tuple[str, list[tuple[int, float, int]]]:
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.agent.worker import AgentWorker
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
-    from geogpt_qgis.tools.bridge import MainThreadBridge
     from tests.support.runs import RunRecorder
 
     samples = timed_checkpoints()

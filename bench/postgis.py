@@ -84,8 +84,8 @@ def geojson_round_trip(folder: Path) -> tuple[float, int]:
 def measure() -> dict[str, Any]:
     from qgis.core import QgsProject
 
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
-    from geogpt_qgis.tools.bridge import MainThreadBridge
     from geogpt_qgis.tools.postgis.family import PostgisTools
     from tests.support.postgis import saved_connection
     from tests.support.runs import call_in_thread

@@ -35,8 +35,8 @@ def measure() -> dict[str, Any]:
     import processing
     from qgis.core import QgsProject, QgsVectorLayer
 
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
-    from geogpt_qgis.tools.bridge import MainThreadBridge
     from geogpt_qgis.tools.processing import catalog
     from geogpt_qgis.tools.processing.family import ProcessingTools
     from tests.support.big_layers import write_big_points

@@ -50,9 +50,9 @@ def main() -> dict[str, Any]:
     with headless_qgis():
         from qgis.core import QgsDataSourceUri, QgsProject, QgsProviderRegistry
 
+        from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
         from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
         from geogpt_qgis.tools.base import ToolContext
-        from geogpt_qgis.tools.bridge import MainThreadBridge
         from geogpt_qgis.tools.project import project_brief
         from geogpt_qgis.tools.registry import active_families, build_families
 

@@ -48,9 +48,9 @@ def main(only: str = "") -> dict[str, Any]:
 
     budget = run_child("bench.prompt_budget")  # one QGIS per process
     with headless_qgis():
+        from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
         from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
         from geogpt_qgis.tools.base import ToolContext
-        from geogpt_qgis.tools.bridge import MainThreadBridge
         from tests.support.demo import GPKG, ensure_demo
         from tests.support.model_server import ScriptedModelServer
         from tests.support.ogc_server import running_ogc_server

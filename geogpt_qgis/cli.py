@@ -258,8 +258,8 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     from qgis.PyQt.QtCore import QEventLoop, QTimer
 
     from geogpt_qgis.agent.worker import AgentWorker
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
-    from geogpt_qgis.tools.bridge import MainThreadBridge
 
     config = _model_config(args)
     if config.provider != PROVIDER_OLLAMA:

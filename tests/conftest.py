@@ -95,7 +95,7 @@ def demo_project(qgis_app, tmp_path: Path):
 
 @pytest.fixture
 def bridge(qgis_app):
-    from geogpt_qgis.tools.bridge import MainThreadBridge
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 
     created = MainThreadBridge()
     yield created

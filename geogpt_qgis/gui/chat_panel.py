@@ -59,9 +59,9 @@ from geogpt_qgis.gui.model_bar import ModelBar
 from geogpt_qgis.gui.sources_view import TurnSources
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
+from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext
-from geogpt_qgis.tools.bridge import MainThreadBridge
 from geogpt_qgis.tools.project_watch import ProjectWatcher
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from geogpt_qgis.toolbelt.i18n import tr
-from geogpt_qgis.tools.bridge import call_on_main_thread
+from geogpt_qgis.toolbelt.main_thread import call_on_main_thread
 
 if TYPE_CHECKING:
     from qgis.core import QgsAuthManager

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from qgis.core import QgsProject
     from qgis.gui import QgisInterface
 
-    from geogpt_qgis.tools.bridge import MainThreadBridge
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 
 T = TypeVar("T")
 ToolFunction = Callable[..., str]

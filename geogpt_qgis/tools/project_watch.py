@@ -17,7 +17,7 @@ from qgis.core import QgsMapLayer, QgsProject, QgsVectorLayer
 from qgis.PyQt.QtCore import QObject
 
 from geogpt_qgis.core.text import quoted
-from geogpt_qgis.tools.bridge import MainThreadBridge
+from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 
 MAX_ITEMS = 12  # changes listed one by one; beyond that, counted
 

@@ -19,8 +19,8 @@ from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.worker import AgentWorker
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, POLICY_NEVER, POLICY_TRUST, REJECT, current_decision
 from geogpt_qgis.core.events import ApprovalRequested, Notice, RunFinished
+from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 from geogpt_qgis.tools.base import ToolContext, ToolError
-from geogpt_qgis.tools.bridge import MainThreadBridge
 from geogpt_qgis.tools.code import CodeTools
 from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.postgis.family import PostgisTools

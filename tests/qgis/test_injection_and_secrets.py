@@ -40,9 +40,9 @@ from geogpt_qgis.agent.graph import MAX_TOOL_CALLS_PER_REPLY, MAX_TOOL_CALLS_PER
 from geogpt_qgis.core.events import ToolStarted
 from geogpt_qgis.core.text import quoted
 from geogpt_qgis.toolbelt.log import install_qgis_log_handler, logger, remove_handler
+from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.toolbelt.secrets import set_api_key
-from geogpt_qgis.tools.bridge import MainThreadBridge
 from geogpt_qgis.tools.project_watch import ProjectWatcher
 from tests.support.demo import copy_demo
 from tests.support.dock import close_dock, configure, open_dock, type_and_send

@@ -323,8 +323,8 @@ def world(qgis_app, qgis_iface):
     """The attack objects, a victim session, a listener, and tools on a bare project."""
     from qgis.core import QgsProject
 
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
-    from geogpt_qgis.tools.bridge import MainThreadBridge
     from geogpt_qgis.tools.insights import InsightTools
 
     observer = connect(SUPER_DSN)

@@ -466,9 +466,9 @@ def run_batch(options: argparse.Namespace, folder: Path) -> dict[str, Any]:
     from geogpt_qgis.agent.graph import build_graph
     from geogpt_qgis.agent.toolkit import Toolkit
     from geogpt_qgis.core.approval import POLICY_NEVER
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
     from geogpt_qgis.tools.base import ToolContext
-    from geogpt_qgis.tools.bridge import MainThreadBridge
     from geogpt_qgis.tools.registry import active_families, build_families
     from tests.support.demo import GPKG, copy_demo
     from tests.support.runs import call_in_thread
