@@ -6,14 +6,14 @@ SHELL := /bin/bash
 
 PYTHON := .venv/bin/python
 STAMPS := .stamps
-DEBIAN_PACKAGES := qgis python3-qgis qgis-providers gdal-bin python3-gdal python3-psycopg2 python3-venv python3-pip \
-	postgresql-15-postgis-3 xvfb xauth qttools5-dev-tools
+# Named for this Debian release (PostgreSQL 15 on Debian 12, 17 on Debian 13).
+DEBIAN_PACKAGES := $(shell scripts/debian_packages.sh)
 PROFILES := .qgis-profile
 LRELEASE := $(firstword $(wildcard /usr/lib/qt5/bin/lrelease) lrelease)
 TRANSLATIONS := $(patsubst %.ts,%.qm,$(wildcard i18n/*.ts))
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: help system setup demo postgis test fuzz eval bench bench-quick lint run screenshot package translations clean
+.PHONY: help system setup demo postgis test test-matrix fuzz eval bench bench-quick lint run screenshot package translations clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -63,6 +63,9 @@ test: setup postgis lint  ## install everything, start PostGIS, lint, run all te
 	$(PYTHON) -m pytest
 	$(PYTHON) -m bench --quick
 
+test-matrix:  ## the whole suite on QGIS 3.40 and 3.44 in cached Debian 13 chroots (root; the first run builds them)
+	scripts/matrix/run.sh
+
 fuzz: setup postgis  ## the tool fuzzer at length (GEOGPT_FUZZ_EXAMPLES calls per tool, 400 by default)
 	GEOGPT_FUZZ_EXAMPLES=$${GEOGPT_FUZZ_EXAMPLES:-400} $(PYTHON) -m pytest -p no:cacheprovider -s --timeout 7200 tests/qgis/test_fuzz_tools.py
 
@@ -75,9 +78,24 @@ bench: setup postgis  ## benchmarks: start-up, responsiveness, processing, PostG
 bench-quick: setup postgis  ## every benchmark on small sizes (under a minute): fails if one errors, not on timings
 	$(PYTHON) -m bench --quick
 
-lint: $(STAMPS)/python-deps  ## ruff, and Bandit (fails on high-severity findings)
+# Qt 6 (QGIS 4): PyQt6 from PyPI in a venv of its own, without system site packages (QGIS's PyQt5 and numpy
+# stay out), for QGIS's PyQt5 -> PyQt6 checker (taken from Debian's qgis source package) and the Qt 6 smoke test.
+QT6_PYTHON := $(STAMPS)/qt6-venv/bin/python
+QT6_CHECKER := $(STAMPS)/qt6-checker/pyqt5_to_pyqt6.py
+
+$(STAMPS)/qt6-venv.done: requirements-qt6.txt | system
+	rm -rf $(STAMPS)/qt6-venv
+	/usr/bin/python3 -m venv $(STAMPS)/qt6-venv
+	$(QT6_PYTHON) -m pip install --disable-pip-version-check -q -r requirements-qt6.txt
+	@touch $@
+
+$(QT6_CHECKER): | system
+	/usr/bin/python3 scripts/qt6_checker.py fetch $(dir $@)
+
+lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, Bandit (high severity), QGIS's Qt 6 checker
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m bandit -q -r geogpt_qgis --severity-level high
+	$(PYTHON) scripts/qt6_checker.py check --python $(QT6_PYTHON) --checker $(QT6_CHECKER) geogpt_qgis tests bench evals scripts
 
 run: setup  ## start QGIS with the plugin, the demo project and the chat dock
 	$(PYTHON) scripts/plugin_dist.py install --profiles-path $(PROFILES) --profile geogpt

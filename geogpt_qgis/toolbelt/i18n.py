@@ -1,10 +1,13 @@
-"""Translation helpers: ``tr()`` and loading the plugin's ``.qm`` file."""
+"""Translation helpers: ``tr()`` and loading the plugin's ``.qm`` file.
+
+Only Qt at import time: every widget calls ``tr``, and the Qt 6 smoke test builds widgets where
+no QGIS is installed (``qgis.core`` is imported where QGIS's own locale is read).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from qgis.core import QgsApplication
 from qgis.PyQt.QtCore import QCoreApplication, QLocale, QSettings, QTranslator
 
 from geogpt_qgis.toolbelt.paths import i18n_dir
@@ -24,6 +27,8 @@ def qgis_locale() -> str:
     ``locale/userLocale`` when ``locale/overrideFlag`` is set, else the system
     locale (which it also writes to ``locale/userLocale``).
     """
+    from qgis.core import QgsApplication
+
     app = QgsApplication.instance()
     chosen = app.translation() if isinstance(app, QgsApplication) else ""
     if chosen:
