@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING
 
 from qgis.PyQt.QtCore import QCoreApplication, Qt
 from qgis.PyQt.QtGui import QIcon
-from qgis.PyQt.QtWidgets import QAction, QMenu
+from qgis.PyQt.QtWidgets import QMenu
 
 from geogpt_qgis.__about__ import TITLE
 from geogpt_qgis.toolbelt.i18n import install_translator, tr
 from geogpt_qgis.toolbelt.log import install_qgis_log_handler, remove_handler
 from geogpt_qgis.toolbelt.paths import icon_path, profile_data_dir
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from geogpt_qgis.toolbelt.qt_actions import QAction
 
 if TYPE_CHECKING:
     from qgis.gui import QgisInterface

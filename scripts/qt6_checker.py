@@ -97,44 +97,60 @@ def findings(output: str) -> list[str]:
 
 
 def check(python: str, checker: Path, folders: list[Path]) -> int:
-    """Run the checker on copies of ``folders``; 0 when it would change nothing and says nothing."""
+    """Run the checker on copies of ``folders``; 0 when it would change nothing and says nothing.
+
+    The files are read once, into memory, and compared with what the checker leaves in the copy, so a
+    file saved meanwhile is never mistaken for a finding.
+    """
+    before = {
+        path: path.read_text(encoding="utf-8")
+        for folder in folders
+        for path in sorted(folder.rglob("*.py"))
+        if "__pycache__" not in path.parts
+    }
     with tempfile.TemporaryDirectory(prefix="qt6-check-") as tmp:
         copy = Path(tmp)
-        for folder in folders:
-            shutil.copytree(folder, copy / folder.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        # Folder i's files go to <copy>/<i>/..., whatever the folder's own path (absolute, ../...).
+        place = {
+            path: copy / str(i) / path.relative_to(folder)
+            for i, folder in enumerate(folders)
+            for path in before
+            if path.is_relative_to(folder)
+        }
+        for path, text in before.items():
+            place[path].parent.mkdir(parents=True, exist_ok=True)
+            place[path].write_text(text, encoding="utf-8")
         run = subprocess.run(
-            [python, str(checker.resolve()), str(copy)], capture_output=True, text=True, cwd=copy, check=False
+            [os.path.abspath(python) if os.sep in python else python, str(checker.resolve()), str(copy)],
+            capture_output=True,
+            text=True,
+            cwd=copy,
+            check=False,
         )
         if run.returncode not in (0, 1):  # 1 only means "files changed"; compared below
             print(run.stdout + run.stderr, file=sys.stderr)
             return run.returncode
-        problems = findings(run.stdout.replace(str(copy) + "/", "")) + findings(run.stderr.replace(str(copy) + "/", ""))
-        changed = 0
-        for folder in folders:
-            for original in sorted(folder.rglob("*.py")):
-                if "__pycache__" in original.parts:
-                    continue
-                after = (copy / folder.name / original.relative_to(folder)).read_text(encoding="utf-8")
-                before = original.read_text(encoding="utf-8")
-                if after != before:
-                    changed += 1
-                    sys.stdout.writelines(
-                        difflib.unified_diff(
-                            before.splitlines(keepends=True),
-                            after.splitlines(keepends=True),
-                            str(original),
-                            f"{original} (as the checker would write it)",
-                        )
-                    )
+        output = run.stdout + "\n" + run.stderr
+        for i, folder in enumerate(folders):
+            output = output.replace(f"{copy / str(i)}/", f"{folder}/")
+        problems = findings(output)
+        after = {path: place[path].read_text(encoding="utf-8") for path in before}
+    changed = [path for path in before if after[path] != before[path]]
+    for path in changed:
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                before[path].splitlines(keepends=True),
+                after[path].splitlines(keepends=True),
+                str(path),
+                f"{path} (as the checker would write it)",
+            )
+        )
     for line in problems:
         print(line)
-    total = sum(1 for folder in folders for _ in folder.rglob("*.py"))
     if changed or problems:
-        print(
-            f"Qt 6 checker: {changed} file(s) to change, {len(problems)} warning(s) in {total} files", file=sys.stderr
-        )
+        print(f"Qt 6 checker: {len(changed)} file(s) to change, {len(problems)} warning(s)", file=sys.stderr)
         return 1
-    print(f"Qt 6 checker ({checker.name}): {total} files clean")
+    print(f"Qt 6 checker ({checker.name}): {len(before)} files clean")
     return 0
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from qgis.core import QgsApplication, QgsMessageLog, QgsProject
 from qgis.PyQt.QtCore import QCoreApplication, QEvent, QObject, Qt
-from qgis.PyQt.QtWidgets import QAction, QDockWidget, QMainWindow, QMenu
+from qgis.PyQt.QtWidgets import QDockWidget, QMainWindow, QMenu
 
 from geogpt_qgis import classFactory
 from geogpt_qgis.toolbelt.log import logger
+from geogpt_qgis.toolbelt.qt_actions import QAction
 from tests.support.iface import FaithfulIface
 from tests.support.runs import wait_until
 

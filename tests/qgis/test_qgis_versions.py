@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from qgis.core import (
+    Qgis,
     QgsApplication,
     QgsProcessingParameterDistance,
     QgsProcessingParameterNumber,
@@ -19,7 +20,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, DISTANCE_UNKNOWN
+from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, DISTANCE_UNKNOWN, enum_member
 from geogpt_qgis.tools.processing.describe import find_algorithm, parameter_type_label
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.processing.renames import RENAMES, counterpart
@@ -53,8 +54,13 @@ def test_a_distance_parameter_shows_its_default_unit_only_when_it_has_one(proces
 
 def test_integer_and_decimal_number_parameters_are_told_apart(processing_algorithms):
     algorithm = find_algorithm("native:buffer")
-    whole = QgsProcessingParameterNumber("N", "N", QgsProcessingParameterNumber.Integer, 1, False, 0)
-    decimal = QgsProcessingParameterNumber("N", "N", QgsProcessingParameterNumber.Double, 1.5)
+    # Qgis.ProcessingNumberParameterType (3.36+, the only one in QGIS 4) / QgsProcessingParameterNumber.Type (3.22).
+    integer, double = (
+        enum_member((Qgis, "ProcessingNumberParameterType", name), (QgsProcessingParameterNumber, "Type", name))
+        for name in ("Integer", "Double")
+    )
+    whole = QgsProcessingParameterNumber("N", "N", integer, 1, False, 0)
+    decimal = QgsProcessingParameterNumber("N", "N", double, 1.5)
     assert parameter_type_label(whole, algorithm) == "integer (>= 0)"
     assert parameter_type_label(decimal, algorithm) == "number"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from qgis.core import Qgis, QgsApplication, QgsProject
 from qgis.PyQt.QtCore import QEvent, Qt, QTimer
-from qgis.PyQt.QtWidgets import QAction, QApplication, QDockWidget, QMenu
+from qgis.PyQt.QtWidgets import QApplication, QDockWidget, QMenu
 from qgis.utils import active_plugins, iface, plugins, unloadPlugin
 
 # QGIS runs ``--code`` files through exec(), without ``__file__``.
@@ -44,6 +44,8 @@ def fail(message: str) -> None:
 
 
 def ours() -> dict[str, int]:
+    from geogpt_qgis.toolbelt.qt_actions import QAction  # the plugin's own package, loaded by QGIS by now
+
     window = iface.mainWindow()
     return {
         "docks": sum(1 for d in window.findChildren(QDockWidget) if d.objectName() == "GeoGptChatDock"),

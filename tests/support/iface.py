@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from qgis.gui import QgsMapCanvas, QgsMessageBar
 from qgis.PyQt.QtCore import QObject, Qt
-from qgis.PyQt.QtWidgets import QAction, QDockWidget, QMainWindow, QMenu, QToolBar
+from qgis.PyQt.QtWidgets import QDockWidget, QMainWindow, QMenu, QToolBar
+
+from geogpt_qgis.toolbelt.qt_actions import QAction
 
 
 class FaithfulIface(QObject):
