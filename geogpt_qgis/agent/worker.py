@@ -11,6 +11,7 @@ so neither QGIS start-up nor the main thread pays for them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import itertools
 import logging
@@ -121,7 +122,7 @@ class AgentWorker(QThread):
         token = CancelToken()
         future = asyncio.run_coroutine_threadsafe(self._drive(run_id, events, config, token), self._loop)
         self._runs[run_id] = (future, token)
-        future.add_done_callback(lambda f, rid=run_id: self._on_run_done(rid, f))
+        future.add_done_callback(functools.partial(self._on_run_done, run_id))
         return run_id
 
     def pending_approval(self, thread_id: str | None = None) -> Future:

@@ -105,7 +105,8 @@ def bounded(annotation: Any, given: tuple[Any, ...] = ()) -> Any:
         return _annotated(str, *([] if has_length else [MaxLen(TEXT_CHARS)]), AfterValidator(check_text))
     if annotation is list or origin is list:
         item = (typing.get_args(annotation) or (Any,))[0]
-        return _annotated(list[bounded(item)], *([] if has_length else [MaxLen(LIST_ITEMS)]))
+        items = types.GenericAlias(list, (bounded(item),))  # list[X] for an X known only at run time
+        return _annotated(items, *([] if has_length else [MaxLen(LIST_ITEMS)]))
     if annotation is dict or origin is dict:
         return _annotated(annotation, *([] if has_length else [MaxLen(OBJECT_ITEMS)]), AfterValidator(check_nested))
     if annotation is Any:

@@ -20,6 +20,7 @@ removed, which still leaves a consistent set (the one pip resolved).
 from __future__ import annotations
 
 import csv
+import importlib
 import logging
 import re
 import shutil
@@ -71,14 +72,12 @@ def read_dists(path: list[str]) -> dict[str, Dist]:
 
 def _packaging() -> Any:
     """``packaging.requirements.Requirement`` from QGIS's Python or from pip; ``None`` if neither has it."""
-    try:
-        from packaging.requirements import Requirement
-    except ImportError:
+    for module in ("packaging.requirements", "pip._vendor.packaging.requirements"):
         try:
-            from pip._vendor.packaging.requirements import Requirement
+            return importlib.import_module(module).Requirement
         except ImportError:
-            return None
-    return Requirement
+            continue
+    return None
 
 
 def _parse(requirement_cls: Any, texts: Iterable[str]) -> list[Any]:
@@ -125,15 +124,15 @@ def plan_cleanup(
         for _, requirement in in_use:
             extras.setdefault(canonical(requirement.name), set()).update(requirement.extras)
         put_back = set()
-        for owner, requirement in in_use:
-            wanted = {"", *extras.get(owner or "", set())}
+        for user, requirement in in_use:
+            wanted = {"", *extras.get(user or "", set())}
             if requirement.marker is not None and not any(requirement.marker.evaluate({"extra": e}) for e in wanted):
                 continue
             dep = canonical(requirement.name)
             if dep in pruned and not _satisfies(requirement, base[dep].version):
                 put_back.add(dep)  # QGIS's copy is too old (or too new) for a user of it
-            elif owner in pruned and dep in kept and not _satisfies(requirement, target[dep].version):
-                put_back.add(owner)  # QGIS's copy of the owner cannot live with the folder's copy of dep
+            elif user in pruned and dep in kept and not _satisfies(requirement, target[dep].version):
+                put_back.add(user)  # QGIS's copy of the user cannot live with the folder's copy of dep
         if not put_back:
             break
         pruned -= put_back
@@ -222,8 +221,9 @@ def clean(folder: Path, base_path: list[str], protected: Iterable[str], top_leve
         if name not in leaving and dist.distribution is not None:
             claimed |= top_level_names(dist.distribution)
     for name in sorted(leaving):
-        if target[name].distribution is not None:
-            remove_distribution(folder, target[name].distribution, claimed)
+        leaving_dist = target[name].distribution
+        if leaving_dist is not None:
+            remove_distribution(folder, leaving_dist, claimed)
     return result
 
 

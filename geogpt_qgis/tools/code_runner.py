@@ -98,18 +98,20 @@ def run_snippet(
     """
     console = _Console(namespace)
     deadline = time.monotonic() + timeout
-    state = {"pumped": time.monotonic(), "why": ""}
+    pumped = time.monotonic()
+    why = ""  # why the runner stopped the snippet, if it did
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal pumped, why
         now = time.monotonic()
         if now > deadline:
-            state["why"] = f"stopped after {timeout:g} s (the code time limit)"
-            raise SnippetInterrupted(state["why"])
+            why = f"stopped after {timeout:g} s (the code time limit)"
+            raise SnippetInterrupted(why)
         if cancel.cancelled:
-            state["why"] = "stopped by the user"
-            raise SnippetInterrupted(state["why"])
-        if pump is not None and now - state["pumped"] > PUMP_SECONDS:
-            state["pumped"] = now
+            why = "stopped by the user"
+            raise SnippetInterrupted(why)
+        if pump is not None and now - pumped > PUMP_SECONDS:
+            pumped = now
             pump()
         return tracer
 
@@ -124,12 +126,12 @@ def run_snippet(
             pass
         except SystemExit:
             # exit() in a snippet must never close QGIS (or end the agent's thread).
-            state["why"] = "ended by exit(); QGIS keeps running, so do not call exit()"
+            why = "ended by exit(); QGIS keeps running, so do not call exit()"
         finally:
             sys.settrace(previous)
     error = console.failure
-    if state["why"]:
-        error = f"{error}The code was {state['why']}.".lstrip()
+    if why:
+        error = f"{error}The code was {why}.".lstrip()
     value = namespace.get(LAST_VALUE)
     return _trim(output.getvalue()), _trim(error), "" if value is None else _trim(repr(value), 600)
 

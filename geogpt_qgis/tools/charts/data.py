@@ -205,11 +205,11 @@ class ChartData:
     def table(self, limit: int = MAX_BARS) -> str:
         """The chart's numbers as a Markdown table, for the model to quote."""
         if self.kind == "histogram":
-            rows = [
+            bins = [
                 (f"{_fmt(lo)} – {_fmt(hi)}", f"{n:,}")
                 for lo, hi, n in zip(self.edges, self.edges[1:], self.counts, strict=False)
             ]
-            return markdown_table((self.x_label, "count"), rows[:limit])
+            return markdown_table((self.x_label, "count"), bins[:limit])
         if self.kind == "scatter":
             return "" if self.grid else f"{len(self.points):,} points."
         names = list(self.series)
@@ -286,9 +286,9 @@ class CategoryAggregator:
         for g in groups:
             values = data.series[label(g) if spec.group else ""]
             for x in kept:
-                stats = self.cells.get((x, g))
+                cell = self.cells.get((x, g))
                 values.append(
-                    stats.value(spec.aggregate) if stats else (0.0 if spec.aggregate in ("count", "sum") else math.nan)
+                    cell.value(spec.aggregate) if cell else (0.0 if spec.aggregate in ("count", "sum") else math.nan)
                 )
         if rest:
             if spec.aggregate in ("count", "sum") and spec.kind in ("bar", "pie"):

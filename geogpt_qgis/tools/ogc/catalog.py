@@ -211,9 +211,10 @@ def fetch_features(
 ) -> Fetched:
     """Follow the pages (``rel=next``) until ``limit`` features or the end; Stop is checked between pages."""
     crs = collection.output_crs(info.conforms(CRS_PART2))
-    request = {**params, "limit": min(limit, PAGE_SIZE)}
+    first = {**params, "limit": min(limit, PAGE_SIZE)}
     if crs != CRS84:
-        request["crs"] = crs
+        first["crs"] = crs
+    request: dict[str, Any] | None = first  # None after the first page: a next link carries its parameters
     url: str | None = info.items_url(collection)
     features: list[dict[str, Any]] = []
     matched, pages, more = None, 0, False

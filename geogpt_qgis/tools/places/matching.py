@@ -20,6 +20,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 # Letters that Unicode does not decompose into a base letter plus accent.
 _SPECIAL = str.maketrans(
@@ -176,7 +177,7 @@ class Candidate:
     location: tuple[float, float] | None = None
     geometry_label: str = ""
     also_in: list[str] = field(default_factory=list)
-    ref: object = None  # whatever the searcher needs to fetch the features again
+    ref: Any = None  # whatever the searcher needs to fetch the features again (opaque here)
 
     @property
     def label(self) -> str:

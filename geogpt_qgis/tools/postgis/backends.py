@@ -62,7 +62,7 @@ def watch_client(pg: Any) -> None:
     Set for the whole session (committed), so a rolled-back statement does not undo it.
     """
     info = getattr(pg, "info", None)  # psycopg 3 keeps it there, psycopg2 on the connection
-    version = getattr(info, "server_version", None) or getattr(pg, "server_version", 0)
+    version = getattr(info, "server_version", 0) or getattr(pg, "server_version", 0)
     if version < CHECK_INTERVAL_SINCE:
         return
     with pg.cursor() as cursor:

@@ -40,7 +40,10 @@ def write_powers(conninfo: str) -> tuple[str, list[str]]:
         application_name="GeoGPT for QGIS (settings)",
         options="-c default_transaction_read_only=on -c statement_timeout=10000",
     ) as pg:
-        role, superuser, create_role, create_db, bypass_rls, create_in_db = pg.execute(_ROLE_SQL).fetchone()
+        row = pg.execute(_ROLE_SQL).fetchone()
+        if row is None:  # only if the session's role was dropped while connected
+            raise LookupError("the server does not list this connection's role in pg_roles")
+        role, superuser, create_role, create_db, bypass_rls, create_in_db = row
         tables = [name for (name,) in pg.execute(_TABLES_SQL).fetchall()]
         schemas = [name for (name,) in pg.execute(_SCHEMAS_SQL).fetchall()]
     powers = []

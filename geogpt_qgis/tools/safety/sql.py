@@ -243,7 +243,7 @@ def require_read(sql: str) -> Classified:
 
 def _kind(node: Any) -> str:
     name = type(node).__name__
-    if isinstance(node, ast.TransactionStmt):
+    if isinstance(node, ast.TransactionStmt) and node.kind is not None:
         return str(node.kind.name).removeprefix("TRANS_STMT_").replace("_", " ")
     if isinstance(node, ast.SelectStmt):
         return "VALUES" if node.valuesLists else "SELECT"
@@ -304,7 +304,7 @@ def walk(value: Any) -> Iterator[Any]:
         item = stack.pop()
         if isinstance(item, ast.Node):
             yield item
-            stack.extend(getattr(item, name, None) for name in item.__slots__)
+            stack.extend(getattr(item, name, None) for name in item)  # a node iterates over its field names
         elif isinstance(item, (tuple, list)):
             stack.extend(item)
 
@@ -332,7 +332,7 @@ def _collect(node: Any, found: Classified) -> None:
         elif isinstance(item, ast.TypeCast) and item.typeName is not None:
             found.types.add(_names(item.typeName.names))
         elif isinstance(item, ast.RangeVar):
-            found.relations.append((item.schemaname or "", item.relname))
+            found.relations.append((item.schemaname or "", item.relname or ""))
         elif isinstance(item, ast.CommonTableExpr) and not isinstance(item.ctequery, ast.SelectStmt):
             found.targets += _write_targets(item.ctequery)
 
