@@ -37,6 +37,7 @@ from qgis.PyQt.QtWidgets import (
 from geogpt_qgis.agent.store import title_from
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.core.events import (
+    AnswerCut,
     ApprovalRequested,
     ContextUsage,
     ModelCallFinished,
@@ -49,13 +50,13 @@ from geogpt_qgis.core.events import (
     ToolStarted,
 )
 from geogpt_qgis.gui.approval_card import ApprovalCard
+from geogpt_qgis.gui.background import FutureRelay
 from geogpt_qgis.gui.chat_view import ChatView
 from geogpt_qgis.gui.context_meter import ContextMeter
 from geogpt_qgis.gui.conversation_bar import ConversationBar
 from geogpt_qgis.gui.conversations_page import ConversationsPage
-from geogpt_qgis.gui.future_relay import FutureRelay
 from geogpt_qgis.gui.markdown_dialog import MarkdownDialog
-from geogpt_qgis.gui.model_bar import ModelBar
+from geogpt_qgis.gui.server_picker import ServerPicker
 from geogpt_qgis.gui.sources_view import TurnSources
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
@@ -137,7 +138,7 @@ class ChatPanel(QWidget):
 
     # -- layout --------------------------------------------------------------
     def _build_ui(self) -> None:
-        self.model_bar = ModelBar(self)
+        self.model_bar = ServerPicker(self, live=True)
         self.conversation_bar = ConversationBar(self)
         self.new_button = self.conversation_bar.new_button
         self.chat = ChatView(self)
@@ -491,8 +492,10 @@ class ChatPanel(QWidget):
             self.chat.tool_progress(event.call_id, event.percent)
             self.status.setText(tr("Running {tool}… {percent:.0f}%").format(tool=event.name, percent=event.percent))
         elif isinstance(event, ToolFinished):
-            self.chat.tool_finished(event.call_id, event.ok, event.result, event.seconds)
+            self.chat.tool_finished(event.call_id, event.ok, event.result, event.seconds, event.artifact)
             self.status.setText(tr("Thinking…"))
+        elif isinstance(event, AnswerCut):
+            self.chat.add_notice(answer_cut_text(event), event.level)
         elif isinstance(event, Notice):
             self.chat.add_notice(event.text, event.level)
         elif isinstance(event, ContextUsage):
@@ -516,13 +519,8 @@ class ChatPanel(QWidget):
             self.run_finished.emit(event.status)
 
     def _show_sources(self) -> None:
-        """Under the final answer: what it rests on, from the calls that ran (layer refs named as in the project)."""
-
-        def layer_name(ref: str) -> str | None:
-            layer = self.project.mapLayer(ref) or next(iter(self.project.mapLayersByName(ref)), None)
-            return layer.name() if layer is not None else None
-
-        sources = self.turn_sources.sources(layer_name)
+        """Under the final answer: what it rests on, from the artifacts of the calls that ran."""
+        sources = self.turn_sources.sources()
         self.turn_sources.reset()
         if not sources.empty:
             self.chat.add_sources(sources)
@@ -566,3 +564,16 @@ class ChatPanel(QWidget):
             self.worker.event.disconnect(self._on_event)
             self.worker = None
         self._flush_timer.stop()
+
+
+def answer_cut_text(event: AnswerCut) -> str:
+    """Why the model's reply was ended early, in the user's language."""
+    if event.reason == "loop":
+        return tr(
+            "The model is repeating itself, so its answer was stopped here. "
+            "A larger model is likely to do better; or ask again in other words."
+        )
+    return tr(
+        "The answer reached the length limit of {n} tokens and was cut off. "
+        "Ask for a shorter answer, or raise the limit in the settings."
+    ).format(n=event.limit)

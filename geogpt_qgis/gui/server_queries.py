@@ -1,8 +1,9 @@
-"""What the model picker and the options page ask the model server, and how they word the answers.
+"""What the server/model picker asks the model server and the keychain, and how it words the answers.
 
 The query functions block (HTTP, keychain) and are meant for
-``run_in_background``; the HTTP client and the keychain are imported there,
-not at QGIS start-up.  The wording functions run on the main thread.
+``run_in_background``; the HTTP client (``toolbelt.network``, through
+``agent.providers``) and the keychain are imported there, not at QGIS start-up.
+The wording functions run on the main thread.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ def store_key(url: str, key: str) -> str:
     return set_api_key(url, key)
 
 
+def has_key(url: str) -> bool:
+    """Whether a key for ``url`` is stored (background: the keychain may be slow)."""
+    from geogpt_qgis.toolbelt.secrets import has_stored_key
+
+    return has_stored_key(url)
+
+
 def key_saved_text(where: str) -> str:
     """Tell the user where the key went (``secrets.KEYCHAIN`` or ``secrets.AUTH_DB``)."""
     from geogpt_qgis.toolbelt.secrets import AUTH_DB
@@ -60,8 +68,6 @@ def connected_text(models: list[str] | None) -> str:
 
 def explain_server_error(exc: BaseException, provider: str, url: str) -> str:
     """One actionable sentence for a failed model-list request (dead server, wrong URL, refused key...)."""
-    import urllib.error
-
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.agent.providers import CONNECT_TIMEOUT, explain_model_error
 
@@ -75,8 +81,7 @@ def explain_server_error(exc: BaseException, provider: str, url: str) -> str:
         return tr("The server at {u} has no model list there (HTTP 404). Check the server URL ({h}).").format(
             u=url, h=hint
         )
-    cause = exc.__cause__
-    if status is not None or isinstance(cause, (urllib.error.URLError, TimeoutError, ConnectionError)):
+    if status is not None or getattr(exc, "unreachable", False):
         config = ModelConfig(provider=provider, base_url=url, timeout=CONNECT_TIMEOUT)
         return explain_model_error(exc, config)
     return str(exc)  # already written for the user (not an http(s) URL, not JSON...)

@@ -64,17 +64,17 @@ def test_a_planted_key_is_used_everywhere_and_written_nowhere(
     try:
         # Settings > Options > GeoGPT: the OpenAI-compatible server, the key, debug logging.
         page = GeoGptOptionsFactory(qgis_iface).createWidget(None)
-        page.provider_combo.setCurrentIndex(page.provider_combo.findData("openai"))
-        page.url_edit.setText(url)
-        page.url_edit.editingFinished.emit()
-        page.key_edit.setText(key)
-        page.test_connection()
-        wait_until(lambda: page.test_label.text() == "Connected: 2 models available.", 10)
-        page.model_combo.setEditText("qwen3:8b")
+        page.picker.provider_combo.setCurrentIndex(page.picker.provider_combo.findData("openai"))
+        page.picker.url_edit.setText(url)
+        page.picker.url_edit.editingFinished.emit()
+        page.picker.key_edit.setText(key)
+        page.picker.test_connection()
+        wait_until(lambda: page.picker.test_label.text() == "Connected: 2 models available.", 10)
+        page.picker.model_combo.setEditText("qwen3:8b")
         page.debug_check.setChecked(True)
         page.apply()
-        assert page.key_edit.text() == ""
-        wait_until(lambda: page.key_status.text() == "API key saved in the system keychain.", 10)
+        assert page.picker.key_edit.text() == ""
+        wait_until(lambda: page.picker.key_status.text() == "API key saved in the system keychain.", 10)
         assert keyring.get_password(SERVICE, account_for(url)) == key
         page.deleteLater()  # as when the options dialog closes
         assert logger.level == logging.DEBUG

@@ -20,24 +20,26 @@ def test_the_page_saves_every_setting_and_shows_them_again(make_page, model_serv
     configure(model_server)
     with saved_connection("geogpt-options-a"), saved_connection("geogpt-options-b"):
         page = make_page()
-        assert page.provider() == "ollama" and page.url_edit.text() == model_server.url
-        assert page.all_connections.isChecked() and not page.connections_list.isEnabled()
-        names = [page.connections_list.item(i).text() for i in range(page.connections_list.count())]
+        assert page.picker.provider() == "ollama" and page.picker.url_edit.text() == model_server.url
+        assert page.connections.all_connections.isChecked() and not page.connections.connections_list.isEnabled()
+        names = [
+            page.connections.connections_list.item(i).text() for i in range(page.connections.connections_list.count())
+        ]
         assert {"geogpt-options-a", "geogpt-options-b"} <= set(names)
 
-        page.model_combo.setEditText("llama3.2:3b")
-        _choose(page.provider_combo, "openai")
-        assert page.url_edit.text() == "https://api.openai.com/v1"  # each provider keeps its own URL and model
-        page.url_edit.setText("http://127.0.0.1:9/v1/")
-        page.url_edit.editingFinished.emit()
-        page.model_combo.setEditText("gpt-4.1-mini")
+        page.picker.model_combo.setEditText("llama3.2:3b")
+        _choose(page.picker.provider_combo, "openai")
+        assert page.picker.url_edit.text() == "https://api.openai.com/v1"  # each provider keeps its own URL and model
+        page.picker.url_edit.setText("http://127.0.0.1:9/v1/")
+        page.picker.url_edit.editingFinished.emit()
+        page.picker.model_combo.setEditText("gpt-4.1-mini")
         page.temperature_spin.setValue(0.35)
         page.context_spin.setValue(16384)
         _choose(page.policy_combo, "never")
         page.ogc_edit.setPlainText("City data = https://example.org/ogcapi\nhttps://demo.pygeoapi.io/master")
-        page.all_connections.setChecked(False)
-        for row in range(page.connections_list.count()):
-            item = page.connections_list.item(row)
+        page.connections.all_connections.setChecked(False)
+        for row in range(page.connections.connections_list.count()):
+            item = page.connections.connections_list.item(row)
             wanted = item.text() == "geogpt-options-b"
             item.setCheckState(Qt.CheckState.Checked if wanted else Qt.CheckState.Unchecked)
         page.debug_check.setChecked(True)
@@ -64,15 +66,17 @@ def test_the_page_saves_every_setting_and_shows_them_again(make_page, model_serv
         assert s.debug_mode is True
 
         again = make_page()
-        assert again.provider() == "openai" and again.url_edit.text() == "http://127.0.0.1:9/v1"
-        assert again.model_combo.currentText() == "gpt-4.1-mini"
+        assert again.picker.provider() == "openai" and again.picker.url_edit.text() == "http://127.0.0.1:9/v1"
+        assert again.picker.model_combo.currentText() == "gpt-4.1-mini"
         assert (again.temperature_spin.value(), again.context_spin.value()) == (0.35, 16384)
         assert again.policy_combo.currentData() == "never" and again.debug_check.isChecked()
         assert again.ogc_edit.toPlainText() == s.ogc_servers
-        assert not again.all_connections.isChecked() and again.postgis_setting() == "geogpt-options-b"
-        _choose(again.provider_combo, "ollama")
-        assert again.url_edit.text() == model_server.url and again.model_combo.currentText() == "llama3.2:3b"
-        again.all_connections.setChecked(True)
+        assert not again.connections.all_connections.isChecked() and again.connections.setting() == "geogpt-options-b"
+        _choose(again.picker.provider_combo, "ollama")
+        assert (
+            again.picker.url_edit.text() == model_server.url and again.picker.model_combo.currentText() == "llama3.2:3b"
+        )
+        again.connections.all_connections.setChecked(True)
         again.apply()
         assert PlgOptionsManager.get_plg_settings().postgis_connections == "*"
         assert PlgOptionsManager.get_plg_settings().provider == "ollama"
@@ -90,75 +94,77 @@ def test_the_model_list_comes_from_the_server_with_a_warning_for_models_without_
     configure(model_server)
     model_server.capabilities = ("completion",)  # /api/show: this model cannot call tools
     page = make_page()
-    wait_until(lambda: page.model_combo.count() == 2, 10)
-    assert [page.model_combo.itemText(i) for i in range(2)] == ["llama3.2:3b", "qwen3:8b"]
-    assert page.model_combo.currentText() == "qwen3:8b"
-    wait_until(lambda: "cannot call tools" in page.model_status.text(), 10)
-    assert page.model_status.text() == (
+    wait_until(lambda: page.picker.model_combo.count() == 2, 10)
+    assert [page.picker.model_combo.itemText(i) for i in range(2)] == ["llama3.2:3b", "qwen3:8b"]
+    assert page.picker.model_combo.currentText() == "qwen3:8b"
+    wait_until(lambda: "cannot call tools" in page.picker.model_status.text(), 10)
+    assert page.picker.model_status.text() == (
         "This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1)."
     )
     shows = [r.body.get("model") for r in model_server.requests if r.path == "/api/show"]
     assert shows[-1] == "qwen3:8b"
     model_server.capabilities = ("completion", "tools")
-    page.model_combo.setCurrentIndex(0)  # llama3.2:3b, checked after a short pause in typing
-    wait_until(lambda: page.model_status.text() == "✓ This model can call tools.", 10)
+    page.picker.model_combo.setCurrentIndex(0)  # llama3.2:3b, checked after a short pause in typing
+    wait_until(lambda: page.picker.model_status.text() == "✓ This model can call tools.", 10)
     assert [r.body.get("model") for r in model_server.requests if r.path == "/api/show"][-1] == "llama3.2:3b"
 
 
 def test_the_connection_test_reports_success_or_what_to_fix(make_page, model_server):
     configure(model_server)
     page = make_page()
-    page.test_connection()
-    wait_until(lambda: page.test_label.text().startswith("Connected"), 10)
-    assert page.test_label.text() == "Connected: 2 models available."
+    page.picker.test_connection()
+    wait_until(lambda: page.picker.test_label.text().startswith("Connected"), 10)
+    assert page.picker.test_label.text() == "Connected: 2 models available."
 
     dead = f"http://127.0.0.1:{free_port()}"
-    page.url_edit.setText(dead)
-    page.test_connection()
-    wait_until(lambda: page.test_label.text().startswith("Connection failed"), 10)
-    assert page.test_label.text() == (
+    page.picker.url_edit.setText(dead)
+    page.picker.test_connection()
+    wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 10)
+    assert page.picker.test_label.text() == (
         f"Connection failed: Cannot reach the Ollama server at {dead}. Is Ollama running? "
         "Start it (`ollama serve`) or correct the server URL."
     )
     assert PlgOptionsManager.get_plg_settings().ollama_url == model_server.url  # testing saves nothing
 
     with silent_server() as silent:
-        page.url_edit.setText(silent)
-        page.test_connection()
-        wait_until(lambda: page.test_label.text().startswith("Connection failed"), 15)
-    assert page.test_label.text().startswith(f"Connection failed: The model server at {silent} did not answer within")
+        page.picker.url_edit.setText(silent)
+        page.picker.test_connection()
+        wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 15)
+    assert page.picker.test_label.text().startswith(
+        f"Connection failed: The model server at {silent} did not answer within"
+    )
 
     # An OpenAI-compatible server that wants a key: refused without one, connected with the key typed.
     model_server.api_key = "sk-test-options"
-    _choose(page.provider_combo, "openai")
-    page.url_edit.setText(model_server.url + "/v1")
-    page.test_connection()
-    wait_until(lambda: page.test_label.text().startswith("Connection failed"), 10)
-    assert "refused the API key (HTTP 401)" in page.test_label.text()
-    page.key_edit.setText("sk-test-options")
-    page.test_connection()
-    wait_until(lambda: page.test_label.text().startswith("Connected"), 10)
-    assert page.test_label.text() == "Connected: 2 models available."
-    page.url_edit.setText(model_server.url)  # the OpenAI API lives under /v1
-    page.test_connection()
-    wait_until(lambda: page.test_label.text().startswith("Connection failed"), 10)
-    assert "has no model list there (HTTP 404)" in page.test_label.text()
+    _choose(page.picker.provider_combo, "openai")
+    page.picker.url_edit.setText(model_server.url + "/v1")
+    page.picker.test_connection()
+    wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 10)
+    assert "refused the API key (HTTP 401)" in page.picker.test_label.text()
+    page.picker.key_edit.setText("sk-test-options")
+    page.picker.test_connection()
+    wait_until(lambda: page.picker.test_label.text().startswith("Connected"), 10)
+    assert page.picker.test_label.text() == "Connected: 2 models available."
+    page.picker.url_edit.setText(model_server.url)  # the OpenAI API lives under /v1
+    page.picker.test_connection()
+    wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 10)
+    assert "has no model list there (HTTP 404)" in page.picker.test_label.text()
 
 
 def test_the_dock_follows_what_the_options_page_saved(panel, model_server, make_page):
     bar = panel.model_bar
     assert bar.provider_combo.currentData() == "ollama"
     page = make_page()
-    wait_until(lambda: page.model_combo.count() == 2, 10)
-    page.model_combo.setEditText("llama3.2:3b")
+    wait_until(lambda: page.picker.model_combo.count() == 2, 10)
+    page.picker.model_combo.setEditText("llama3.2:3b")
     _choose(page.policy_combo, "never")
     page.apply()
     assert bar.model_combo.currentText() == "llama3.2:3b"
     assert panel.policy.currentData() == "never"
 
-    _choose(page.provider_combo, "openai")
-    page.url_edit.setText(model_server.url + "/v1")
-    page.model_combo.setEditText("qwen3:8b")
+    _choose(page.picker.provider_combo, "openai")
+    page.picker.url_edit.setText(model_server.url + "/v1")
+    page.picker.model_combo.setEditText("qwen3:8b")
     page.apply()
     assert bar.provider_combo.currentData() == "openai"
     assert bar.url_edit.text() == model_server.url + "/v1" and bar.model_combo.currentText() == "qwen3:8b"

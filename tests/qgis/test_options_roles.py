@@ -15,9 +15,9 @@ pytestmark = pytest.mark.postgis
 
 
 def _choose_only(page: OptionsPage, wanted: set[str]) -> None:
-    page.all_connections.setChecked(False)
-    for row in range(page.connections_list.count()):
-        item = page.connections_list.item(row)
+    page.connections.all_connections.setChecked(False)
+    for row in range(page.connections.connections_list.count()):
+        item = page.connections.connections_list.item(row)
         item.setCheckState(Qt.CheckState.Checked if item.text() in wanted else Qt.CheckState.Unchecked)
 
 
@@ -45,15 +45,15 @@ def test_the_page_warns_about_roles_that_can_write(make_page):
     ):
         page = make_page()
         _choose_only(page, {"h1-reader"})
-        page.check_connection_roles()
-        wait_until(lambda: page._roles_request == ("h1-reader",), 5)
-        wait_until(lambda: not page.roles_warning.isVisibleTo(page), 10)
-        assert page.roles_warning.text() == ""
+        page.connections.check_connection_roles()
+        wait_until(lambda: page.connections.chosen() == ["h1-reader"], 5)
+        wait_until(lambda: not page.connections.roles_warning.isVisibleTo(page), 10)
+        assert page.connections.roles_warning.text() == ""
 
         _choose_only(page, {"h1-owner", "h1-reader", "h1-super"})
-        page.check_connection_roles()
-        wait_until(lambda: page.roles_warning.isVisibleTo(page), 10)
-        text = page.roles_warning.text()
+        page.connections.check_connection_roles()
+        wait_until(lambda: page.connections.roles_warning.isVisibleTo(page), 10)
+        text = page.connections.roles_warning.text()
         assert "'h1-owner' connects as role 'geogpt', which can insert, update or delete" in text
         assert "'h1-super' connects as role 'geogpt_super', which is a superuser" in text
         assert "h1-reader" not in text
@@ -61,5 +61,5 @@ def test_the_page_warns_about_roles_that_can_write(make_page):
         assert "password" not in text
 
         _choose_only(page, {"h1-down"})  # an unreachable server is reported, not fatal
-        page.check_connection_roles()
-        wait_until(lambda: "Could not check the role of 'h1-down'" in page.roles_warning.text(), 15)
+        page.connections.check_connection_roles()
+        wait_until(lambda: "Could not check the role of 'h1-down'" in page.connections.roles_warning.text(), 15)

@@ -123,6 +123,8 @@ class ScriptedModelServer:
         self.capabilities = capabilities
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
+        # When set, model-list requests wait until it is set (a slow server; tests release it).
+        self.list_gate: threading.Event | None = None
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -271,6 +273,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+        elif self.path in ("/api/tags", "/v1/models") and owner.list_gate is not None and not owner.list_gate.wait(30):
+            self._send_json(503, {"error": "the test never released the model list"})
         elif self.path == "/api/tags":
             self._send_json(200, {"models": [_ollama_model_entry(m) for m in owner.models]})
         elif self.path == "/api/version":
