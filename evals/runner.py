@@ -107,6 +107,16 @@ def check_layer(name: str, layer: Any, want: LayerExpect) -> list[str]:
     return failures
 
 
+def reported_layers(project: Any, results: list[Any]) -> dict[str, Any]:
+    """The layers the task's tool calls report adding (their artifacts), by name: the project's layer, or None."""
+    reported: dict[str, Any] = {}
+    for result in results:
+        for added in result.artifact.added if result.ok else ():
+            layer = project.mapLayer(added.layer_id) if added.layer_id else None
+            reported[added.name] = layer or next(iter(project.mapLayersByName(added.name)), None)
+    return reported
+
+
 class EvalRunner:
     """Runs tasks in one QGIS: a fresh copy of the demo project and a fresh agent per task."""
 
@@ -165,14 +175,20 @@ class EvalRunner:
             failures.append(f"the run {finished.status}: {finished.error}")
         failures += [f"{r.name} failed: {r.result[:200]}" for r in results if not r.ok]
         failures += check_answer(recorder.text(run), expected)
-        added = {layer.name(): layer for layer in project.mapLayers().values() if layer.name() not in before}
+        added = reported_layers(project, results)
+        new = [layer.name() for layer in project.mapLayers().values() if layer.name() not in before]
+        unreported = [name for name in new if name not in added]
+        if unreported:
+            failures.append(f"layers were added that no tool result reports: {', '.join(unreported)}")
         for name, want in expected.layers.items():
             if name not in added:
                 failures.append(f"no layer {name!r} was added (added: {', '.join(added) or 'none'})")
+            elif added[name] is None:
+                failures.append(f"layer {name!r} was reported added but is not in the project")
             else:
                 failures += check_layer(name, added[name], want)
-        if expected.no_new_layers and added:
-            failures.append(f"layers were added where none should be: {', '.join(added)}")
+        if expected.no_new_layers and (added or new):
+            failures.append(f"layers were added where none should be: {', '.join(dict.fromkeys([*added, *new]))}")
         outcome.failures = failures
         outcome.passed = not failures
         project.clear()

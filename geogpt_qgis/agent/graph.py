@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from langchain_core.exceptions import OutputParserException
@@ -33,6 +32,7 @@ from langgraph.types import interrupt
 
 from geogpt_qgis.agent.memory import KIND, RETRY_NOTE, build_memory, is_user_turn, kind_of
 from geogpt_qgis.agent.providers import unparsed_as_invalid, with_retries
+from geogpt_qgis.agent.reply import stream_reply
 from geogpt_qgis.agent.toolkit import ToolOutcome
 from geogpt_qgis.core.approval import (
     APPROVE,
@@ -45,6 +45,7 @@ from geogpt_qgis.core.approval import (
     automatic_notice,
     rejection_message,
 )
+from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact
 from geogpt_qgis.core.bounds import clean_reply
 from geogpt_qgis.core.events import ContextUsage, ModelCallFinished, Notice, ToolFinished, ToolProgress, ToolStarted
 from geogpt_qgis.core.progress import current_progress
@@ -60,8 +61,6 @@ if TYPE_CHECKING:
 
 # Room left in the context window for the model's answer (less in small windows).
 ANSWER_RESERVE_TOKENS = 1024
-# The summary's own lines in the system prompt, beyond its text.
-SUMMARY_FRAME_TOKENS = 16
 # Tool calls run per model reply, and per user message: a reply asking for 200 buffers runs 16.
 MAX_TOOL_CALLS_PER_REPLY = 16
 MAX_TOOL_CALLS_PER_RUN = 64
@@ -113,18 +112,21 @@ def step_cap_message(max_steps: int) -> str:
 def build_graph(
     model: BaseChatModel | None,
     toolkit: Toolkit,
-    system_prompt: Callable[[str], str],
+    system_prompt: str,
     *,
     max_steps: int,
     context_tokens: int,
     checkpointer: BaseCheckpointSaver | None = None,
     calibration: TokenCalibration | None = None,
+    max_tokens: int = 1024,
 ) -> Any:
-    """Compile the graph; ``system_prompt(summary)`` builds the prompt for each call.
+    """Compile the graph; ``system_prompt`` opens every model call, the same text each time.
 
     ``model`` may be ``None`` to inspect a conversation's stored state only.
     ``calibration`` carries what earlier calls taught about the server's token
-    counts (it only ever makes estimates larger).
+    counts (it only ever makes estimates larger).  ``max_tokens`` is the bound
+    on a reply the model was built with (``ModelConfig.max_tokens``), for the
+    message when a reply reaches it.
     """
     bound: list[Any] = []  # the model with the tools bound, made on first use
     calibration = calibration or TokenCalibration()
@@ -140,21 +142,22 @@ def build_graph(
         calls = state.get("model_calls", 0) + 1
         # Everything is estimated in raw units; the calibration shrinks the window they must fit.
         window = int((context_tokens - reserve) / calibration.factor)
-        fixed = estimate_tokens(system_prompt("")) + schema_tokens
-        memory = build_memory(state["messages"], max(window - fixed - SUMMARY_FRAME_TOKENS, 0))
-        prompt = [SystemMessage(system_prompt(memory.summary)), *memory.messages]
-        estimated = fixed + memory.tokens + (SUMMARY_FRAME_TOKENS if memory.summary else 0)
+        fixed = estimate_tokens(system_prompt) + schema_tokens
+        memory = build_memory(state["messages"], max(window - fixed, 0))
+        prompt = [SystemMessage(system_prompt), *memory.messages]
+        estimated = fixed + memory.tokens
         writer(ContextUsage(calibration.scale(estimated), context_tokens, reserve, memory.omitted_messages))
         started = time.perf_counter()
         try:
             # A busy or failing server is asked again (Retry-After honoured); undecodable arguments of an
-            # Ollama tool call become invalid tool calls, answered as on the OpenAI protocol.
+            # Ollama tool call become invalid tool calls, answered as on the OpenAI protocol.  The reply
+            # streams through a loop detector: a model that repeats itself is stopped (``agent.reply``).
             answer = await with_retries(
-                lambda: bound[0].ainvoke(prompt),
+                lambda: stream_reply(bound[0], prompt, max_tokens),
                 lambda text: writer(Notice(text, "warning")),
                 retryable=lambda exc: unparsable_tool_call(exc) is None,
             )
-            reply = clean_reply(unparsed_as_invalid(answer))  # no lone surrogate reaches the store or the model
+            reply = clean_reply(unparsed_as_invalid(answer.message))  # no lone surrogate reaches the store or model
         except Exception as exc:
             problem = unparsable_tool_call(exc)
             if problem is None:
@@ -176,6 +179,8 @@ def build_graph(
                 int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), time.perf_counter() - started
             )
         )
+        if answer.cut is not None:
+            writer(answer.cut)
         return {"messages": [reply], "model_calls": calls, "decisions": FORGET, "reviews": FORGET}
 
     async def approve(state: AgentState) -> dict[str, Any]:
@@ -285,8 +290,9 @@ def build_graph(
             finally:
                 current_progress.reset(token)
             text = edited_note + outcome.text
-            writer(ToolFinished(call_id, call["name"], outcome.ok, text, time.perf_counter() - started))
-            results.append(_tool_message(text, call_id, call["name"], outcome.ok))
+            seconds = time.perf_counter() - started
+            writer(ToolFinished(call_id, call["name"], outcome.ok, text, seconds, outcome.artifact))
+            results.append(_tool_message(text, call_id, call["name"], outcome.ok, artifact=outcome.artifact))
         for bad in last.invalid_tool_calls:
             call_id = bad.get("id") or f"call_{len(results)}"
             name = bad.get("name") or "unknown"
@@ -304,10 +310,9 @@ def build_graph(
         skipped: list[AnyMessage] = []
         if isinstance(last, AIMessage):
             for call in [*last.tool_calls, *last.invalid_tool_calls]:
-                if call.get("id"):
-                    skipped.append(
-                        _tool_message("Not run: the step limit was reached.", call["id"], call.get("name") or "", False)
-                    )
+                if call_id := call.get("id"):
+                    name = str(call.get("name") or "")
+                    skipped.append(_tool_message("Not run: the step limit was reached.", call_id, name, False))
         text = step_cap_message(max_steps)
         writer(Notice(text, "warning"))
         return {"messages": [*skipped, AIMessage(content=text)]}
@@ -391,7 +396,13 @@ def cap_message(index: int, allowed: int) -> str:
     )
 
 
-def _tool_message(text: str, call_id: str, name: str, ok: bool, not_run: bool = False) -> ToolMessage:
+def _tool_message(
+    text: str, call_id: str, name: str, ok: bool, not_run: bool = False, artifact: ToolArtifact = EMPTY
+) -> ToolMessage:
+    """The answer to one call; its artifact (stored as a plain dict) is kept with it but never sent to the model."""
     extra = {KIND: NOT_RUN} if not_run else {}
     status = "success" if ok else "error"
-    return ToolMessage(content=scrub(text), tool_call_id=call_id, name=name, status=status, additional_kwargs=extra)
+    stored = artifact.to_dict() or None
+    return ToolMessage(
+        content=scrub(text), tool_call_id=call_id, name=name, status=status, additional_kwargs=extra, artifact=stored
+    )

@@ -21,6 +21,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_decision
+from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, content_and_artifact
 from geogpt_qgis.core.bounds import bounded, check_text
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
@@ -37,18 +38,22 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What a call produced: the text the model will read, and whether it worked.
+    """What a call produced: the text the model will read, whether it worked, and what it used and made.
 
     Every result and error leaves the toolkit as one of these, so this is where
     secrets are scrubbed (``core.secrets_scrub``): a server error echoing the
-    API key, a connection string with its password, never reach the model.
+    API key, a connection string with its password, never reach the model,
+    nor the dock, the run log or the store through the artifact.
     """
 
     ok: bool
     text: str
+    artifact: ToolArtifact = EMPTY
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", scrub(self.text))
+        if not self.artifact.empty:
+            object.__setattr__(self, "artifact", ToolArtifact.from_dict(scrub_value(self.artifact.to_dict())))
 
 
 def _error(text: str) -> ToolOutcome:
@@ -61,8 +66,10 @@ class Toolkit:
     def __init__(self, functions: Sequence[ToolFunction]) -> None:
         self._tools: dict[str, StructuredTool] = {}
         for function in functions:
-            tool = StructuredTool.from_function(function, parse_docstring=True)
-            tool.args_schema = _bounded_model(tool.args_schema)  # type: ignore[arg-type]
+            tool = StructuredTool.from_function(function, parse_docstring=True, response_format="content_and_artifact")
+            tool.args_schema = _bounded_model(tool.args_schema)
+            # The schema came from the tool method itself; the tool answers (text, artifact) as LangChain wants.
+            tool.func = _content_and_artifact(function)
             self._tools[tool.name] = tool
 
     @property
@@ -144,7 +151,7 @@ class Toolkit:
         the call with, without running it.
         """
         tool = self._tools.get(name)
-        function = tool.func if tool is not None else None
+        function = getattr(tool.func, "__wrapped__", None) if tool is not None else None
         preview_name = getattr(function, "approval_preview", None)
         if preview_name is None:
             return None
@@ -183,7 +190,7 @@ class Toolkit:
             return _error(f"{name} cannot be run")
         token = current_decision.set(decision)
         try:
-            text = await asyncio.to_thread(function, **checked)
+            text, artifact = await asyncio.to_thread(function, **checked)
         except (RunCancelled, asyncio.CancelledError):
             raise
         except ToolError as exc:
@@ -193,7 +200,17 @@ class Toolkit:
             return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {_clipped(exc)}")
         finally:
             current_decision.reset(token)
-        return ToolOutcome(True, bound_tokens(str(text)))
+        return ToolOutcome(True, bound_tokens(text), artifact)
+
+
+def _content_and_artifact(function: ToolFunction) -> Any:
+    """``function`` answering ``(text, artifact)`` always, also where it returns plain text."""
+
+    @functools.wraps(function)
+    def call(**kwargs: Any) -> tuple[str, ToolArtifact]:
+        return content_and_artifact(function(**kwargs))
+
+    return call
 
 
 def _bounded_model(schema: Any) -> type[BaseModel]:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from geogpt_qgis.agent.memory import STATE_NOTE, is_user_turn, kind_of, text_of
+from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact
 from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.think import ThinkTagSplitter
 
@@ -25,7 +26,7 @@ EntryKind = Literal["user", "note", "reasoning", "answer", "tool", "chart", "sou
 
 @dataclass(frozen=True)
 class Entry:
-    """One item of the transcript; tool entries carry the call and its result."""
+    """One item of the transcript; tool entries carry the call, its result and its artifact."""
 
     kind: EntryKind
     text: str = ""
@@ -33,6 +34,7 @@ class Entry:
     args: dict[str, Any] = field(default_factory=dict)
     ok: bool = True
     call_id: str = ""
+    artifact: ToolArtifact = EMPTY
 
 
 def transcript(messages: Sequence[BaseMessage]) -> list[Entry]:
@@ -69,6 +71,8 @@ def _ai_entries(message: AIMessage, results: dict[str, ToolMessage]) -> list[Ent
                 dict(call["args"] or {}),
                 result is not None and result.status != "error",
                 call["id"] or "",
+                # A conversation stored before tool results had artifacts reads as one without.
+                ToolArtifact.from_dict(result.artifact if result is not None else None),
             )
         )
     return entries

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact
+
 RunStatus = Literal["finished", "failed", "cancelled", "paused"]
 
 
@@ -47,13 +49,14 @@ class ToolProgress:
 
 @dataclass(frozen=True)
 class ToolFinished:
-    """A tool returned; ``result`` is what the model sees (already bounded)."""
+    """A tool returned; ``result`` is what the model sees (already bounded), ``artifact`` what it used and made."""
 
     call_id: str
     name: str
     ok: bool
     result: str
     seconds: float
+    artifact: ToolArtifact = EMPTY
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,16 @@ class Notice:
 
     text: str
     level: Literal["info", "warning", "error"] = "info"
+
+
+@dataclass(frozen=True)
+class AnswerCut(Notice):
+    """The model's reply was ended early: it kept repeating itself (``reason="loop"``), or it reached
+    the bound on its length (``"length"``, ``limit`` tokens).  A ``Notice``, so everything that shows
+    notices shows it; the dock words it in the user's language."""
+
+    reason: Literal["loop", "length"] = "loop"
+    limit: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The run log: what each run did, kept with the conversation and shown in the dock.
 
 A run's events become small records (model calls with tokens and durations,
-tool calls with arguments, results and durations, notices, approvals, the
+tool calls with arguments, results, artifacts and durations, notices, approvals, the
 final status); streamed text is not logged, the answer is in the history.
 ``format_runs`` turns stored runs into Markdown for the dock and exports.
 A run whose process died (QGIS closed, killed or crashed) is still marked
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from geogpt_qgis.core.artifacts import ToolArtifact
 from geogpt_qgis.core.events import (
     ApprovalRequested,
     ContextUsage,
@@ -79,13 +80,16 @@ def event_record(event: object) -> tuple[str, dict[str, Any]] | None:
     if isinstance(event, ToolStarted):
         return "tool_started", {"call_id": event.call_id, "name": event.name, "args": event.args}
     if isinstance(event, ToolFinished):
-        return "tool", {
+        record = {
             "call_id": event.call_id,
             "name": event.name,
             "ok": event.ok,
             "result": event.result[:RESULT_CHARS],
             "seconds": event.seconds,
         }
+        if not event.artifact.empty:
+            record["artifact"] = event.artifact.to_dict()
+        return "tool", record
     if isinstance(event, ContextUsage):
         return "context", {"used": event.used, "limit": event.limit, "omitted": event.omitted}
     if isinstance(event, Notice):
@@ -164,7 +168,9 @@ def _event_row(at: float, kind: str, data: dict[str, Any]) -> str | None:
     if kind == "tool":
         mark = "✓" if data.get("ok") else "✗"
         first = next((line for line in str(data.get("result", "")).splitlines() if line.strip()), "")
-        return _row(at, f"{mark} {data.get('name')}", f"{data.get('seconds', 0):.2f} s · {short(first, 160)}")
+        added = ToolArtifact.from_dict(data.get("artifact")).added_names
+        made = f" · added {', '.join(added)}" if added else ""
+        return _row(at, f"{mark} {data.get('name')}", f"{data.get('seconds', 0):.2f} s · {short(first, 160)}{made}")
     if kind == "context":
         used, limit = int(data.get("used", 0)), int(data.get("limit", 0)) or 1
         omitted = f", {data['omitted']} older messages summarised" if data.get("omitted") else ""

@@ -16,8 +16,9 @@ from qgis.PyQt.QtCore import Qt, QTimer, pyqtSignal
 from qgis.PyQt.QtGui import QTextCursor
 from qgis.PyQt.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
+from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact
 from geogpt_qgis.core.events import RunStatus
-from geogpt_qgis.core.sources import Sources, chart_path
+from geogpt_qgis.core.sources import Sources
 from geogpt_qgis.gui.approval_card import ApprovalCard
 from geogpt_qgis.gui.auto_height import AutoHeightTextBrowser
 from geogpt_qgis.gui.chart_view import ChartView
@@ -130,13 +131,15 @@ class ChatView(QScrollArea):
         if step is not None:
             step.show_progress(percent)
 
-    def tool_finished(self, call_id: str, ok: bool, result: str, seconds: float) -> None:
+    def tool_finished(
+        self, call_id: str, ok: bool, result: str, seconds: float, artifact: ToolArtifact = EMPTY
+    ) -> None:
+        """Close a tool step; a chart the call drew (its artifact says) is shown below it."""
         step = self._steps.get(call_id)
         if step is not None:
             step.finish(ok, result, seconds)
-            path = chart_path(result) if ok and step.name == "make_chart" else None
-            if path:
-                self.add_chart(path)
+            if ok and artifact.chart:
+                self.add_chart(artifact.chart)
 
     def add_chart(self, path: str) -> ChartView:
         """Show a chart the agent drew (the PNG it saved)."""

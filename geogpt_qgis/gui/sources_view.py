@@ -1,4 +1,4 @@
-"""The "Sources" section under an answer, and the bookkeeping that builds it from the turn's tool events.
+"""The "Sources" section under an answer, and the bookkeeping that builds it from the turn's tool artifacts.
 
 Layer names are links: a click asks the panel to select that layer in the
 layer tree (``layer_clicked``).  Chart paths open the image.  The section
@@ -8,17 +8,16 @@ starts collapsed, like tool steps, so answers stay the first thing read.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from qgis.PyQt.QtCore import QUrl, pyqtSignal
 from qgis.PyQt.QtGui import QDesktopServices
 from qgis.PyQt.QtWidgets import QWidget
 
-from geogpt_qgis.core.events import ToolFinished, ToolStarted
-from geogpt_qgis.core.sources import Sources, ToolCallRecord, collect_sources
+from geogpt_qgis.core.artifacts import ToolArtifact
+from geogpt_qgis.core.events import ToolFinished
+from geogpt_qgis.core.sources import Sources, collect_sources
 from geogpt_qgis.gui.auto_height import AutoHeightTextBrowser
 from geogpt_qgis.gui.collapsible import CollapsibleSection
 from geogpt_qgis.toolbelt.i18n import tr
@@ -81,22 +80,17 @@ class SourcesView(CollapsibleSection):
 
 
 class TurnSources:
-    """The tool calls of the turn on screen, from the run's events, until its answer is final."""
+    """The artifacts of the turn on screen, from the run's events, until its answer is final."""
 
     def __init__(self) -> None:
-        self._started: dict[str, tuple[str, dict[str, Any]]] = {}
-        self.calls: list[ToolCallRecord] = []
+        self.artifacts: list[ToolArtifact] = []
 
     def reset(self) -> None:
-        self._started.clear()
-        self.calls.clear()
+        self.artifacts.clear()
 
     def record(self, event: object) -> None:
-        if isinstance(event, ToolStarted):
-            self._started[event.call_id] = (event.name, dict(event.args))
-        elif isinstance(event, ToolFinished):
-            name, args = self._started.pop(event.call_id, (event.name, {}))
-            self.calls.append(ToolCallRecord(name, args, event.ok, event.result))
+        if isinstance(event, ToolFinished) and event.ok:
+            self.artifacts.append(event.artifact)
 
-    def sources(self, layer_name: Callable[[str], str | None] | None = None) -> Sources:
-        return collect_sources(self.calls, layer_name)
+    def sources(self) -> Sources:
+        return collect_sources(self.artifacts)

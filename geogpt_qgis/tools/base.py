@@ -2,6 +2,9 @@
 
 A tool is a plain method with typed arguments and a short docstring: the
 signature and docstring are the schema the model reads, so both stay precise.
+It returns the text the model reads, or a ``ToolResult`` that adds the typed
+artifact (layers read and added, tables, a chart...) the dock, the Sources
+list, the run log and the evals read instead of the text.
 Tools run on the agent's worker thread; whatever touches the project goes
 through ``ToolContext.on_main``.
 """
@@ -12,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.core.cancel import CancelToken, current_cancel_token
 
 if TYPE_CHECKING:
@@ -21,7 +25,8 @@ if TYPE_CHECKING:
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 
 T = TypeVar("T")
-ToolFunction = Callable[..., str]
+# A tool answers with text for the model, or with that text and what it used and made (``core.artifacts``).
+ToolFunction = Callable[..., str | ToolResult]
 
 
 class ToolError(Exception):

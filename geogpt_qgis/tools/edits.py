@@ -19,6 +19,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
@@ -83,7 +84,7 @@ class EditTools(ToolFamily):
         )
 
     @gated("preview_remove_layer")
-    def remove_layer(self, layer: str) -> str:
+    def remove_layer(self, layer: str) -> ToolResult:
         """Remove a layer from the project (its data stays).
 
         Args:
@@ -94,11 +95,11 @@ class EditTools(ToolFamily):
             raise ToolError(NEEDS_APPROVAL)
         return self.ctx.on_main(self._remove, layer)
 
-    def _remove(self, ref: str) -> str:
+    def _remove(self, ref: str) -> ToolResult:
         target = resolve_layer(self.ctx.project, ref)
         name = target.name()
         self.ctx.project.removeMapLayer(target.id())
-        return f"Removed layer {name!r} from the project."
+        return ToolResult(f"Removed layer {name!r} from the project.", ToolArtifact(layers=(name,)))
 
     # -- delete or change features ---------------------------------------------------
     def preview_edit_features(
@@ -137,7 +138,7 @@ class EditTools(ToolFamily):
     @gated("preview_edit_features")
     def edit_features(
         self, layer: str, expression: Expression, field: str = "", value: Expression = "", delete: bool = False
-    ) -> str:
+    ) -> ToolResult:
         """Set a field on, or delete, the features matching an expression.
 
         Args:
@@ -158,8 +159,10 @@ class EditTools(ToolFamily):
         if not approved:
             raise ToolError(NEEDS_APPROVAL)
         if delete:
-            return self.ctx.on_main(self._delete, vector.id(), ids)
-        return self.ctx.on_main(self._update, vector.id(), ids, field, value)
+            text = self.ctx.on_main(self._delete, vector.id(), ids)
+        else:
+            text = self.ctx.on_main(self._update, vector.id(), ids, field, value)
+        return ToolResult(text, ToolArtifact(layers=(vector.name(),)))
 
     def _delete(self, layer_id: str, ids: list[int]) -> str:
         vector = self._vector(layer_id)

@@ -13,6 +13,7 @@ from typing import Annotated
 
 from annotated_types import MaxLen
 
+from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.core.bounds import Name, Sql
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolFamily, ToolFunction
@@ -49,7 +50,7 @@ class InsightTools(ToolFamily):
             tools.append(self.make_chart)
         return tools
 
-    def find_places(self, names: Annotated[list[Name], MaxLen(MAX_NAMES)]) -> str:
+    def find_places(self, names: Annotated[list[Name], MaxLen(MAX_NAMES)]) -> ToolResult:
         """Find places by name in layers and tables; each is added as a place_* layer.
 
         Args:
@@ -57,7 +58,7 @@ class InsightTools(ToolFamily):
         """
         return self._places.find(names)
 
-    def make_chart(self, data: Sql, kind: str, x: str, y: str = "", title: Name = "") -> str:
+    def make_chart(self, data: Sql, kind: str, x: str, y: str = "", title: Name = "") -> ToolResult:
         """Chart data in the chat.
 
         Args:

@@ -23,6 +23,7 @@ from qgis.core import (
 from qgis.PyQt.QtGui import QColor
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.artifacts import Selection, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.fuzzy import did_you_mean
@@ -99,18 +100,19 @@ class ProjectTools(ToolFamily):
             headers, rows
         )
 
-    def describe_layer(self, layer: str) -> str:
+    def describe_layer(self, layer: str) -> ToolResult:
         """Describe a layer: fields, types, common values, CRS, extent, count.
 
         Args:
             layer: Layer name or id.
         """
-        header, plan = self.ctx.on_main(self._describe_header, layer)
+        name, header, plan = self.ctx.on_main(self._describe_header, layer)
+        read = ToolArtifact(layers=(name,))
         if plan is None:
-            return header
+            return ToolResult(header, read)
         rows = read_sample(plan, SAMPLE_SIZE, self.ctx.cancel)
         if not plan.field_names:
-            return header + "\nFields: none"
+            return ToolResult(header + "\nFields: none", read)
         summaries = summarize_fields(plan.field_names, plan.field_types, rows)
         keys = set(plan.primary_key_indexes)
         total = plan.feature_count
@@ -125,7 +127,7 @@ class ProjectTools(ToolFamily):
             else f"- {short(s.name, NAME_MAX_CHARS)} ({s.type_name}): {s.line}"
             for index, s in enumerate(summaries)
         ]
-        return "\n".join(lines)
+        return ToolResult("\n".join(lines), read)
 
     def _describe_header(self, ref: str):
         layer = resolve_layer(self.ctx.project, ref)
@@ -139,15 +141,15 @@ class ProjectTools(ToolFamily):
         ]
         if isinstance(layer, QgsRasterLayer):
             lines += _raster_lines(layer)
-            return "\n".join(lines), None
+            return layer.name(), "\n".join(lines), None
         if not isinstance(layer, QgsVectorLayer):
-            return "\n".join(lines), None
+            return layer.name(), "\n".join(lines), None
         if layer.subsetString():
             lines.append(f"Filter: {layer.subsetString()}")
         selected = layer.selectedFeatureCount()
         if selected:
             lines.append(f"Selected: {selected:,} features")
-        return "\n".join(lines), plan_vector_read(layer)
+        return layer.name(), "\n".join(lines), plan_vector_read(layer)
 
     def preview_read_features(
         self, layer: str, fields: list[str] | None = None, expression: str = "", limit: int = 20
@@ -158,7 +160,7 @@ class ProjectTools(ToolFamily):
     @gated("preview_read_features")
     def read_features(
         self, layer: str, fields: list[str] | None = None, expression: Expression = "", limit: int = 20
-    ) -> str:
+    ) -> ToolResult:
         """Read attribute values of features as a table.
 
         Args:
@@ -174,8 +176,10 @@ class ProjectTools(ToolFamily):
         rows = read_rows(plan, request, columns, self.ctx.cancel)
         more = len(rows) > limit
         rows = rows[:limit]
+        read = ToolArtifact(layers=(plan.layer_name,))
         if not rows:
-            return f"No features in {plan.layer_name!r}" + (f" where {expression}." if expression else ".")
+            where = f" where {expression}." if expression else "."
+            return ToolResult(f"No features in {plan.layer_name!r}{where}", read)
         where = f" where {expression}" if expression else ""
         if more:
             head = f"First {limit} features of {plan.layer_name!r}{where} (more exist; filter or raise limit):"
@@ -183,7 +187,7 @@ class ProjectTools(ToolFamily):
             head = f"All {len(rows)} features of {plan.layer_name!r}{where}:"
         else:
             head = f"All {len(rows)} of {feature_count_label_from(plan.feature_count)} features of {plan.layer_name!r}:"
-        return head + "\n" + markdown_table(columns, [[_cell(v) for v in row] for row in rows])
+        return ToolResult(head + "\n" + markdown_table(columns, [[_cell(v) for v in row] for row in rows]), read)
 
     def _prepare_read(
         self, ref: str, fields: list[str], expression: str, approved: bool = False
@@ -210,7 +214,7 @@ class ProjectTools(ToolFamily):
         return expression_request(f"Select features of {layer!r}", [("the expression", expression)])
 
     @gated("preview_select_features")
-    def select_features(self, layer: str, expression: Expression) -> str:
+    def select_features(self, layer: str, expression: Expression) -> ToolResult:
         """Select the features matching an expression (empty clears the selection).
 
         Args:
@@ -223,10 +227,10 @@ class ProjectTools(ToolFamily):
         ids = collect_matching_ids(plan, request, self.ctx.cancel)
         return self.ctx.on_main(self._apply_selection, plan.layer_id, ids, expression, plan.feature_count)
 
-    def _clear_selection(self, ref: str) -> str:
+    def _clear_selection(self, ref: str) -> ToolResult:
         vector = resolve_vector_layer(self.ctx.project, ref)
         vector.removeSelection()
-        return f"Cleared the selection of {vector.name()!r}."
+        return ToolResult(f"Cleared the selection of {vector.name()!r}.", _selected(vector))
 
     def _prepare_selection(
         self, ref: str, expression: str, approved: bool = False
@@ -234,14 +238,15 @@ class ProjectTools(ToolFamily):
         vector = resolve_vector_layer(self.ctx.project, ref)
         return plan_vector_read(vector), filter_request(vector, expression, approved)
 
-    def _apply_selection(self, layer_id: str, ids: list[int], expression: str, total: int) -> str:
+    def _apply_selection(self, layer_id: str, ids: list[int], expression: str, total: int) -> ToolResult:
         vector = self.ctx.project.mapLayer(layer_id)
         if vector is None:
             raise ToolError("the layer was removed from the project while selecting")
         vector.selectByIds(ids)
-        return (
+        return ToolResult(
             f"Selected {len(ids):,} of {feature_count_label_from(total)} features in {vector.name()!r} "
-            f"where {expression}."
+            f"where {expression}.",
+            _selected(vector),
         )
 
     # -- map and layer tree ------------------------------------------------
@@ -253,7 +258,7 @@ class ProjectTools(ToolFamily):
         color: str = "",
         opacity: float | None = None,
         zoom: bool = False,
-    ) -> str:
+    ) -> ToolResult:
         """Show or hide, rename, colour or zoom to a layer (to its selection if any).
 
         Args:
@@ -286,7 +291,7 @@ class ProjectTools(ToolFamily):
         color: str,
         opacity: float | None,
         zoom: bool,
-    ) -> str:
+    ) -> ToolResult:
         target = resolve_layer(self.ctx.project, ref)
         if qcolor is not None:
             self._check_styleable(target)
@@ -301,7 +306,7 @@ class ProjectTools(ToolFamily):
             done.append(self._set_color(target, qcolor, color, opacity))
         if zoom:
             done.append(self._zoom(target))
-        return " ".join(done)
+        return ToolResult(" ".join(done), ToolArtifact(layers=(target.name(),)))
 
     def _zoom(self, target: QgsMapLayer) -> str:
         if isinstance(target, QgsVectorLayer) and target.selectedFeatureCount():
@@ -454,3 +459,8 @@ def project_brief(project: QgsProject, max_layers: int = 30) -> str:
     listed = "; ".join(describe_map_layer_briefly(layer) for layer in layers[:max_layers])
     more = f"; and {len(layers) - max_layers} more" if len(layers) > max_layers else ""
     return f"{head}: {listed}{more}."
+
+
+def _selected(layer: QgsVectorLayer) -> ToolArtifact:
+    """A call that changed ``layer``'s selection: the layer was read, and is left with this many selected."""
+    return ToolArtifact(layers=(layer.name(),), selected=(Selection(layer.name(), layer.selectedFeatureCount()),))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
+from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.charts import maker
 from geogpt_qgis.tools.insights import InsightTools
@@ -37,11 +38,10 @@ def charts(tool_ctx) -> InsightTools:
     return InsightTools(tool_ctx)
 
 
-def chart_of(result: str) -> tuple[Path, dict]:
-    """The PNG a result names, checked to be a PNG, and the numbers saved beside it."""
-    first = result.splitlines()[0]
-    assert first.startswith("Chart image: "), result
-    path = Path(first.removeprefix("Chart image: "))
+def chart_of(result: ToolResult) -> tuple[Path, dict]:
+    """The PNG a result's artifact names (the model reads it too), checked to be a PNG, and the numbers beside it."""
+    path = Path(result.artifact.chart)
+    assert result.splitlines()[0] == f"Chart image: {path}", result
     assert path.is_file() and path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 5000
     return path, json.loads(path.with_suffix(".json").read_text("utf-8"))
 
@@ -59,6 +59,7 @@ def test_bar_chart_png_holds_the_data_of_an_independent_aggregation(charts, demo
     result = call_in_thread(charts.make_chart, "schools", "bar", "district", "pupils", "Pupils per district")
     path, data = chart_of(result)
     assert path.parent.parent == profile / "charts"  # beside the conversation store, a folder per conversation
+    assert result.artifact.layers == ("schools",) and not result.artifact.tables
     expected = dict(query(gpkg_of(demo_project), "SELECT district, sum(pupils) FROM schools GROUP BY district"))
     assert dict(zip(data["categories"], data["series"][""], strict=True)) == expected
     assert data["categories"][0] == max(expected, key=expected.get)  # biggest first
@@ -144,6 +145,7 @@ def test_sql_results_and_postgres_layers_are_aggregated_by_the_database(charts, 
         result = call_in_thread(charts.make_chart, "SELECT * FROM schools", "bar", "type", "mean(pupils)")
         _, data = chart_of(result)
         assert "from SQL on 'charts_pg' (31 rows)" in result
+        assert result.artifact.tables == ("schools (charts_pg)",) and not result.artifact.layers
         assert dict(zip(data["categories"], data["series"][""], strict=True)) == pytest.approx(expected)
         # A million rows of a query: only the bins cross the wire.
         big = f"SELECT g AS v FROM generate_series(1, {MILLION}) g"
@@ -157,6 +159,7 @@ def test_sql_results_and_postgres_layers_are_aggregated_by_the_database(charts, 
     demo_project.addMapLayer(QgsVectorLayer(uri.uri(False), "pg_schools", "postgres"))
     result = call_in_thread(charts.make_chart, "pg_schools", "bar", "type", "mean(pupils)")
     assert "from layer 'pg_schools' (PostgreSQL 127.0.0.1/geogpt_demo)" in result
+    assert result.artifact.layers == ("pg_schools",)
     _, data = chart_of(result)
     assert dict(zip(data["categories"], data["series"][""], strict=True)) == pytest.approx(expected)
 
@@ -177,7 +180,7 @@ def test_a_chart_in_a_conversation_is_saved_with_it_and_exported(model_server, w
     assert recorder.wait(run, 60).status == "finished"
     (finished,) = recorder.tool_results(run)
     assert finished.ok, finished.result
-    path, data = chart_of(finished.result)
+    path, data = chart_of(ToolResult(finished.result, finished.artifact))  # the event carries the artifact
     assert path.parent == profile / "charts" / worker.thread_id
     assert data["title"] == "School types"
     future = worker.export_conversation(worker.thread_id)

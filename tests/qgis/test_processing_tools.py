@@ -16,6 +16,7 @@ from qgis.core import QgsCoordinateReferenceSystem, QgsFeature, QgsGeometry, Qgs
 from shapely.geometry import Point
 from shapely.ops import unary_union
 
+from geogpt_qgis.core.artifacts import Selection, ToolResult
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from tests.support.big_layers import write_big_points
@@ -33,7 +34,7 @@ def gpkg(demo_project) -> Path:
     return Path(demo_project.fileName()).with_name("elvbury.gpkg")
 
 
-def run(tools: ProcessingTools, algorithm: str, parameters: dict, output_name: str = "") -> str:
+def run(tools: ProcessingTools, algorithm: str, parameters: dict, output_name: str = "") -> ToolResult:
     return call_in_thread(tools.run_algorithm, algorithm, parameters, output_name)
 
 
@@ -53,6 +54,10 @@ def geometries(vector: QgsVectorLayer):
 def test_buffer_areas_match_geos(tools, demo_project, gpkg):
     result = run(tools, "native:buffer", {"INPUT": "rivers", "DISTANCE": 500}, "rivers_500m")
     assert "added layer 'rivers_500m': MultiPolygon, 2 features, EPSG:25832" in result
+    (added,) = result.artifact.added  # what the dock, the Sources list and the evals read
+    assert demo_project.mapLayer(added.layer_id) is layer(demo_project, "rivers_500m")
+    assert result.artifact.layers == ("rivers",)
+    assert result.artifact.algorithm == "native:buffer (INPUT=rivers, DISTANCE=500)"
     ours = sorted(g.area for g in geometries(layer(demo_project, "rivers_500m")))
     # Exact round caps and joins (GEOS with 1,024 segments per quarter): the tools' default is within 0.1%.
     expected = sorted(geom.buffer(500, quad_segs=1024).area for _, _, geom in read_layer(gpkg, "rivers"))
@@ -332,6 +337,8 @@ def test_no_threading_algorithms_run_on_the_main_thread(tools, tool_ctx, demo_pr
     schools = layer(demo_project, "schools")
     assert schools.selectedFeatureCount() > 0
     assert f"'schools' (already in the project) now has {schools.selectedFeatureCount()} selected features" in result
+    assert result.artifact.selected == (Selection("schools", schools.selectedFeatureCount()),)
+    assert result.artifact.layers == ("schools", "rivers_500m") and not result.artifact.added
     assert Counter(calls)["runPrepared"] == 1
 
 

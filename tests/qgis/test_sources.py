@@ -12,7 +12,6 @@ from qgis.PyQt.QtGui import QTextCursor
 from qgis.PyQt.QtTest import QTest
 
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.core.events import ToolFinished, ToolStarted
 from geogpt_qgis.gui.sources_view import SourcesView, TurnSources
 from geogpt_qgis.tools.charts import maker
 from tests.support.dock import items_of, type_and_send
@@ -94,14 +93,16 @@ def test_sources_of_a_multi_step_conversation_name_exactly_what_it_used(model_se
 
     turn = TurnSources()
     for event in recorder.of(run):
-        if isinstance(event, (ToolStarted, ToolFinished)):
-            turn.record(event)
+        turn.record(event)
+    # Each call named what it used and made: the place and where it was found, each algorithm's input and result.
+    places, buffer, extract, chart = (r.artifact for r in results)
+    assert places.layers == ("schools",) and places.added_names == ["place_nordby_school"]
+    assert buffer.layers == ("place_nordby_school",) and buffer.added_names == ["nordby_school_2km"]
+    (added,) = extract.added
+    assert demo_project.mapLayer(added.layer_id).name() == added.name == "schools_near_nordby_school"
+    assert chart.layers == ("schools_near_nordby_school",) and chart.chart.endswith(".png")
 
-    def layer_name(ref: str) -> str | None:
-        layer = demo_project.mapLayer(ref) or next(iter(demo_project.mapLayersByName(ref)), None)
-        return layer.name() if layer is not None else None
-
-    sources = turn.sources(layer_name)
+    sources = turn.sources()
     assert sources.layers == ["schools"]  # the place came from schools; everything else was made on the way
     assert [a.split(" ")[0] for a in sources.algorithms] == ["native:buffer", "native:extractbylocation"]
     assert sources.algorithms[0] == "native:buffer (INPUT=place_nordby_school, DISTANCE=2000, SEGMENTS=16)"
@@ -113,7 +114,7 @@ def test_sources_of_a_multi_step_conversation_name_exactly_what_it_used(model_se
     gpkg = Path(demo_project.fileName()).with_name("elvbury.gpkg")
     assert dict(zip(data["categories"], data["series"][""], strict=True)) == expected_pupils(gpkg)
 
-    # The stored conversation gives the same list back (without the project at hand: by argument names).
+    # The stored conversation gives the same list back, from the artifacts stored with its tool results.
     future = worker.open_conversation(worker.thread_id)
     wait_until(future.done, 30)  # the Qt loop runs meanwhile: opening asks the main thread for the project
     opened = future.result()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact
 from geogpt_qgis.core.events import (
     ApprovalRequested,
     ContextUsage,
@@ -13,7 +16,7 @@ from geogpt_qgis.core.events import (
     ToolFinished,
     ToolStarted,
 )
-from geogpt_qgis.core.run_log import RunRecord, event_record, format_runs
+from geogpt_qgis.core.run_log import RunRecord, dumps, event_record, format_runs
 
 
 def test_streamed_text_is_not_logged_everything_else_is():
@@ -48,3 +51,13 @@ def test_runs_read_as_markdown_with_totals():
     assert "2,400 of 8,192 tokens (29%), 12 older messages summarised" in first
     assert second.startswith("Run 2: and then") and "did not end (QGIS closed or crashed)" in second
     assert format_runs([]) == "No runs recorded for this conversation yet."
+
+
+def test_a_tool_record_keeps_the_artifact_and_the_log_names_the_layers_it_added():
+    artifact = ToolArtifact(layers=("rivers",), algorithm="native:buffer", added=(AddedLayer("rivers_500m", "l1"),))
+    kind, data = event_record(ToolFinished("c1", "run_algorithm", True, "native:buffer finished.", 1.25, artifact))
+    assert ToolArtifact.from_dict(json.loads(dumps(data))["artifact"]) == artifact
+    assert "artifact" not in event_record(ToolFinished("c2", "list_layers", True, "7 layers", 0.1))[1]
+    run = RunRecord("r1", "Buffer the rivers", 1_700_000_000.0, 1_700_000_002.0, "finished")
+    run.events = [(0.5, kind, data)]
+    assert "| ✓ run_algorithm | 1.25 s · native:buffer finished. · added rivers_500m |" in format_runs([run])

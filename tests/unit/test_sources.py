@@ -1,45 +1,38 @@
-"""The Sources of an answer, from its tool calls only (Qt-free)."""
+"""The Sources of an answer, from its tool calls' artifacts only (Qt-free)."""
 
 from __future__ import annotations
 
-from geogpt_qgis.agent.transcript import Entry, to_markdown
-from geogpt_qgis.core.sources import CHART_PREFIX, ToolCallRecord, chart_path, collect_sources, with_extras
+import json
 
+from geogpt_qgis.agent.transcript import Entry, to_markdown
+from geogpt_qgis.core.artifacts import AddedLayer, Selection, ToolArtifact, ToolResult, algorithm_label, merged
+from geogpt_qgis.core.sources import Sources, collect_sources, with_extras
+
+BUFFER = algorithm_label("native:buffer", {"INPUT": "rivers", "DISTANCE": 500, "OUTPUT": "x"})
+# (tool, ok, artifact) of one turn, in order
 CALLS = [
-    ToolCallRecord("list_layers", {}, True, "7 layers"),
-    ToolCallRecord("search_algorithms", {"query": "buffer"}, True, "- native:buffer"),
-    ToolCallRecord("describe_layer", {"layer": "rivers"}, True, "Layer 'rivers'"),
-    ToolCallRecord(
+    ("list_layers", True, ToolArtifact()),
+    ("describe_layer", True, ToolArtifact(layers=("rivers",))),
+    ("run_algorithm", True, ToolArtifact(layers=("rivers",), algorithm=BUFFER, added=(AddedLayer("rivers_500m"),))),
+    (
         "run_algorithm",
-        {"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 500, "OUTPUT": "x"}},
         True,
-        "native:buffer finished.\nOUTPUT: added layer 'rivers_500m': Polygon, 2 features",
+        ToolArtifact(
+            layers=("schools", "rivers_500m"),
+            algorithm="native:extractbylocation (INPUT=schools, INTERSECT=rivers_500m)",
+            added=(AddedLayer("schools_near", "schools_near_1a2b"),),
+        ),
     ),
-    ToolCallRecord(
-        "run_algorithm",
-        {"algorithm": "native:extractbylocation", "parameters": {"INPUT": "schools", "INTERSECT": "rivers_500m"}},
-        True,
-        "OUTPUT: added layer 'schools_near': Point, 9 features",
-    ),
-    ToolCallRecord("describe_layer", {"layer": "parks"}, False, "Error: no layer"),  # failed: not a source
-    ToolCallRecord(
-        "run_sql",
-        {"connection": "demo", "sql": 'SELECT * FROM public.districts d JOIN "roads" r ON 1=1'},
-        True,
-        "9 rows",
-    ),
-    ToolCallRecord(
-        "query_ogc_collection", {"collection": "hospitals", "server": "town"}, True, "Added layer 'hospitals'"
-    ),
-    ToolCallRecord(
-        "make_chart", {"data": "schools_near", "kind": "bar", "x": "district"}, True, f"{CHART_PREFIX}/tmp/c.png\n…"
-    ),
+    ("describe_layer", False, ToolArtifact(layers=("parks",))),  # failed: not a source
+    ("run_sql", True, ToolArtifact(tables=("public.districts (demo)", "roads (demo)"))),
+    ("query_ogc_collection", True, ToolArtifact(collections=("hospitals (town)",), added=(AddedLayer("hospitals"),))),
+    ("make_chart", True, ToolArtifact(layers=("schools_near",), chart="/tmp/c.png")),
 ]
 
 
 def test_sources_name_exactly_what_the_calls_used():
-    sources = collect_sources(CALLS)
-    assert sources.layers == ["rivers", "schools"]
+    sources = collect_sources(artifact for _, ok, artifact in CALLS if ok)
+    assert sources.layers == ["rivers", "schools"]  # made on the way: results, not sources
     assert sources.algorithms == [
         "native:buffer (INPUT=rivers, DISTANCE=500)",
         "native:extractbylocation (INPUT=schools, INTERSECT=rivers_500m)",
@@ -48,16 +41,45 @@ def test_sources_name_exactly_what_the_calls_used():
     assert sources.tables == ["public.districts (demo)", "roads (demo)"]
     assert sources.collections == ["hospitals (town)"]
     assert sources.charts == ["/tmp/c.png"]
-    assert chart_path("no chart") is None
+    assert Sources.from_dict(sources.to_dict()) == sources
+
+
+def test_an_artifact_survives_json_and_anything_else_reads_as_empty():
+    artifact = ToolArtifact(
+        layers=("schools",),
+        tables=("public.schools (demo)",),
+        collections=("hospitals (town)",),
+        algorithm=BUFFER,
+        added=(AddedLayer("place_nordby", "id1"), AddedLayer("b")),
+        selected=(Selection("schools", 16),),
+        chart="/tmp/c.png",
+    )
+    stored = json.loads(json.dumps(artifact.to_dict()))
+    assert ToolArtifact.from_dict(stored) == artifact
+    assert ToolArtifact().to_dict() == {} and ToolArtifact.from_dict({}).empty
+    # Stored before artifacts existed (None), or damaged: empty, never an error.
+    for odd in (None, "text", [1, 2], {"layers": "schools", "added": ["x", {"name": 3}], "selected": 5}):
+        assert ToolArtifact.from_dict(odd).layers == ()
+    assert ToolArtifact.from_dict({"added": [{"name": "a"}]}).added_names == ["a"]
+
+
+def test_a_tool_result_is_its_text_for_every_reader_and_carries_the_artifact():
+    result = ToolResult("Selected 16 of 31 features in 'schools'", ToolArtifact(selected=(Selection("schools", 16),)))
+    assert result == "Selected 16 of 31 features in 'schools'" and result.startswith("Selected 16")
+    assert result.artifact.selected[0].count == 16 and type(result.text) is str
+    assert ToolResult("plain").artifact.empty
+    both = merged([ToolArtifact(layers=("a",), added=(AddedLayer("p"),)), ToolArtifact(layers=("a", "b"))])
+    assert both.layers == ("a", "b") and both.added_names == ["p"]
 
 
 def test_stored_turns_get_their_charts_and_sources_back():
     entries = [
         Entry("user", "q1"),
-        *[Entry("tool", c.result, c.name, c.args, c.ok, f"id{i}") for i, c in enumerate(CALLS)],
+        *[Entry("tool", "…", name, {}, ok, f"id{i}", artifact) for i, (name, ok, artifact) in enumerate(CALLS)],
         Entry("answer", "done"),
         Entry("user", "q2"),
-        Entry("answer", "no tools, no sources"),
+        Entry("tool", "an old result", "make_chart", {"data": "schools"}, True, "old"),  # stored before artifacts
+        Entry("answer", "no artifacts, no sources"),
     ]
     shown = with_extras(entries)
     kinds = [e.kind for e in shown]

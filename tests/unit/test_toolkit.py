@@ -10,6 +10,8 @@ import pytest
 from annotated_types import MaxLen
 
 from geogpt_qgis.agent.toolkit import Toolkit
+from geogpt_qgis.core import secrets_scrub
+from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.tools.base import ToolError
 
@@ -258,3 +260,36 @@ def test_a_preview_that_raises_gives_the_error_to_answer_the_call_with():
     outcome = asyncio.run(toolkit.approval_request("c1", "act", {"what": "x"}))
     assert isinstance(outcome, ToolOutcome) and not outcome.ok
     assert outcome.text == "Error: act could not be checked before approval: RuntimeError: the preview broke"
+
+
+def describe_table(table: str) -> ToolResult:
+    """Describe a table.
+
+    Args:
+        table: Table name.
+    """
+    return ToolResult(f"{table}: 3 columns", ToolArtifact(tables=(f"{table} (postgresql://u:{SECRET}@db/x)",)))
+
+
+SECRET = "s3cr3t-artifact-password"
+
+
+def test_a_result_carries_its_artifact_out_of_the_toolkit_scrubbed_and_as_langchain_hands_it_on():
+    from langchain_core.messages import ToolMessage
+
+    secrets_scrub.register(SECRET)
+    try:
+        toolkit = Toolkit([describe_table, list_layers])
+        outcome = run(toolkit, "describe_table", {"table": "schools"})
+        assert outcome.ok and outcome.text == "schools: 3 columns"  # the model's text is unchanged
+        (table,) = outcome.artifact.tables
+        assert table.startswith("schools (postgresql://u:") and SECRET not in table
+        assert run(toolkit, "list_layers", {}).artifact.empty  # plain text: nothing used or made
+        assert run(toolkit, "describe_table", {}).artifact.empty  # an error: nothing either
+        # The tool as LangChain runs it: content and artifact apart (response_format="content_and_artifact").
+        tool = {t.name: t for t in toolkit.tools}["describe_table"]
+        message = tool.invoke({"type": "tool_call", "id": "c1", "name": "describe_table", "args": {"table": "roads"}})
+        assert isinstance(message, ToolMessage) and message.content == "roads: 3 columns"
+        assert message.artifact.tables[0].startswith("roads (")
+    finally:
+        secrets_scrub.forget_all()

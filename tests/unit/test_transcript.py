@@ -6,6 +6,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from geogpt_qgis.agent.memory import KIND, RETRY_NOTE, STATE_NOTE
 from geogpt_qgis.agent.transcript import Entry, to_markdown, transcript
+from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact
 
 CALL = {"name": "run_pyqgis", "args": {"code": "print('```')"}, "id": "c1"}
 MESSAGES = [
@@ -47,3 +48,16 @@ def test_markdown_export_fences_cannot_be_broken_by_results():
     assert "> *Since your last answer, the user added layer 'wells'.*" in markdown
     assert "**Tool `list_layers`** ✗" in markdown
     assert "could not be parsed" not in markdown
+
+
+def test_tool_entries_carry_the_stored_artifact_and_older_results_read_without_one():
+    stored = {"layers": ["schools"], "added": [{"name": "schools_500m", "layer_id": "l1"}]}
+    messages = [
+        HumanMessage(content="Buffer the schools"),
+        AIMessage(content="", tool_calls=[{"name": "run_algorithm", "args": {}, "id": "a"}, CALL]),
+        ToolMessage(content="native:buffer finished.", tool_call_id="a", artifact=stored),
+        ToolMessage(content="Output: 3", tool_call_id="c1"),  # stored before tool results had artifacts
+    ]
+    new, old = (e for e in transcript(messages) if e.kind == "tool")
+    assert new.artifact == ToolArtifact(layers=("schools",), added=(AddedLayer("schools_500m", "l1"),))
+    assert old.artifact.empty and old.text == "Output: 3" and old.ok

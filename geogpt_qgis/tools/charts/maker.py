@@ -12,16 +12,16 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from qgis.core import QgsDataSourceUri, QgsFeatureRequest, QgsFeedback, QgsProviderRegistry, QgsVectorLayer
 
+from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, ToolResult, with_place
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.progress import progress_reporter
-from geogpt_qgis.core.sources import CHART_PREFIX
 from geogpt_qgis.toolbelt.paths import profile_data_dir
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.charts.data import (
@@ -45,6 +45,7 @@ from geogpt_qgis.tools.processing.naming import slug
 from geogpt_qgis.tools.safety.sql import require_read
 
 CANCEL_EVERY = 2000
+CHART_PREFIX = "Chart image: "  # the first line of a chart's result, for the model (the path is in the artifact)
 NUMERIC_TYPES = frozenset({"int2", "int4", "int8", "float4", "float8", "numeric", "oid", "money"})
 _PLAIN = frozenset({str, int, float})
 _SELECT = re.compile(r"^\s*\(?\s*(select|with)\b", re.IGNORECASE)
@@ -70,6 +71,7 @@ class SqlSource:
     connection: SavedConnection
     relation: str
     label: str
+    read: ToolArtifact = EMPTY  # the tables or the layer behind it, for the Sources list
 
 
 class ChartMaker:
@@ -80,21 +82,25 @@ class ChartMaker:
         self._allowed = allowed
         self._sql_timeout = sql_timeout
 
-    def make(self, data: str, kind: str, x: str, y: str = "", title: str = "") -> str:
+    def make(self, data: str, kind: str, x: str, y: str = "", title: str = "") -> ToolResult:
         spec = parse_spec(kind, x, y, title)
         text = str(data or "").strip()
         if not text:
             raise ToolError("name the layer to chart, or give a SELECT statement")
         if _SELECT.match(text):
-            chart = self._from_sql(spec, self._select_source(text))
+            source = self._select_source(text)
+            chart, read = self._from_sql(spec, source), source.read
         else:
-            layer_plan, sql_source = self.ctx.on_main(self._layer_plan, text, spec)
-            chart = self._from_sql(spec, sql_source) if sql_source else self._from_layer(spec, layer_plan)
+            plan = self.ctx.on_main(self._layer_plan, text, spec)
+            if isinstance(plan, LayerRead):
+                chart, read = self._from_layer(spec, plan), ToolArtifact(layers=(plan.plan.layer_name,))
+            else:
+                chart, read = self._from_sql(spec, plan), plan.read
         self.ctx.check_cancelled()
         from geogpt_qgis.tools.charts.render import render_png
 
         path = render_png(chart, self._png_path(chart.title))
-        return _summary(path, chart, spec)
+        return ToolResult(_summary(path, chart, spec), replace(read, chart=str(path)))
 
     def _png_path(self, title: str) -> Path:
         folder = charts_dir()
@@ -107,7 +113,7 @@ class ChartMaker:
         return path
 
     # -- layers ------------------------------------------------------------------------------
-    def _layer_plan(self, ref: str, spec: ChartSpec) -> tuple[LayerRead | None, SqlSource | None]:
+    def _layer_plan(self, ref: str, spec: ChartSpec) -> LayerRead | SqlSource:
         """Check the fields against the layer (main thread); a PostgreSQL layer is aggregated by its database."""
         layer = resolve_vector_layer(self.ctx.project, ref)
         fields = layer.fields()
@@ -116,8 +122,8 @@ class ChartMaker:
         if layer.providerType() == "postgres":
             source = _postgres_layer_source(layer)
             if source is not None:
-                return None, source
-        return LayerRead(plan_vector_read(layer), _sqlite_table(layer)), None
+                return source
+        return LayerRead(plan_vector_read(layer), _sqlite_table(layer))
 
     def _from_layer(self, spec: ChartSpec, read: LayerRead) -> ChartData:
         """Read only the chart's fields, without geometry, and aggregate as the rows go by."""
@@ -209,7 +215,7 @@ class ChartMaker:
     # -- SQL ---------------------------------------------------------------------------------
     def _select_source(self, sql: str) -> SqlSource:
         try:
-            statement = require_read(sql).text  # parsed: one plain read; its functions are checked in _from_sql
+            found = require_read(sql)  # parsed: one plain read; its functions are checked in _from_sql
         except ToolError as exc:
             raise ToolError(f"a chart reads data: give one SELECT statement ({exc})") from None
         allowed = self.ctx.on_main(self._allowed)
@@ -221,7 +227,8 @@ class ChartMaker:
                 "add_table=true, then chart the table it adds"
             )
         saved = self.ctx.on_main(resolve_connection, allowed[0], allowed)
-        return SqlSource(saved, f"({statement}\n) AS src", f"SQL on {saved.name!r}")
+        tables = tuple(with_place(".".join(p for p in relation if p), saved.name) for relation in found.relations)
+        return SqlSource(saved, f"({found.text}\n) AS src", f"SQL on {saved.name!r}", ToolArtifact(tables=tables))
 
     def _from_sql(self, spec: ChartSpec, source: SqlSource) -> ChartData:
         with Database(source.connection, self.ctx.cancel, self._sql_timeout()) as db:
@@ -339,7 +346,8 @@ def _postgres_layer_source(layer: QgsVectorLayer) -> SqlSource | None:
         relation = f"(SELECT * FROM {relation} AS t WHERE {uri.sql()})"
     where = f"{uri.host() or 'localhost'}/{uri.database()}"
     saved = SavedConnection(layer.name(), layer.source(), uri.connectionInfo(True), where)
-    return SqlSource(saved, f"{relation} AS src", f"layer {layer.name()!r} (PostgreSQL {where})")
+    label = f"layer {layer.name()!r} (PostgreSQL {where})"
+    return SqlSource(saved, f"{relation} AS src", label, ToolArtifact(layers=(layer.name(),)))
 
 
 def _check_fields(spec: ChartSpec, kinds: dict[str, str], where: str) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, with_place
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.fuzzy import did_you_mean
@@ -84,7 +86,7 @@ class OgcTools(ToolFamily):
         )
 
     # -- tools -----------------------------------------------------------------------------------
-    def describe_ogc_collections(self, collections: list[str] | None = None, server: str = "") -> str:
+    def describe_ogc_collections(self, collections: list[str] | None = None, server: str = "") -> str | ToolResult:
         """List a feature server's collections, or describe some: properties, values, extent, CRSs.
 
         Args:
@@ -98,7 +100,8 @@ class OgcTools(ToolFamily):
         with self._http() as http:
             info = self._server(http, server)
             found = [info.collection(name) for name in collections]
-            return "\n\n".join(catalog.describe_collection(http, info, c) for c in found)
+            text = "\n\n".join(catalog.describe_collection(http, info, c) for c in found)
+        return ToolResult(text, ToolArtifact(collections=tuple(_on_server(info, c) for c in found)))
 
     def _list_collections(self, server: str) -> str:
         with self._http() as http:
@@ -117,7 +120,7 @@ class OgcTools(ToolFamily):
         properties: list[str] | None = None,
         limit: int = 1000,
         output_name: str = "",
-    ) -> str:
+    ) -> ToolResult:
         """Fetch features into a new layer.
 
         Args:
@@ -182,11 +185,13 @@ class OgcTools(ToolFamily):
         cql: str,
         narrowed: bool,
         output_name: str,
-    ) -> str:
+    ) -> ToolResult:
         source = f"{collection.id} on {info.server.name}"
+        read = ToolArtifact(collections=(_on_server(info, collection),))
         if not fetched.features:
             why = f" matching {cql!r}" if cql else ""
-            return f"No features{why} in {source}; nothing was added. Check values with describe_ogc_collections."
+            text = f"No features{why} in {source}; nothing was added. Check values with describe_ogc_collections."
+            return ToolResult(text, read)
         base = slug(output_name) or slug(collection.id) or "features"
         whole = not (cql or narrowed or fetched.more)
         request = info.items_url(collection) + (f" filter: {cql}" if cql else "")
@@ -203,7 +208,8 @@ class OgcTools(ToolFamily):
         added, fields, box = self.ctx.on_main(self._add_layer, make, base)
         # Fetched features are copied into the project's GeoPackage (here, off the main thread): they survive saving.
         name = added if isinstance(added, str) else finish_result(self.ctx, *added)
-        return summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields, extent or box)
+        text = summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields, extent or box)
+        return ToolResult(text, replace(read, added=(AddedLayer(name),)))
 
     def _add_layer(
         self, make: Callable[[], QgsVectorLayer], base: str
@@ -218,6 +224,11 @@ class OgcTools(ToolFamily):
         if layer.providerType() == "memory":
             return stage_result(self.ctx.project, layer, base), fields, extent
         return add_result_layer(self.ctx.project, layer, base), fields, extent
+
+
+def _on_server(info: ServerInfo, collection: Collection) -> str:
+    """``hospitals (Town server)``: a collection as the Sources list names it."""
+    return with_place(collection.id, info.server.name)
 
 
 def features_extent(features: list[dict[str, Any]]) -> tuple[float, float, float, float] | None:

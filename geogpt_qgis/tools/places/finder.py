@@ -34,6 +34,7 @@ from qgis.core import (
     QgsWkbTypes,
 )
 
+from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, merged, with_place
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.places import postgis_tables
 from geogpt_qgis.tools.places.matching import (
@@ -108,7 +109,7 @@ class PlaceFinder:
         self._table_cache: dict[str, tuple[float, list[postgis_tables.NameTable], set[str]]] = {}
 
     # -- the call (worker thread) ------------------------------------------------------------
-    def find(self, names: list[str]) -> str:
+    def find(self, names: list[str]) -> ToolResult:
         names = [str(n).strip() for n in names or [] if str(n).strip()]
         if not names:
             raise ToolError('name at least one place, e.g. names=["Nordby school"]')
@@ -276,12 +277,14 @@ class PlaceFinder:
     # -- the answer ------------------------------------------------------------------------------
     def _report(
         self, decisions: list[tuple[Decision, dict[int, Located]]], snap: ProjectSnapshot, notes: list[str]
-    ) -> str:
+    ) -> ToolResult:
+        """What was found and added, for the model; the places' sources and layers in the artifact."""
         chosen = [d for d, _ in decisions if d.chosen is not None]
         lines = [f"Found {len(chosen)} of {len(decisions)} place{'s' if len(decisions) != 1 else ''}:"]
         taken: set[str] = set()
         sql_lines: list[str] = []
         example = ""
+        used: list[ToolArtifact] = []
         for decision, located in decisions:
             if decision.chosen is not None:
                 item = located.get(id(decision.chosen)) or self._locate(decision.chosen, snap)
@@ -295,6 +298,7 @@ class PlaceFinder:
                 )
                 sql = item.sql or _wkt_sql(item.geometries, snap)
                 sql_lines.append(f"  {layer_name}: {sql}")
+                used.append(_place_artifact(item.candidate, layer_name))
             elif decision.ambiguous:
                 options = "; ".join(
                     self._describe(located.get(id(c)) or Located(c, []), snap, False) for c in decision.candidates
@@ -316,7 +320,7 @@ class PlaceFinder:
             lines.append(f"In run_sql (EPSG:{snap.crs.postgisSrid() or '?'}):")
             lines += sql_lines
         lines += [f"Note: {note}" for note in notes]
-        return "\n".join(lines)
+        return ToolResult("\n".join(lines), merged(used))
 
     def _describe(self, item: Located, snap: ProjectSnapshot, details: bool) -> str:
         candidate = item.candidate
@@ -362,6 +366,14 @@ def _worth_scoring(query: PlaceQuery, name: str) -> bool:
     if any(len(word) >= 3 and word[:3] in normalized for word in query.name.split()):
         return True
     return trigram_similarity(query.name, normalized) >= 0.2
+
+
+def _place_artifact(candidate: Candidate, layer_name: str) -> ToolArtifact:
+    """A place added as ``layer_name``, found in a project layer or a database table."""
+    added = (AddedLayer(layer_name),)
+    if candidate.kind == "table":
+        return ToolArtifact(tables=(with_place(candidate.source, candidate.connection),), added=added)
+    return ToolArtifact(layers=(candidate.source,), added=added)
 
 
 def _where(candidate: Candidate) -> str:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from qgis.core import QgsProcessingUtils, QgsWkbTypes
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, with_place
 from geogpt_qgis.core.bounds import Sql
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
@@ -31,7 +33,7 @@ from geogpt_qgis.tools.postgis.query import (
 )
 from geogpt_qgis.tools.postgis.sql_text import referenced_tables
 from geogpt_qgis.tools.processing.naming import slug
-from geogpt_qgis.tools.safety.sql import classify
+from geogpt_qgis.tools.safety.sql import Classified, classify
 
 PREVIEW_ROWS = 20  # rows the model reads; aggregate in SQL for more
 MAX_DESCRIBED = 5
@@ -82,7 +84,7 @@ class PostgisTools(ToolFamily):
         with self._database(connection) as db:
             return f"{connections}\n\n{catalog.list_tables(db, schema_name.strip())}"
 
-    def describe_table(self, tables: list[str], connection: str = "") -> str:
+    def describe_table(self, tables: list[str], connection: str = "") -> ToolResult:
         """Describe tables: columns, types, keys, common values, geometry.
 
         Args:
@@ -93,8 +95,10 @@ class PostgisTools(ToolFamily):
             raise ToolError("name at least one table")
         if len(tables) > MAX_DESCRIBED:
             raise ToolError(f"describe at most {MAX_DESCRIBED} tables per call")
-        with self._database(connection) as db:
-            return "\n\n".join(catalog.describe_table(db, table) for table in tables)
+        saved = self._connection(connection)
+        with Database(saved, self.ctx.cancel, self._settings().sql_timeout) as db:
+            text = "\n\n".join(catalog.describe_table(db, table) for table in tables)
+        return ToolResult(text, ToolArtifact(tables=tuple(with_place(table, saved.name) for table in tables)))
 
     def preview_run_sql(
         self, sql: str, connection: str = "", write: bool = False, **_display: Any
@@ -129,7 +133,7 @@ class PostgisTools(ToolFamily):
         connection: str = "",
         output_name: str = "",
         write: bool = False,
-    ) -> str:
+    ) -> ToolResult:
         """Run one SQL statement (read-only unless write); shows the count and first rows.
 
         Args:
@@ -142,22 +146,38 @@ class PostgisTools(ToolFamily):
         saved = self._connection(connection)
         preview_rows = PREVIEW_ROWS
         if approval_granted():
+            statement = classify(sql)
             with Database(saved, self.ctx.cancel, settings.sql_timeout, read_only=False) as db:
-                return run_write(db, classify(sql), preview_rows)
+                text = run_write(db, statement, preview_rows)
+            return ToolResult(text, ToolArtifact(tables=sql_tables(statement, saved.name)))
         if write:
             raise ToolError("this write needs the user's approval; it was not given, so nothing ran")
         with Database(saved, self.ctx.cancel, settings.sql_timeout) as db:
             result = run_query(db, sql, preview_rows, settings.sql_row_cap)
         text = format_result(result)
+        read = ToolArtifact(tables=sql_tables(classify(result.statement), saved.name))
         # Rows with geometry always become a layer; a plain table only when the model names it.
         if result.total > 0 and (result.geometry or output_name.strip()):
             tables = referenced_tables(result.statement)
             base = slug(output_name) or f"{slug(tables[0].split('.')[-1]) if tables else 'query'}_sql"
             folder = Path(QgsProcessingUtils.tempFolder())
             path = copy_result(saved, result, folder, self.ctx.cancel, settings.sql_timeout)
-            name = self.ctx.on_main(lambda: add_result_layer(self.ctx.project, result_layer(path, base), base))
-            text += "\n" + layer_summary(name, result)
-        return text
+            added = self.ctx.on_main(self._add_copy, path, base)
+            text += "\n" + layer_summary(added.name, result)
+            read = replace(read, added=(added,))
+        return ToolResult(text, read)
+
+
+    def _add_copy(self, path: Path, base: str) -> AddedLayer:
+        """The query's copy added to the project (main thread)."""
+        layer = result_layer(path, base)
+        return AddedLayer(add_result_layer(self.ctx.project, layer, base), layer.id())
+
+
+def sql_tables(statement: Classified, connection: str) -> tuple[str, ...]:
+    """``schema.table (connection)`` for each relation the parsed statement reads or writes (CTE names too)."""
+    names = [".".join(p for p in relation if p) for relation in statement.relations] + statement.targets
+    return tuple(dict.fromkeys(with_place(name, connection) for name in names if name))
 
 
 def layer_summary(name: str, result: QueryResult) -> str:

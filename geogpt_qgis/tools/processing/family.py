@@ -8,6 +8,7 @@ from typing import Any
 from qgis.core import QgsApplication
 
 from geogpt_qgis.core.approval import ApprovalRequest, gated
+from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.processing.catalog import current_index
 from geogpt_qgis.tools.processing.describe import describe_algorithm_text, find_algorithm, renamed_note
@@ -87,7 +88,7 @@ class ProcessingTools(ToolFamily):
         )
 
     @gated("preview_run_algorithm")
-    def run_algorithm(self, algorithm: str, parameters: dict[str, Any], output_name: str = "") -> str:
+    def run_algorithm(self, algorithm: str, parameters: dict[str, Any], output_name: str = "") -> ToolResult:
         """Run a processing algorithm; result layers are added to the project.
 
         Args:

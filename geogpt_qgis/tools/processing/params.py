@@ -72,6 +72,7 @@ class PreparedParameters:
     values: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     input_names: dict[str, str] = field(default_factory=dict)  # parameter -> layer name, for output naming
+    input_layers: list[str] = field(default_factory=list)  # names of every project layer the call reads
     reprojections: list[Reprojection] = field(default_factory=list)
     destinations: list[str] = field(default_factory=list)
 
@@ -111,11 +112,13 @@ def resolve_parameters(
             resolved_layers[name] = layer
             if layer is not None:
                 prepared.input_names[name] = layer.name()
+                prepared.input_layers.append(layer.name())
         elif kind == "multilayer":
             items = value if isinstance(value, list) else [value]
             converted = [_layer_value(item, definition, project, name) for item in items]
             prepared.values[name] = [v for v, _ in converted]
             names = [layer.name() for _, layer in converted if layer is not None]
+            prepared.input_layers += names
             if names:
                 prepared.input_names[name] = "_".join(names[:2])
         else:
@@ -293,27 +296,9 @@ def _scalar_value(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any
     if kind == "enum":
         return _enum_value(definition, value)
     if kind in ("number", "distance", "duration", "scale"):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise ToolError(_not_a_number(name, kind, value)) from None
-        if kind == "number":
-            if number < definition.minimum() or number > definition.maximum():
-                low, high = definition.minimum(), definition.maximum()
-                raise ToolError(f"{name} must be between {_plain(low)} and {_plain(high)}, not {_plain(number)}")
-            if enum_value(definition.dataType()) == NUMBER_INTEGER:
-                if not number.is_integer():
-                    raise ToolError(f"{name} takes a whole number, not {value!r}")
-                return int(number)
-        return number
+        return _number_value(definition, value)
     if kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if str(value).strip().lower() in ("true", "yes", "1"):
-            return True
-        if str(value).strip().lower() in ("false", "no", "0"):
-            return False
-        raise ToolError(f"{name} takes true or false, not {value!r}")
+        return _boolean_value(name, value)
     if kind == "expression":
         parsed = QgsExpression(str(value))
         if parsed.hasParserError():
@@ -337,6 +322,34 @@ def _scalar_value(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any
             return [str(v) for v in value]
         return value if isinstance(value, str) else str(value)
     return value
+
+
+def _number_value(definition: Any, value: Any) -> float | int:
+    name, kind = definition.name(), definition.type()
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ToolError(_not_a_number(name, kind, value)) from None
+    if kind != "number":
+        return number
+    if number < definition.minimum() or number > definition.maximum():
+        low, high = definition.minimum(), definition.maximum()
+        raise ToolError(f"{name} must be between {_plain(low)} and {_plain(high)}, not {_plain(number)}")
+    if enum_value(definition.dataType()) == NUMBER_INTEGER:
+        if not number.is_integer():
+            raise ToolError(f"{name} takes a whole number, not {value!r}")
+        return int(number)
+    return number
+
+
+def _boolean_value(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).strip().lower() in ("true", "yes", "1"):
+        return True
+    if str(value).strip().lower() in ("false", "no", "0"):
+        return False
+    raise ToolError(f"{name} takes true or false, not {value!r}")
 
 
 def _enum_value(definition: Any, value: Any) -> int | list[int]:

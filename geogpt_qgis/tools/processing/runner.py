@@ -17,7 +17,7 @@ import contextvars
 import re
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qgis.core import (
@@ -35,6 +35,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.core.approval import approval_granted
+from geogpt_qgis.core.artifacts import AddedLayer, Selection, ToolArtifact, ToolResult, algorithm_label
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.progress import progress_reporter
@@ -84,7 +85,7 @@ class ProcessingRunner:
         self._produced: weakref.WeakKeyDictionary[CancelToken, list[str]] = weakref.WeakKeyDictionary()
 
     # -- the whole call (worker thread) ---------------------------------------
-    def run(self, algorithm_id: str, parameters: dict[str, Any], output_name: str = "") -> str:
+    def run(self, algorithm_id: str, parameters: dict[str, Any], output_name: str = "") -> ToolResult:
         # Read on this thread: the decision lives in the tool call's context, not the main thread's.
         plan = self.ctx.on_main(self._plan, algorithm_id, parameters, approval_granted())
         plan.run_token = self.ctx.cancel
@@ -102,7 +103,13 @@ class ProcessingRunner:
             results = self._execute(plan, plan.algorithm_id, plan.prepared.values)
             self.ctx.on_main(self._check_outputs, plan, results)  # before anything is stored or added
             results = self._keep_outputs(plan, results, output_name)
-            return self.ctx.on_main(self._publish, plan, results, output_name)
+            published = self.ctx.on_main(self._publish, plan, results, output_name)
+            used = replace(
+                published.artifact,
+                layers=tuple(plan.prepared.input_layers),
+                algorithm=algorithm_label(plan.algorithm_id, parameters),
+            )
+            return ToolResult(published.text, used)
         finally:
             poller.stop()
             release()
@@ -238,8 +245,8 @@ class ProcessingRunner:
         post = self.ctx.on_main(algorithm.postProcess, plan.context, plan.feedback)
         return dict(post or results or {})
 
-    def _publish(self, plan: RunPlan, results: dict[str, Any], output_name: str) -> str:
-        """Add the result layers to the project (main thread); summarise them for the model.
+    def _publish(self, plan: RunPlan, results: dict[str, Any], output_name: str) -> ToolResult:
+        """Add the result layers to the project (main thread); summarise them for the model, and name them.
 
         Every output is resolved before anything is added: an algorithm that
         reports success but produced no layer (GDAL tools do) fails the call
@@ -270,17 +277,21 @@ class ProcessingRunner:
                 lines.append(f"{name}: {output}")
         lines += self._group_steps(plan, added)
         values = []
+        selected: list[Selection] = []
         for key, value in sorted(results.items()):
             if key in destinations:
                 continue
             layer = self.ctx.project.mapLayer(value) if isinstance(value, str) else None
             if layer is not None:
                 lines.append(f"{key}: {_existing_layer_note(layer)}")
+                if isinstance(layer, QgsVectorLayer):  # a selection algorithm: the layer's selection as it left it
+                    selected.append(Selection(layer.name(), layer.selectedFeatureCount()))
             else:
                 values.append(f"{key}={_short_value(value)}")
         if values:
             lines.append("Values: " + "; ".join(values))
-        return truncate("\n".join(lines))
+        made = tuple(AddedLayer(layer.name(), layer.id()) for layer in added)
+        return ToolResult(truncate("\n".join(lines)), ToolArtifact(added=made, selected=tuple(selected)))
 
     def _group_steps(self, plan: RunPlan, added: list[QgsMapLayer]) -> list[str]:
         """Layers an earlier step of this run made and this step used go into a hidden group below the result."""
