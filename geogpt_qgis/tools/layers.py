@@ -23,6 +23,7 @@ from qgis.core import (
     QgsVectorLayerFeatureSource,
     QgsWkbTypes,
 )
+from qgis.PyQt.QtCore import QByteArray, QVariant
 
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.core.fuzzy import did_you_mean
@@ -198,12 +199,21 @@ def plan_vector_read(layer: QgsVectorLayer) -> VectorReadPlan:
 
 
 def python_value(value: Any) -> Any:
-    """A QGIS attribute value as a plain Python value (``None`` for NULL)."""
+    """A QGIS attribute value as a plain Python value: ``None`` for NULL, ``datetime`` for Qt dates, bytes for blobs.
+
+    Nothing Qt-typed may reach the model's text, a typed result or the run log: under Qt 5 a NULL
+    attribute is a null ``QVariant`` (which prints ``NULL`` and cannot be serialised), dates are
+    ``QDate``/``QDateTime``/``QTime`` and binary fields ``QByteArray``.
+    """
     if value is None:
         return None
     is_null = getattr(value, "isNull", None)
     if callable(is_null) and is_null():
         return None
+    if isinstance(value, QByteArray):
+        return bytes(value.data())
+    if isinstance(value, QVariant):  # one PyQt did not unwrap
+        return python_value(value.value())
     for method in ("toPyDateTime", "toPyDate", "toPyTime"):
         convert = getattr(value, method, None)
         if callable(convert):

@@ -41,7 +41,14 @@ from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.progress import progress_reporter
 from geogpt_qgis.core.text import truncate
 from geogpt_qgis.tools.base import ToolContext, ToolError
-from geogpt_qgis.tools.layers import crs_label, feature_count_label, format_extent, geometry_label, ordered_layers
+from geogpt_qgis.tools.layers import (
+    crs_label,
+    feature_count_label,
+    format_extent,
+    geometry_label,
+    ordered_layers,
+    python_value,
+)
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
 from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, FLAG_NO_THREADING, has_flag
 from geogpt_qgis.tools.processing.describe import find_algorithm, renamed_note
@@ -412,7 +419,8 @@ def _distance_suffix(plan: RunPlan, project: QgsProject) -> str:
 
 
 def _short_value(value: Any) -> str:
-    text = plain_number(value) if isinstance(value, float) else str(value)
+    value = python_value(value)  # a NULL output is a QVariant under Qt 5
+    text = "NULL" if value is None else plain_number(value) if isinstance(value, float) else str(value)
     return text if len(text) <= 120 else text[:119] + "…"
 
 
