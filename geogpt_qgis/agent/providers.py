@@ -1,7 +1,8 @@
 """Model providers: build the chat model, ask the server what it has, retry and explain failures.
 
-Server discovery (model lists, context length, tool support) uses the standard
-library's HTTP client, so the dock can fill its model list without importing
+Server discovery (model lists, context length, tool support) uses the plugin's
+one HTTP configuration (``toolbelt.network``: QGIS's proxy, TLS, user agent),
+as the chat clients do, so the dock can fill its model list without importing
 LangChain.  ``create_chat_model`` imports langchain-ollama or langchain-openai
 only when called.
 
@@ -25,21 +26,18 @@ import functools
 import json
 import socket
 import time
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
+from geogpt_qgis.toolbelt import network
 
 if TYPE_CHECKING:
-    import ssl
-
     from langchain_core.language_models import BaseChatModel
 
 # A model server that does not answer the connection within this time is down.
-CONNECT_TIMEOUT = 5.0
+CONNECT_TIMEOUT = network.CONNECT_TIMEOUT
 
 # A busy or failing server (these statuses) is asked again, at most this many tries in all.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -65,34 +63,41 @@ class ModelInfo:
 
 
 class ServerError(RuntimeError):
-    """A model server could not be queried; the message is meant for the user."""
+    """A model server could not be queried; the message is meant for the user.
 
-    def __init__(self, message: str, status_code: int | None = None) -> None:
+    ``unreachable``: no answer came (refused, timed out, proxy failed); the cause says which.
+    """
+
+    def __init__(self, message: str, status_code: int | None = None, unreachable: bool = False) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.unreachable = unreachable
 
 
 def _http_json(url: str, payload: dict[str, Any] | None, timeout: float, api_key: str | None = None) -> Any:
-    headers = {"Accept": "application/json"}
-    data = None
-    if payload is not None:
-        data = json.dumps(payload).encode()
-        headers["Content-Type"] = "application/json"
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
+    """GET ``url`` (POST ``payload`` as JSON) and decode the JSON answer; any failure is a ``ServerError``."""
     if not url.startswith(("http://", "https://")):
         raise ServerError(f"{url!r} is not an http(s) URL.")
-    request = urllib.request.Request(url, data=data, headers=headers)  # noqa: S310 - http(s) checked above
     try:
-        # Scheme checked above: only http(s) reaches urlopen.
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310  # nosec B310
-            return json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace")[:300]
-        raise ServerError(f"{url} answered HTTP {exc.code}: {detail}", exc.code) from exc
-    except (TimeoutError, urllib.error.URLError, ConnectionError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ServerError(f"Cannot reach {url}: {reason}") from exc
+        import httpx
+    except ImportError as exc:  # before the plugin's packages are installed
+        raise ServerError(
+            "GeoGPT's Python packages are not installed yet; install them (the button above the chat), "
+            "then refresh the model list."
+        ) from exc
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    try:
+        with network.client(timeout, headers=headers) as http:
+            response = http.get(url) if payload is None else http.post(url, json=payload)
+    except httpx.TransportError as exc:  # refused, timed out, dropped, or the proxy failed
+        raise ServerError(f"Cannot reach {url}: {_clip(str(exc) or type(exc).__name__)}", unreachable=True) from exc
+    if response.status_code >= 400:
+        detail = response.text[:300]
+        raise ServerError(f"{url} answered HTTP {response.status_code}: {detail}", response.status_code)
+    try:
+        return json.loads(response.content or b"null")
     except json.JSONDecodeError as exc:
         raise ServerError(f"{url} did not answer with JSON; is this the right server URL?") from exc
 
@@ -139,27 +144,27 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
     the answer (only for models that report the capability: others refuse it).
     """
     config.validate()
-    import httpx
-
+    proxy = network.proxy_config()  # read once: QGIS's proxy, for every client of this model
     if config.provider == PROVIDER_OLLAMA:
         from langchain_ollama import ChatOllama
 
-        ssl_context = shared_ssl_context()
         return ChatOllama(
             model=config.model,
             base_url=config.base_url,
             temperature=config.temperature,
             num_ctx=num_ctx or config.context_limit,
             reasoning=True if thinking else None,
-            client_kwargs={"timeout": httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT)},
+            # trust_env off: the shared transport applies QGIS's proxy (or the system's, where QGIS says so).
+            client_kwargs={"timeout": network.timeout(config.timeout), "trust_env": False},
             # Tool-call arguments sent as a JSON string are decoded before the client's parser sees them.
-            sync_client_kwargs={"transport": OllamaArgumentsTransport(httpx.HTTPTransport(verify=ssl_context))},
-            async_client_kwargs={"transport": OllamaArgumentsTransport(httpx.AsyncHTTPTransport(verify=ssl_context))},
+            sync_client_kwargs={"transport": OllamaArgumentsTransport(network.transport(proxy=proxy))},
+            async_client_kwargs={"transport": OllamaArgumentsTransport(network.async_transport(proxy=proxy))},
         )
     import openai
     from langchain_openai import ChatOpenAI
 
-    timeout = httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT)
+    # openai's own Timeout: openai 3 runs on httpx2, whose clients misread an httpx.Timeout (a TypeError per request).
+    timeout = openai.Timeout(config.timeout, connect=CONNECT_TIMEOUT)
     return ChatOpenAI(
         model=config.model,
         base_url=config.base_url,
@@ -172,8 +177,12 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
         # Own HTTP clients (closed after each run by ``aclose_chat_model``) instead of
         # LangChain's process-wide cached ones, whose connections would outlive the
         # worker's event loop.
-        http_client=openai.DefaultHttpxClient(timeout=timeout, verify=shared_ssl_context()),
-        http_async_client=openai.DefaultAsyncHttpxClient(timeout=timeout, verify=shared_ssl_context()),
+        http_client=openai.DefaultHttpxClient(
+            timeout=timeout, trust_env=False, transport=network.transport(openai.DefaultHttpxClient, proxy)
+        ),
+        http_async_client=openai.DefaultAsyncHttpxClient(
+            timeout=timeout, trust_env=False, transport=network.async_transport(openai.DefaultAsyncHttpxClient, proxy)
+        ),
     )
 
 
@@ -391,14 +400,6 @@ async def with_retries(
             on_retry(f"The model server {reason} (HTTP {status}); trying again {when} ({tries}).")
             await asyncio.sleep(wait)
             attempt += 1
-
-
-@functools.lru_cache(maxsize=1)
-def shared_ssl_context() -> ssl.SSLContext:
-    """One TLS context for every model client: loading the system's certificates costs ~40 ms each time."""
-    import ssl
-
-    return ssl.create_default_context()
 
 
 async def aclose_chat_model(model: BaseChatModel) -> None:

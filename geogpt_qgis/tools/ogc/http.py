@@ -3,7 +3,8 @@
 Requests run on a small pool of helper threads while the tool's thread
 waits, watching the run's cancel token: Stop returns at once even while a
 slow server has not sent its first byte (the abandoned request ends at its
-time-out).  httpx comes with the model clients, so nothing is added.
+time-out).  The client is the plugin's one HTTP configuration
+(``toolbelt.network``: QGIS's proxy, TLS, user agent), as for the model servers.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
+from geogpt_qgis.toolbelt import network
 from geogpt_qgis.tools.base import ToolError
 
 ACCEPT = "application/geo+json, application/json;q=0.9, application/schema+json;q=0.8"
@@ -47,18 +49,9 @@ class OgcHttp:
     """One client per tool call (its connections are reused across pages)."""
 
     def __init__(self, timeout: float, cancel: CancelToken) -> None:
-        import httpx
-
-        from geogpt_qgis.agent.providers import shared_ssl_context
-
         self.timeout = timeout
         self.cancel = cancel
-        self._client = httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            headers={"Accept": ACCEPT, "User-Agent": "GeoGPT-QGIS"},
-            follow_redirects=True,
-            verify=shared_ssl_context(),
-        )
+        self._client = network.client(timeout, connect_timeout=10.0, headers={"Accept": ACCEPT}, follow_redirects=True)
 
     def __enter__(self) -> OgcHttp:
         return self
