@@ -86,18 +86,29 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 def check_metadata(plugin_dir: Path) -> list[str]:
     """Problems with ``plugin_dir/metadata.txt`` as the repository reads it."""
-    path = plugin_dir / "metadata.txt"
+    meta = _read_metadata(plugin_dir / "metadata.txt")
+    if isinstance(meta, str):
+        return [meta]
+    return _key_problems(meta) + _value_problems(meta, plugin_dir)
+
+
+def _read_metadata(path: Path) -> dict[str, str] | str:
+    """The ``[general]`` keys and values, or why they cannot be read."""
     if not path.is_file():
-        return ["metadata.txt is missing"]
+        return "metadata.txt is missing"
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign] - case-sensitive, like the repository
     try:
         parser.read_string(path.read_text(encoding="utf-8"))
     except (configparser.Error, UnicodeDecodeError) as exc:
-        return [f"metadata.txt cannot be read: {exc}"]
+        return f"metadata.txt cannot be read: {exc}"
     if not parser.has_section("general"):
-        return ["metadata.txt has no [general] section"]
-    meta = {key: value.strip() for key, value in parser.items("general")}
+        return "metadata.txt has no [general] section"
+    return {key: value.strip() for key, value in parser.items("general")}
+
+
+def _key_problems(meta: dict[str, str]) -> list[str]:
+    """Keys missing, misspelt, or set by the repository itself."""
     problems = [f"metadata.txt: '{key}' is missing or empty" for key in REQUIRED_KEYS if not meta.get(key)]
     known = {key.lower(): key for key in (*REQUIRED_KEYS, *OPTIONAL_KEYS)}
     for key in meta:
@@ -105,6 +116,12 @@ def check_metadata(plugin_dir: Path) -> list[str]:
             problems.append(f"metadata.txt: '{key}' is set by the plugin repository and must not be in metadata.txt")
         elif key not in known.values() and key.lower() in known:
             problems.append(f"metadata.txt: '{key}' must be spelled '{known[key.lower()]}'")
+    return problems
+
+
+def _value_problems(meta: dict[str, str], plugin_dir: Path) -> list[str]:
+    """Values the repository would refuse: versions, addresses, booleans, the icon."""
+    problems = []
     if meta.get("version") and not VERSION.match(meta["version"]):
         problems.append(f"metadata.txt: version '{meta['version']}' is not like 1.2.3 (or 1.2.3-beta1)")
     for key in ("qgisMinimumVersion", "qgisMaximumVersion"):
