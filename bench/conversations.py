@@ -127,7 +127,7 @@ def open_in_dock(project: Any, store: Path, thread_id: str) -> dict[str, Any]:
     panel = dock.panel
     opened: list[str] = []
     panel.conversation_opened.connect(opened.append)
-    panel.open_conversation(thread_id)  # once first, not counted: it starts the agent thread and its imports
+    panel.view.open_conversation(thread_id)  # once first, not counted: it starts the agent thread and its imports
     wait_until(lambda: bool(opened), 60)
     # Main-thread time making the history's widgets (the rest of opening happens on the agent thread).
     from geogpt_qgis.gui import chat_view
@@ -149,7 +149,7 @@ def open_in_dock(project: Any, store: Path, thread_id: str) -> dict[str, Any]:
             render[0] = 0.0
             with Heartbeat() as heartbeat:
                 started = time.perf_counter()
-                panel.open_conversation(thread_id)
+                panel.view.open_conversation(thread_id)
                 wait_until(lambda n=repeat: len(opened) > n + 1, 60)
                 totals.append(time.perf_counter() - started)
             stalls.append(heartbeat.longest_stall_ms or 0.0)

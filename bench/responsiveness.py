@@ -116,17 +116,17 @@ def measure() -> dict[str, Any]:
 
         def run(turns: list, question: str) -> dict[str, Any]:
             server.script(turns)
-            panel.new_conversation()
-            panel.render_seconds = 0.0
+            panel.view.new_conversation()
+            panel.runs.render_seconds = 0.0
             count = len(statuses)
             started = time.perf_counter()
             with Heartbeat() as heartbeat:
-                panel.send(question)
+                panel.runs.send(question)
                 wait_until(lambda: len(statuses) > count, 300)
             return {
                 "status": statuses[-1],
                 "wall_seconds": round(time.perf_counter() - started, 3),
-                "render_ms": round(panel.render_seconds * 1000, 1),
+                "render_ms": round(panel.runs.render_seconds * 1000, 1),
                 "longest_stall_ms": heartbeat.longest_stall_ms,
             }
 

@@ -112,12 +112,12 @@ def test_a_planted_key_is_used_everywhere_and_written_nowhere(
         # Export the chat, view the run log, save the project (both formats).
         exported = tmp_path / "exports" / "chat.md"
         exported.parent.mkdir()
-        panel.export_conversation(panel.worker.thread_id, str(exported))
+        panel.view.export_conversation(panel.runs.worker.thread_id, str(exported))
         wait_until(exported.exists, 20)
         assert "31 schools" in exported.read_text(encoding="utf-8")
-        panel.show_run_log()
-        wait_until(lambda: bool(panel.dialogs), 20)
-        run_log = panel.dialogs[-1]
+        panel.view.show_run_log()
+        wait_until(lambda: bool(panel.view.dialogs), 20)
+        run_log = panel.view.dialogs[-1]
         assert "describe_layer" in run_log.markdown
         assert key not in run_log.markdown and key not in run_log.browser.toPlainText()
         saved = tmp_path / "saved"

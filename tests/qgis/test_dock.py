@@ -136,15 +136,15 @@ def test_a_dead_server_is_reported_and_the_dock_stays_usable(panel, model_server
 def test_tool_progress_shows_in_the_step_and_the_status(panel):
     from geogpt_qgis.core.events import ToolFinished, ToolProgress, ToolStarted
 
-    panel.run_id = 7
-    panel._on_event(7, ToolStarted("c1", "run_algorithm", {"algorithm": "native:buffer"}))
-    panel._on_event(7, ToolProgress("c1", "run_algorithm", 42.0, "native:buffer"))
+    panel.runs.run_id = 7
+    panel.runs._on_event(7, ToolStarted("c1", "run_algorithm", {"algorithm": "native:buffer"}))
+    panel.runs._on_event(7, ToolProgress("c1", "run_algorithm", 42.0, "native:buffer"))
     step = items_of(panel, ToolStepWidget)[-1]
     assert step.header.text().endswith("running… 42%")
     assert panel.status.text() == "Running run_algorithm… 42%"
-    panel._on_event(7, ToolFinished("c1", "run_algorithm", True, "done", 1.5))
+    panel.runs._on_event(7, ToolFinished("c1", "run_algorithm", True, "done", 1.5))
     assert step.header.text().endswith("✓ 1.50 s")
-    panel.run_id = None
+    panel.runs.run_id = None
 
 
 def test_shift_enter_adds_a_line_instead_of_sending(panel, model_server):
@@ -152,7 +152,7 @@ def test_shift_enter_adds_a_line_instead_of_sending(panel, model_server):
     QTest.keyClick(panel.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
     QTest.keyClicks(panel.input, "second line")
     assert panel.input.toPlainText() == "first line\nsecond line"
-    assert panel.run_id is None
+    assert panel.runs.run_id is None
 
 
 def test_new_conversation_clears_the_view_and_the_memory(panel, model_server):
@@ -169,7 +169,7 @@ def test_new_conversation_clears_the_view_and_the_memory(panel, model_server):
 
 def test_missing_packages_are_named_and_nothing_runs(panel, model_server, monkeypatch):
     monkeypatch.setitem(dependencies.REQUIRED_MODULES, "geogpt_no_such_module", "geogpt-no-such-package")
-    assert panel.send("hello") is None
+    assert panel.runs.send("hello") is None
     errors = [w.text() for w in items_of(panel, QLabel) if w.property("level") == "error"]
     assert errors and "geogpt-no-such-package" in errors[-1]
     assert model_server.chat_requests() == []

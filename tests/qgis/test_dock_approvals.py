@@ -24,7 +24,7 @@ def shown_card(panel) -> ApprovalCard:
     wait_until(lambda: panel.statuses[-1:] == ["paused"] or bool(panel.statuses and panel.statuses[-1] != "paused"), 30)
     assert panel.statuses[-1] == "paused", panel.statuses
     cards = items_of(panel, ApprovalCard)
-    assert cards and cards[-1] is panel.awaiting
+    assert cards and cards[-1] is panel.runs.awaiting
     return cards[-1]
 
 
@@ -37,7 +37,7 @@ def test_the_card_shows_the_code_highlighted_and_approving_an_edit_runs_the_edit
     type_and_send(panel, "rename the parks layer")
     card = shown_card(panel)
     assert panel.status.text() == "Waiting for your approval."
-    assert panel.send_button.text() == "Send" and not panel.busy
+    assert panel.send_button.text() == "Send" and not panel.runs.busy
     assert card.title.text() == "Approval needed: Run PyQGIS code"
     assert "layer 'parks'" in card.affected.text()
     assert card.editor.toPlainText() == CODE and not card.editor.isReadOnly()
@@ -47,7 +47,7 @@ def test_the_card_shows_the_code_highlighted_and_approving_an_edit_runs_the_edit
     assert "parks" in layer_names(demo_project)
     # A new message cannot be sent past the card.
     type_and_send(panel, "something else")
-    assert panel.awaiting is card and len(model_server.chat_requests()) == 1
+    assert panel.runs.awaiting is card and len(model_server.chat_requests()) == 1
 
     card.editor.setPlainText(CODE.replace("green_spaces", "parks_and_gardens"))
     click(card.approve_button)
@@ -55,7 +55,7 @@ def test_the_card_shows_the_code_highlighted_and_approving_an_edit_runs_the_edit
     assert "parks_and_gardens" in layer_names(demo_project) and "green_spaces" not in layer_names(demo_project)
     assert card.outcome.text() == "Approved (edited)"
     assert not card.approve_button.isEnabled() and card.editor.isReadOnly()
-    assert panel.awaiting is None and panel.status.text() == "Done."
+    assert panel.runs.awaiting is None and panel.status.text() == "Done."
 
 
 def test_rejecting_with_a_reason_tells_the_model(panel, model_server, demo_project):
@@ -116,7 +116,7 @@ def test_drop_gives_up_the_step_and_the_conversation_goes_on(panel, model_server
     type_and_send(panel, "remove the parks")
     card = shown_card(panel)
     click(card.drop_button)
-    assert card.outcome.text() == "Dropped" and panel.awaiting is None
+    assert card.outcome.text() == "Dropped" and panel.runs.awaiting is None
     assert panel.status.text() == "Dropped the step."
     type_and_send(panel, "how many layers?")
     wait_until(lambda: panel.statuses[-1:] == ["finished"], 30)
@@ -142,8 +142,8 @@ def test_a_pending_approval_is_shown_again_after_a_restart(qgis_iface, demo_proj
     second = open_dock(qgis_iface, demo_project, store)
     try:
         panel = second.panel
-        wait_until(lambda: panel.awaiting is not None, 30)
-        card = panel.awaiting
+        wait_until(lambda: panel.runs.awaiting is not None, 30)
+        card = panel.runs.awaiting
         assert card.title.text() == "Approval needed: Remove layer 'parks' from the project"
         assert panel.status.text() == "Waiting for your approval."
         assert any("waiting for your approval" in label.text() for label in items_of(panel, QLabel))

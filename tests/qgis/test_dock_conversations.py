@@ -75,8 +75,8 @@ def test_the_last_conversation_comes_back_after_a_restart_and_the_model_remember
 def test_the_list_resumes_renames_exports_and_deletes(panel, model_server, demo_project, tmp_path):
     model_server.script(list(THREE_TURNS[:2]))
     ask_all(panel, QUESTIONS[:1])
-    first = panel.worker.thread_id
-    panel.new_conversation()
+    first = panel.runs.worker.thread_id
+    panel.view.new_conversation()
     model_server.script([Turn(text="Hello! Ask me about your map.")])
     ask_all(panel, ["hello"])
 
@@ -101,22 +101,22 @@ def test_the_list_resumes_renames_exports_and_deletes(panel, model_server, demo_
     panel.conversations.open_button.click()
     wait_until(lambda: user_messages(panel.chat) == QUESTIONS[:1], 20)
     assert panel.pages.currentWidget() is panel.chat
-    assert panel.worker.thread_id == first
+    assert panel.runs.worker.thread_id == first
 
-    panel.rename_conversation(first, "School count")
+    panel.view.rename_conversation(first, "School count")
     wait_until(lambda: panel.conversation_bar.title.text() == "School count", 20)
 
     out = tmp_path / "school_count.md"
-    panel.export_conversation(first, str(out))
+    panel.view.export_conversation(first, str(out))
     wait_until(out.exists, 20)
     exported = out.read_text(encoding="utf-8")
     assert exported.startswith("# School count\n")
     assert "**Tool `describe_layer`** ✓" in exported and "There are **31 schools**." in exported
 
-    panel.delete_conversation(first)
+    panel.view.delete_conversation(first)
     wait_until(lambda: panel.status.text() == "Conversation deleted.", 20)
     assert panel.chat.items() == [] and panel.conversation_bar.title.text() == "New conversation"
-    panel.show_conversations()
+    panel.view.show_conversations()
     wait_until(lambda: panel.conversations.list.count() == 1, 20)
 
 
@@ -127,9 +127,9 @@ def test_the_context_meter_and_the_run_log(panel, model_server):
     assert 0 < panel.meter.value() < 100
     assert panel.meter.limit == 8192  # the scripted model's window is larger than the setting
     assert f"{panel.meter.used:,} of 8,192 tokens" in panel.meter.toolTip()
-    panel.show_run_log()
-    wait_until(lambda: bool(panel.dialogs), 20)
-    dialog = panel.dialogs[-1]
+    panel.view.show_run_log()
+    wait_until(lambda: bool(panel.view.dialogs), 20)
+    dialog = panel.view.dialogs[-1]
     assert dialog.isVisible()
     assert "### Run 1: How many schools are there?" in dialog.markdown
     assert "✓ describe_layer" in dialog.markdown and "2 model calls" in dialog.markdown
@@ -193,11 +193,11 @@ def test_restored_answers_are_rendered_once(panel, model_server, qgis_iface, dem
     """A restored conversation shows each answer in one finished view (no streaming leftovers)."""
     model_server.script([Turn(text="| a | b |\n|---|---|\n| 1 | 2 |\n\nDone.")])
     ask_all(panel, ["table please"])
-    panel.open_conversation(panel.worker.thread_id)
+    panel.view.open_conversation(panel.runs.worker.thread_id)
     wait_until(lambda: len(panel.chat.items()) == 2 and isinstance(panel.chat.items()[1], MarkdownView), 20)
     view = panel.chat.items()[1]
     assert view.source_text == "| a | b |\n|---|---|\n| 1 | 2 |\n\nDone."
     rendered = view.document().toPlainText()
     assert "a\nb\n1\n2" in rendered and "|" not in rendered  # a table, not its Markdown source
-    assert PlgOptionsManager.get_plg_settings().last_thread_id == panel.worker.thread_id
+    assert PlgOptionsManager.get_plg_settings().last_thread_id == panel.runs.worker.thread_id
     assert Path(tmp_path / "store.sqlite").exists()

@@ -96,9 +96,9 @@ def test_unload_during_a_run_stops_it_cleanly(real_iface, tmp_path, monkeypatch,
     panel = plugin.dock.panel
     statuses: list[str] = []
     panel.run_finished.connect(statuses.append)
-    panel.send("write slowly")
+    panel.runs.send("write slowly")
     wait_until(lambda: len(model_server.chat_requests()) == 1, 10)
-    worker = panel.worker
+    worker = panel.runs.worker
     plugin.unload()
     assert not worker.isRunning()
     assert statuses == ["cancelled"]

@@ -129,6 +129,7 @@ def test_describe_table_from_statistics(pg, elvbury):
     assert "- pupils: integer — pupils enrolled in 2026: from 84 to 1188" in text
     assert "- geom: geometry(Point,25832): POINT, SRID 25832, 2D, extent ~BOX(" in text
     assert "(Values from the database's statistics.)" in text
+    assert text.artifact.tables == (f"schools ({elvbury})",)  # for the Sources list: the table and its connection
     with pytest.raises(ToolError, match=r"no table or view 'schol'; did you mean 'public\.schools'"):
         call(pg.describe_table, ["schol"], elvbury)
 
@@ -173,6 +174,9 @@ def test_a_geometry_result_becomes_a_layer_copied_once(pg, elvbury, demo_project
         expected = cursor.fetchone()[0]
     assert layer.featureCount() == expected == len(list(layer.getFeatures()))
     assert f"Added layer 'secondary_db': Point, {expected} features, EPSG:25832" in text
+    # What the query read (from its parse tree) and the layer it added, without reading the text.
+    assert text.artifact.tables == (f"schools ({elvbury})",)
+    assert [(a.name, demo_project.mapLayer(a.layer_id)) for a in text.artifact.added] == [("secondary_db", layer)]
     assert sorted(layer.fields().names()) == ["fid", "name", "pupils"]
     assert "| POINT (SRID 25832) |" in text
 
@@ -360,11 +364,11 @@ def test_stop_in_the_dock_cancels_a_running_query(qgis_iface, demo_project, tmp_
     panel = dock.panel
     statuses: list[str] = []
     panel.run_finished.connect(statuses.append)
-    panel.send("sleep in the database")
+    panel.runs.send("sleep in the database")
 
     wait_until(sleeping_in_database, 15)
     pressed = time.monotonic()
-    panel.stop()
+    panel.runs.stop()
     wait_until(lambda: statuses == ["cancelled"], 5)
     assert time.monotonic() - pressed < 1.0
     wait_until(lambda: not sleeping_in_database(), 3)

@@ -48,7 +48,7 @@ def start() -> None:
         state["panel"] = panel
         panel.run_finished.connect(lambda status: QTimer.singleShot(300, lambda: save(status)))
         panel.input.setPlainText(os.environ["GEOGPT_DESKTOP_QUESTION"])
-        panel.send_current()
+        panel.composer.send_current()
     except Exception:  # noqa: BLE001 - reported to the test
         fail(traceback.format_exc())
 

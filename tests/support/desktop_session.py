@@ -74,7 +74,7 @@ def start() -> None:
             iface.mainWindow().resizeDocks([dock], [width], Qt.Orientation.Horizontal)
         panel.run_finished.connect(answered)
         panel.input.setPlainText(os.environ.get("GEOGPT_DESKTOP_QUESTION", "What layers are in the project?"))
-        panel.send_current()
+        panel.composer.send_current()
     except Exception:  # noqa: BLE001 - reported to the test
         fail(traceback.format_exc())
 

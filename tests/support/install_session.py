@@ -121,7 +121,7 @@ def installed(ok: bool, message: str) -> None:
     panel = state["panel"]
     panel.run_finished.connect(answered)
     panel.input.setPlainText(os.environ.get("GEOGPT_INSTALL_QUESTION", "What layers are there?"))
-    panel.send_current()
+    panel.composer.send_current()
 
 
 @guarded

@@ -76,7 +76,24 @@ def sample_arguments(folder: Path) -> dict[str, Callable[[], tuple[tuple, dict]]
     from geogpt_qgis.core.sources import Sources
 
     request = ApprovalRequest("Run SQL", "SELECT 1;\nUPDATE t SET a = 1", "sql", ["t"], "sql", "run_sql", "c1")
+
+    def run_args() -> tuple:  # the dock's run controller over its widgets; no project, agent or watcher to build
+        from geogpt_qgis.gui.chat_input import ChatInput
+        from geogpt_qgis.gui.chat_view import ChatView
+        from geogpt_qgis.gui.server_picker import ServerPicker
+
+        return (None, None, None, None, None, ChatView(), ChatInput(), ServerPicker(live=True))
+
+    def conversation_view() -> tuple[tuple, dict]:
+        from geogpt_qgis.gui.run_controller import RunController
+
+        controller = RunController(*run_args())
+        return (None, None, controller, controller.composer, None), {}
+
     return {
+        "_EnterSends": lambda: ((lambda: None, QObject()), {}),
+        "ConversationView": conversation_view,
+        "RunController": lambda: (run_args(), {}),
         "ApprovalCard": lambda: ((request.to_dict(),), {}),
         "ChartView": lambda: ((str(png(folder)),), {}),
         "CodeHighlighter": lambda: ((QTextDocument("SELECT name FROM t -- note\nWHERE n > 5"), "sql"), {}),

@@ -1,0 +1,298 @@
+"""The runs of the conversation on screen: send a message, answer an approval, drop a step, stop; paint the events.
+
+The controller owns the agent's conversation service (created on the first
+message, so QGIS start-up never pays for it) and renders the events of its
+runs into the chat view and the input row.  Streamed tokens are buffered and
+painted on a short timer, so a fast model cannot flood the main thread.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from qgis.PyQt.QtCore import QObject, QTimer, pyqtSignal
+
+from geogpt_qgis.core.approval import APPROVE, POLICY_TRUST
+from geogpt_qgis.core.events import (
+    AnswerCut,
+    ApprovalRequested,
+    ContextUsage,
+    ModelCallFinished,
+    Notice,
+    ReasoningDelta,
+    RunFinished,
+    TextDelta,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+)
+from geogpt_qgis.gui.sources_view import TurnSources
+from geogpt_qgis.toolbelt.dependencies import missing_packages
+from geogpt_qgis.toolbelt.i18n import tr
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from geogpt_qgis.tools.base import ToolContext
+
+if TYPE_CHECKING:
+    from qgis.core import QgsProject
+    from qgis.gui import QgisInterface
+
+    from geogpt_qgis.agent.worker import AgentWorker
+    from geogpt_qgis.gui.approval_card import ApprovalCard
+    from geogpt_qgis.gui.chat_input import ChatInput
+    from geogpt_qgis.gui.chat_view import ChatView
+    from geogpt_qgis.gui.server_picker import ServerPicker
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
+    from geogpt_qgis.tools.project_watch import ProjectWatcher
+
+FLUSH_INTERVAL_MS = 40
+
+
+class RunController(QObject):
+    """One run at a time: from the input row to the agent, and the agent's events back into the chat view."""
+
+    run_finished = pyqtSignal(str)  # status
+    approval_shown = pyqtSignal(object)  # the ApprovalCard
+    message_sent = pyqtSignal(str)  # a message went to the agent (the chat should be on screen)
+    titled = pyqtSignal(str)  # the first message of a conversation names it
+
+    def __init__(
+        self,
+        project: QgsProject,
+        iface: QgisInterface | None,
+        store_path: Path | None,
+        bridge: MainThreadBridge,
+        watcher: ProjectWatcher,
+        chat: ChatView,
+        composer: ChatInput,
+        picker: ServerPicker,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.project = project
+        self.iface = iface
+        self.store_path = store_path
+        self.bridge = bridge
+        self.watcher = watcher
+        self.chat = chat
+        self.composer = composer
+        self.picker = picker
+        self.worker: AgentWorker | None = None
+        self.run_id: int | None = None
+        self.awaiting: ApprovalCard | None = None  # the approval the conversation waits for
+        self.render_seconds = 0.0  # main-thread time spent on run events (benchmarked)
+        self.turn_sources = TurnSources()  # the tool calls behind the answer being written
+        self._pending_text: list[str] = []
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
+        self._flush_timer.timeout.connect(self._flush_text)
+        composer.send_requested.connect(self.send_typed)
+        composer.stop_requested.connect(self.stop)
+
+    @property
+    def busy(self) -> bool:
+        return self.run_id is not None
+
+    def conversation(self) -> AgentWorker:
+        """The agent's conversation service, started on first use."""
+        if self.worker is None:
+            from geogpt_qgis.agent.worker import AgentWorker
+
+            ctx = ToolContext(project=self.project, bridge=self.bridge, iface=self.iface)
+            self.worker = AgentWorker(ctx, self.store_path, self)
+            self.worker.event.connect(self._on_event)
+        return self.worker
+
+    def thread_id(self) -> str | None:
+        """The conversation on screen (None before the service started)."""
+        return self.worker.thread_id if self.worker is not None else None
+
+    # -- sending -----------------------------------------------------------------
+    def send_typed(self, text: str) -> None:
+        """The input row asked to send: take the text out of the box, unless a run or an approval is under way."""
+        if not self.busy and self.awaiting is None:
+            self.composer.edit.clear()
+            self.send(text)
+
+    def send(self, text: str) -> int | None:
+        """Send ``text`` to the agent; returns the run id (``None`` if it could not start)."""
+        if self.busy or self.awaiting is not None:
+            return None
+        self.message_sent.emit(text)
+        # What the user changed in the project since the last answer; a new conversation starts from the brief.
+        note = self.watcher.drain()
+        if not self._has_turns():
+            note = ""
+        if note:
+            self.chat.add_notice(note, "info")
+        self.chat.add_user_message(text)
+        missing = missing_packages()
+        if missing:
+            self.chat.add_notice(tr("Cannot run: missing Python packages: {p}.").format(p=", ".join(missing)), "error")
+            return None
+        if not self._has_turns(before_last=True):
+            self.titled.emit(text)
+        config = self.picker.current_config()
+        conversation = self.conversation()
+        self.turn_sources.reset()
+        self.run_id = conversation.submit(text, config, self.composer.approval_policy(), note)
+        PlgOptionsManager.set_value("last_thread_id", conversation.thread_id)
+        self.composer.set_busy(True, tr("Thinking… ({m})").format(m=config.model or tr("no model")))
+        return self.run_id
+
+    def _has_turns(self, before_last: bool = False) -> bool:
+        """Whether the conversation on screen has user messages (``before_last``: besides the newest)."""
+        users = [w for w in self.chat.items() if w.objectName() == "geogptUserMessage"]
+        return len(users) > (1 if before_last else 0)
+
+    def stop(self) -> None:
+        """Stop the current run now."""
+        if self.worker is not None and self.run_id is not None:
+            self.worker.cancel(self.run_id)
+
+    def new_conversation(self) -> None:
+        """Stop, give up a waiting step, and let the next message start a new conversation."""
+        self.stop()
+        if self.awaiting is not None:
+            self.drop_pending()
+        if self.worker is not None:
+            self.worker.new_conversation()
+        self._pending_text.clear()
+
+    # -- approvals -----------------------------------------------------------
+    def show_approval(self, request: dict) -> ApprovalCard:
+        card = self.chat.add_approval_card(request)
+        card.decided.connect(self._decide)
+        card.dropped.connect(self.drop_pending)
+        self.awaiting = card
+        self.approval_shown.emit(card)
+        return card
+
+    def _decide(self, decision: dict) -> None:
+        """The user answered the card: the paused run goes on with the decision."""
+        if self.worker is None or self.busy:
+            return
+        self.awaiting = None
+        if decision.get("trust"):
+            self.composer.choose_policy(POLICY_TRUST)
+        config = self.picker.current_config()
+        self.run_id = self.worker.resume(decision, config)
+        approved = decision.get("action") == APPROVE
+        self.composer.set_busy(
+            True, tr("Approved; continuing…") if approved else tr("Rejected; telling the assistant…")
+        )
+
+    def drop_pending(self) -> None:
+        """Give up the step waiting for approval; the conversation can go on with a new message."""
+        if self.worker is not None:
+            self.worker.drop_pending()
+        if self.awaiting is not None and self.awaiting.pending:
+            self.awaiting.close_with(tr("Dropped"))
+        self.awaiting = None
+        self.composer.set_busy(False, tr("Dropped the step."))
+
+    def leave_pending(self) -> None:
+        """Another conversation goes on screen: a waiting step stays waiting, in the store."""
+        if self.awaiting is not None and self.awaiting.pending:
+            self.awaiting.close_with(tr("Left for later"))
+        self.awaiting = None
+
+    # -- events from the agent -------------------------------------------------------
+    def _on_event(self, run_id: int, event: object) -> None:
+        if run_id != self.run_id:
+            return  # a stopped run still winding down
+        started = time.perf_counter()
+        if isinstance(event, TextDelta):
+            self._pending_text.append(event.text)
+            if not self._flush_timer.isActive():
+                self._flush_timer.start()
+        else:
+            self._paint_pending()
+            self._handle(event)
+        self.render_seconds += time.perf_counter() - started
+
+    def _handle(self, event: object) -> None:
+        self.turn_sources.record(event)
+        status = self.composer.status
+        if isinstance(event, ReasoningDelta):
+            self.chat.append_reasoning(event.text)
+        elif isinstance(event, ToolStarted):
+            self.chat.tool_started(event.call_id, event.name, event.args)
+            status.setText(tr("Running {tool}…").format(tool=event.name))
+        elif isinstance(event, ToolProgress):
+            self.chat.tool_progress(event.call_id, event.percent)
+            status.setText(tr("Running {tool}… {percent:.0f}%").format(tool=event.name, percent=event.percent))
+        elif isinstance(event, ToolFinished):
+            self.chat.tool_finished(event.call_id, event.ok, event.result, event.seconds, event.artifact)
+            status.setText(tr("Thinking…"))
+        elif isinstance(event, AnswerCut):
+            self.chat.add_notice(answer_cut_text(event), event.level)
+        elif isinstance(event, Notice):
+            self.chat.add_notice(event.text, event.level)
+        elif isinstance(event, ContextUsage):
+            self.composer.meter.show_usage(event.used, event.limit, event.reserved, event.omitted)
+        elif isinstance(event, ModelCallFinished):
+            pass
+        elif isinstance(event, ApprovalRequested):
+            self.show_approval(event.request)
+        elif isinstance(event, RunFinished):
+            self._finished(event)
+
+    def _finished(self, event: RunFinished) -> None:
+        self.chat.end_turn(event.status, event.error)
+        if event.status == "finished":
+            self._show_sources()
+        self.run_id = None
+        labels = {
+            "finished": tr("Done."),
+            "cancelled": tr("Stopped."),
+            "failed": tr("Failed."),
+            "paused": tr("Waiting for your approval."),
+        }
+        self.composer.set_busy(False, labels[event.status])
+        self.run_finished.emit(event.status)
+
+    def _show_sources(self) -> None:
+        """Under the final answer: what it rests on, from the artifacts of the calls that ran."""
+        sources = self.turn_sources.sources()
+        self.turn_sources.reset()
+        if not sources.empty:
+            self.chat.add_sources(sources)
+
+    def _flush_text(self) -> None:
+        started = time.perf_counter()
+        self._paint_pending()
+        self.render_seconds += time.perf_counter() - started
+
+    def _paint_pending(self) -> None:
+        if self._pending_text:
+            text = "".join(self._pending_text)
+            self._pending_text.clear()
+            self.chat.append_text(text)
+
+    def discard_pending_text(self) -> None:
+        """Another conversation goes on screen: tokens not painted yet belong to none."""
+        self._pending_text.clear()
+
+    def shutdown(self) -> None:
+        """Stop the agent thread (plugin unload, QGIS exit)."""
+        if self.worker is not None:
+            self.worker.shutdown()
+            self.worker.event.disconnect(self._on_event)
+            self.worker = None
+        self._flush_timer.stop()
+
+
+def answer_cut_text(event: AnswerCut) -> str:
+    """Why the model's reply was ended early, in the user's language."""
+    if event.reason == "loop":
+        return tr(
+            "The model is repeating itself, so its answer was stopped here. "
+            "A larger model is likely to do better; or ask again in other words."
+        )
+    return tr(
+        "The answer reached the length limit of {n} tokens and was cut off. "
+        "Ask for a shorter answer, or raise the limit in the settings."
+    ).format(n=event.limit)
