@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Effect(Enum):
+class Effect(StrEnum):
     """One kind of thing a call can do; ``needs_approval`` is the policy's default for it."""
 
     READ = "read"

@@ -42,7 +42,7 @@ from geogpt_qgis.tools.places.matching import (
     MATCH_CHARS,
     MIN_SCORE,
     Candidate,
-    Decision,
+    PlaceOutcome,
     PlaceQuery,
     decide,
     merge_duplicates,
@@ -241,7 +241,7 @@ class PlaceFinder:
     # -- ranking and locating ------------------------------------------------------------------
     def _decide(
         self, query: PlaceQuery, candidates: list[Candidate], snap: ProjectSnapshot
-    ) -> tuple[Decision, dict[int, Located]]:
+    ) -> tuple[PlaceOutcome, dict[int, Located]]:
         """The decision for one name, and the located candidates by ``id`` (the best few only)."""
         ranked = shortlist(candidates)
         located = {id(candidate): self._locate(candidate, snap) for candidate in ranked[:LOCATED]}
@@ -276,7 +276,7 @@ class PlaceFinder:
 
     # -- the answer ------------------------------------------------------------------------------
     def _report(
-        self, decisions: list[tuple[Decision, dict[int, Located]]], snap: ProjectSnapshot, notes: list[str]
+        self, decisions: list[tuple[PlaceOutcome, dict[int, Located]]], snap: ProjectSnapshot, notes: list[str]
     ) -> ToolResult:
         """What was found and added, for the model; the places' sources and layers in the artifact."""
         chosen = [d for d, _ in decisions if d.chosen is not None]

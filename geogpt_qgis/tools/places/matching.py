@@ -186,7 +186,7 @@ class Candidate:
 
 
 @dataclass
-class Decision:
+class PlaceOutcome:
     """What one query came to: a place, a set of look-alikes to choose from, or nothing."""
 
     query: PlaceQuery
@@ -231,19 +231,19 @@ def _same_place(a: Candidate, b: Candidate, tolerance: float) -> bool:
     return abs(a.location[0] - b.location[0]) <= tolerance and abs(a.location[1] - b.location[1]) <= tolerance
 
 
-def decide(query: PlaceQuery, ranked: list[Candidate]) -> Decision:
+def decide(query: PlaceQuery, ranked: list[Candidate]) -> PlaceOutcome:
     """Pick the place ``query`` means, or say it is ambiguous, or that nothing matched (with the closest names).
 
     An exact name beats near ones; near ones within ``MARGIN`` of each other
     are ambiguous.
     """
     if not ranked or ranked[0].score < MIN_SCORE:
-        return Decision(query, closest=ranked[:3])
+        return PlaceOutcome(query, closest=ranked[:3])
     top = ranked[0]
     if top.score >= EXACT:
         rivals = [c for c in ranked[1:] if c.score >= EXACT]
     else:
         rivals = [c for c in ranked[1:] if c.score >= max(MIN_SCORE, top.score - MARGIN)]
     if rivals:
-        return Decision(query, candidates=[top, *rivals][:5])
-    return Decision(query, chosen=top)
+        return PlaceOutcome(query, candidates=[top, *rivals][:5])
+    return PlaceOutcome(query, chosen=top)
