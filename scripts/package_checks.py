@@ -45,9 +45,11 @@ OPTIONAL_KEYS = (
     "server",
     "hasProcessingProvider",
     "plugin_dependencies",
-    "license",
-    "supportsQt6",
 )
+# Keys that neither QGIS (3.x's plugin manager, QGIS 4) nor the repository reads: QGIS 4 removed
+# supportsQt6 (Qt 6 builds of QGIS 3 used it) and the repository flags it as deprecated; a license
+# is the LICENSE file's job.  QGIS 4 compatibility is qgisMaximumVersion >= 4.0.
+IGNORED_KEYS = ("supportsQt6", "license")
 BOOLEAN_KEYS = ("experimental", "deprecated", "server")
 # Keys QGIS's plugin manager fills in itself from the repository's plugins.xml; in metadata.txt they
 # would be overridden at best, or make the manager show the wrong download, rating or trust.
@@ -114,6 +116,8 @@ def _key_problems(meta: dict[str, str]) -> list[str]:
     for key in meta:
         if key in FORBIDDEN_KEYS:
             problems.append(f"metadata.txt: '{key}' is set by the plugin repository and must not be in metadata.txt")
+        elif key in IGNORED_KEYS:
+            problems.append(f"metadata.txt: '{key}' is read by neither QGIS 4 nor the plugin repository: drop it")
         elif key not in known.values() and key.lower() in known:
             problems.append(f"metadata.txt: '{key}' must be spelled '{known[key.lower()]}'")
     return problems

@@ -7,11 +7,14 @@ It needs nothing but a QgsApplication, so benchmarks and subprocesses use it too
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from qgis.gui import QgsMapCanvas, QgsMessageBar
 from qgis.PyQt.QtCore import QObject, Qt
 from qgis.PyQt.QtWidgets import QDockWidget, QMainWindow, QMenu, QToolBar
 
-from geogpt_qgis.toolbelt.qt_actions import QAction
+if TYPE_CHECKING:  # only a type here: subprocesses load this file before the plugin package is importable
+    from geogpt_qgis.toolbelt.qt_actions import QAction
 
 
 class FaithfulIface(QObject):
