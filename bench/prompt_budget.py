@@ -29,7 +29,9 @@ def measure(families: list[Any], brief: str) -> dict[str, Any]:
     from geogpt_qgis.core.tokens import estimate_tokens
 
     real = real_counter()
-    prompt = build_system_prompt(brief, "", tuple(f.prompt_hint for f in families if f.prompt_hint))
+    # The project's state is a note at the head of the first message now (the system prompt never changes),
+    # but every conversation still pays for it once: counted with the system prompt, as before.
+    prompt = build_system_prompt(tuple(f.prompt_hint for f in families if f.prompt_hint)) + "\n\n" + brief
     toolkit = Toolkit([tool for family in families for tool in family.tools()])
     schemas_json = json.dumps(toolkit.schemas, ensure_ascii=False)
     per_tool = {s["function"]["name"]: real(json.dumps(s, ensure_ascii=False)) for s in toolkit.schemas}

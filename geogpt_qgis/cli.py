@@ -40,7 +40,10 @@ from geogpt_qgis.toolbelt.log import logger
 from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA, PROVIDERS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from qgis.core import QgsProject
+    from qgis.PyQt.QtCore import QTimer
 
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.tools.result_store import ResultStore
@@ -59,7 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--model", help="model name, e.g. qwen3:8b")
     ask.add_argument("--save", metavar="OUT.qgz", help="save the project, with any result layers, to this file")
     ask.add_argument("--max-steps", type=int, help="most model calls for this question")
-    ask.add_argument("--timeout", type=float, help="seconds to wait for the model server")
+    ask.add_argument(
+        "--timeout",
+        type=float,
+        help="the most seconds the question may take from when it is sent, whatever the model does "
+        "(also each model request's timeout)",
+    )
+    ask.add_argument("--max-tokens", type=int, help="the most tokens of one model reply (default: plugin setting)")
     ask.add_argument("--context-limit", type=int, help="most tokens of context to use (num_ctx cap)")
     ask.add_argument(
         "--approval",
@@ -153,6 +162,7 @@ def _model_config(args: argparse.Namespace) -> ModelConfig:
         "model": args.model,
         "max_steps": args.max_steps,
         "timeout": args.timeout,
+        "max_tokens": args.max_tokens,
         "context_limit": args.context_limit,
     }
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})
@@ -257,7 +267,7 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     """Run the question on the agent's worker while the main thread runs Qt's event loop."""
     from qgis.PyQt.QtCore import QEventLoop, QTimer
 
-    from geogpt_qgis.agent.worker import AgentWorker
+    from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
 
@@ -272,7 +282,7 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         config = config.with_key(key or "")  # looked up: "" keeps the worker from asking the keychain again
     bridge = MainThreadBridge()
     store = Path(args.store) if args.store else None
-    worker = AgentWorker(ToolContext(project=project, bridge=bridge, iface=None), store_path=store)
+    worker = Conversation(ToolContext(project=project, bridge=bridge, iface=None), store_path=store)
     if args.conversation:
         worker.set_thread(args.conversation)
     renderer = ConsoleRenderer(out, err, quiet=args.quiet)
@@ -297,16 +307,27 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     ticker = QTimer()
     ticker.timeout.connect(lambda: None)
     ticker.start(200)
+    timed_out: list[bool] = []
+    deadline = _deadline(args.timeout, lambda: (timed_out.append(True), worker.cancel(run_id)), loop.quit)
     try:
         if renderer.status is None:
             loop.exec()
     finally:
         ticker.stop()
+        for timer in deadline:
+            timer.stop()
         signal.signal(signal.SIGINT, previous)
         if store is not None:
             err.write(f"Conversation {worker.thread_id} (continue it with --conversation {worker.thread_id})\n")
-        worker.shutdown()
+        worker.shutdown(STOP_GRACE_MS if timed_out else 3000)
         bridge.close()
+    if timed_out and renderer.status != "finished":
+        err.write(f"error: no answer within {args.timeout:g} s (--timeout); stopped.\n")
+        if worker.isRunning():  # a step that ignores cancellation: the deadline still holds
+            err.flush()
+            out.flush()
+            os._exit(EXIT_FAILED)
+        return EXIT_FAILED
     if renderer.status == "finished":
         return EXIT_OK
     if renderer.status == "cancelled" or interrupted:
@@ -314,6 +335,31 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         return EXIT_INTERRUPTED
     err.write(f"error: {renderer.error or 'the run failed'}\n")
     return EXIT_FAILED
+
+
+# A run out of time is cancelled this long before the deadline, and waited for at most this long.
+STOP_GRACE_MS = 1500
+
+
+def _deadline(seconds: float | None, cancel: Callable[[], object], give_up: Callable[[], None]) -> list[QTimer]:
+    """Timers that hold ``--timeout``: cancel the run shortly before it, stop waiting at it (none without one).
+
+    The request timeout alone cannot: a model that streams forever never leaves
+    a read waiting, and a model call is only one step of a run.
+    """
+    from qgis.PyQt.QtCore import QTimer
+
+    if not seconds or seconds <= 0:
+        return []
+    total_ms = int(seconds * 1000)
+    timers = []
+    for at_ms, action in ((max(total_ms - STOP_GRACE_MS, total_ms // 2), cancel), (total_ms, give_up)):
+        timer = QTimer()
+        timer.setSingleShot(True)
+        timer.timeout.connect(action)
+        timer.start(at_ms)
+        timers.append(timer)
+    return timers
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/approval_card.py" line="102"/>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="294"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="295"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
     </message>
@@ -91,212 +91,252 @@
         <translation>Diagrambildet mangler: {p}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="149"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="572"/>
+        <source>The model is repeating itself, so its answer was stopped here. A larger model is likely to do better; or ask again in other words.</source>
+        <translation>Modellen gjentar seg selv, så svaret ble stoppet her. En større modell vil trolig gjøre det bedre; eller spør på nytt med andre ord.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="150"/>
         <source>Ask about your map… (Enter sends, Shift+Enter for a new line)</source>
         <translation>Spør om kartet ditt… (Enter sender, Shift+Enter gir ny linje)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="152"/>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="465"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="153"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="466"/>
         <source>Send</source>
         <translation>Send</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="160"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="169"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="161"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="98"/>
         <source>Before running code, changing data or writing files</source>
         <translation>Før kode kjøres, data endres eller filer skrives</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="296"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="297"/>
         <source>Dropped the step.</source>
         <translation>Steget ble forkastet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="420"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="421"/>
         <source>Rename conversation</source>
         <translation>Gi samtalen nytt navn</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="420"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="421"/>
         <source>Title:</source>
         <translation>Tittel:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="427"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="428"/>
         <source>Export conversation</source>
         <translation>Eksporter samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="427"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="428"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="435"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="436"/>
         <source>Delete conversation</source>
         <translation>Slett samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="435"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="436"/>
         <source>Delete this conversation and its run log? This cannot be undone.</source>
         <translation>Vil du slette denne samtalen og kjøreloggen? Dette kan ikke angres.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="462"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="463"/>
         <source>New conversation.</source>
         <translation>Ny samtale.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="162"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="164"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="576"/>
+        <source>The answer reached the length limit of {n} tokens and was cut off. Ask for a shorter answer, or raise the limit in the settings.</source>
+        <translation>Svaret nådde lengdegrensen på {n} tokens og ble kuttet. Be om et kortere svar, eller øk grensen i innstillingene.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="163"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="93"/>
         <source>Ask before changes</source>
         <translation>Spør før endringer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="163"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="165"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="164"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="94"/>
         <source>Trust this conversation</source>
         <translation>Stol på denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="164"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="166"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="165"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="95"/>
         <source>Never allow changes</source>
         <translation>Tillat aldri endringer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="287"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="288"/>
         <source>Approved; continuing…</source>
         <translation>Godkjent; fortsetter…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="287"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="288"/>
         <source>Rejected; telling the assistant…</source>
         <translation>Avvist; gir beskjed til assistenten…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="328"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="329"/>
         <source>Left for later</source>
         <translation>Utsatt til senere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="350"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="351"/>
         <source>Conversation restored.</source>
         <translation>Samtalen er gjenopprettet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="352"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="353"/>
         <source>This step is waiting for your approval.</source>
         <translation>Dette steget venter på din godkjenning.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="354"/>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="513"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="355"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="516"/>
         <source>Waiting for your approval.</source>
         <translation>Venter på din godkjenning.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="385"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="386"/>
         <source>Conversation deleted.</source>
         <translation>Samtalen er slettet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="410"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="411"/>
         <source>GeoGPT run log</source>
         <translation>GeoGPT-kjørelogg</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="465"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="466"/>
         <source>Stop</source>
         <translation>Stopp</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="260"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="261"/>
         <source>Thinking… ({m})</source>
         <translation>Tenker… ({m})</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="441"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="442"/>
         <source>The conversation store failed: {e}</source>
         <translation>Samtalelageret feilet: {e}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="538"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="536"/>
         <source>Selected layer {name}.</source>
         <translation>Valgte laget {name}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="207"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="208"/>
         <source>The Python packages are installed: ask away.</source>
         <translation>Python-pakkene er installert: bare spør i vei.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="251"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="252"/>
         <source>Cannot run: missing Python packages: {p}.</source>
         <translation>Kan ikke kjøre: mangler Python-pakker: {p}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="260"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="261"/>
         <source>no model</source>
         <translation>ingen modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="400"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="401"/>
         <source>Exported to {p}</source>
         <translation>Eksportert til {p}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="534"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="532"/>
         <source>The layer {name} is no longer in the project.</source>
         <translation>Laget {name} finnes ikke lenger i prosjektet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="489"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="490"/>
         <source>Running {tool}…</source>
         <translation>Kjører {tool}…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="495"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="496"/>
         <source>Thinking…</source>
         <translation>Tenker…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="398"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="399"/>
         <source>Could not export: {e}</source>
         <translation>Kunne ikke eksportere: {e}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="492"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="493"/>
         <source>Running {tool}… {percent:.0f}%</source>
         <translation>Kjører {tool}… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="510"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="513"/>
         <source>Done.</source>
         <translation>Ferdig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="511"/>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="206"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="514"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="209"/>
         <source>Stopped.</source>
         <translation>Stoppet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="512"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="515"/>
         <source>Failed.</source>
         <translation>Mislyktes.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="272"/>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="115"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="275"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="116"/>
         <source>Thinking</source>
         <translation>Tenker</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="208"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="211"/>
         <source>The run failed.</source>
         <translation>Kjøringen mislyktes.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="28"/>
+        <source>All saved connections, including ones added later</source>
+        <translation>Alle lagrede tilkoblinger, også de som legges til senere</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="65"/>
+        <source>No PostgreSQL connection is saved in QGIS yet (Data Source Manager &gt; PostgreSQL).</source>
+        <translation>Ingen PostgreSQL-tilkobling er lagret i QGIS ennå (Datakildebehandler &gt; PostgreSQL).</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="106"/>
+        <source>Could not check the connections&apos; roles: {}</source>
+        <translation>Kunne ikke kontrollere tilkoblingenes roller: {}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="123"/>
+        <source>⚠ &apos;{}&apos; connects as role &apos;{}&apos;, which {}. GeoGPT&apos;s SQL runs read-only and writes need your approval, but a role that may only SELECT is the safest choice for the agent.</source>
+        <translation>⚠ &apos;{}&apos; kobler til som rollen &apos;{}&apos;, som {}. SQL fra GeoGPT kjøres skrivebeskyttet, og endringer krever din godkjenning, men en rolle som bare kan lese (SELECT) er det tryggeste valget for agenten.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="100"/>
+        <source>Could not read the saved connections: {}</source>
+        <translation>Kunne ikke lese de lagrede tilkoblingene: {}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="119"/>
+        <source>⚠ Could not check the role of &apos;{}&apos;: {}</source>
+        <translation>⚠ Kunne ikke kontrollere rollen til &apos;{}&apos;: {}</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/context_meter.py" line="23"/>
@@ -537,283 +577,248 @@
         <translation>Kopier som Markdown</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="53"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="114"/>
-        <source>OpenAI-compatible</source>
-        <translation>OpenAI-kompatibel</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="57"/>
-        <source>The model to use; the list comes from the server</source>
-        <translation>Modellen som skal brukes; listen kommer fra tjeneren</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="60"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="122"/>
-        <source>Reload the server&apos;s model list</source>
-        <translation>Last inn modellisten fra tjeneren på nytt</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="64"/>
-        <source>Server URL, API key and connection test</source>
-        <translation>Tjener-URL, API-nøkkel og tilkoblingstest</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="76"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="134"/>
-        <source>Test connection</source>
-        <translation>Test tilkoblingen</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="82"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="145"/>
-        <source>Server URL</source>
-        <translation>Tjener-URL</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="83"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="129"/>
-        <source>API key</source>
-        <translation>API-nøkkel</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="121"/>
-        <source>stored in the system keychain; type to replace</source>
-        <translation>lagret i systemets nøkkelring; skriv for å erstatte</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="159"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="346"/>
-        <source>Saving the API key…</source>
-        <translation>Lagrer API-nøkkelen…</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="222"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="452"/>
-        <source>Testing…</source>
-        <translation>Tester…</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/model_bar.py" line="204"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="422"/>
-        <source>The server has no models installed.</source>
-        <translation>Tjeneren har ingen modeller installert.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="113"/>
-        <source>Ollama</source>
-        <translation>Ollama</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="116"/>
-        <source>Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1</source>
-        <translation>Ollama: http://localhost:11434 · OpenAI-kompatibel: URL-en som slutter på /v1</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="142"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="146"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="73"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="155"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="144"/>
-        <source>Provider</source>
-        <translation>Leverandør</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="156"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="80"/>
         <source>Lower is more predictable; GeoGPT works best at 0-0.3</source>
         <translation>Lavere gir mer forutsigbare svar; GeoGPT fungerer best på 0–0,3</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="160"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="84"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="89"/>
         <source> tokens</source>
         <translation> tokens</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="161"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="85"/>
         <source>The most the model is sent at once; capped by the model&apos;s own window</source>
         <translation>Det meste modellen får tilsendt på én gang; begrenset av modellens eget kontekstvindu</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="170"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="90"/>
+        <source>The longest reply the model may write; a model stuck in a loop stops there</source>
+        <translation>Det lengste svaret modellen kan skrive; en modell som går i sløyfe, stopper der</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="99"/>
         <source>Agent</source>
         <translation>Agent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="172"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="101"/>
         <source>Temperature</source>
         <translation>Temperatur</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="173"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="102"/>
         <source>Context limit</source>
         <translation>Kontekstgrense</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="174"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="103"/>
+        <source>Answer length limit</source>
+        <translation>Grense for svarlengde</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="104"/>
         <source>Approval</source>
         <translation>Godkjenning</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="177"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="107"/>
         <source>One per line: Name = URL, e.g.
 City data = https://example.org/ogcapi</source>
         <translation>Én per linje: Navn = URL, f.eks.
 Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="182"/>
-        <source>All saved connections, including ones added later</source>
-        <translation>Alle lagrede tilkoblinger, også de som legges til senere</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="196"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="113"/>
         <source>Data sources</source>
         <translation>Datakilder</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="198"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="115"/>
         <source>OGC API Features servers</source>
         <translation>OGC API Features-tjenere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="205"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="117"/>
         <source>PostgreSQL connections the agent may use</source>
         <translation>PostgreSQL-tilkoblinger agenten kan bruke</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="207"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="119"/>
         <source>Debug logging (Log Messages panel, GeoGPT tab)</source>
         <translation>Feilsøkingslogging (panelet Loggmeldinger, fanen GeoGPT)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="208"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="120"/>
         <source>Troubleshooting</source>
         <translation>Feilsøking</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="266"/>
-        <source>type a key to store it in the system keychain</source>
-        <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="175"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="273"/>
+        <source>Saving the API key…</source>
+        <translation>Lagrer API-nøkkelen…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="293"/>
-        <source>No PostgreSQL connection is saved in QGIS yet (Data Source Manager &gt; PostgreSQL).</source>
-        <translation>Ingen PostgreSQL-tilkobling er lagret i QGIS ennå (Datakildebehandler &gt; PostgreSQL).</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="467"/>
-        <source>a key is stored; type a new one to replace it</source>
-        <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="469"/>
-        <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
-        <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="444"/>
-        <source>✓ This model can call tools.</source>
-        <translation>✓ Denne modellen kan kalle verktøy.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="500"/>
-        <source>Could not check the connections&apos; roles: {}</source>
-        <translation>Kunne ikke kontrollere tilkoblingenes roller: {}</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="523"/>
-        <source>⚠ &apos;{}&apos; connects as role &apos;{}&apos;, which {}. GeoGPT&apos;s SQL runs read-only and writes need your approval, but a role that may only SELECT is the safest choice for the agent.</source>
-        <translation>⚠ &apos;{}&apos; kobler til som rollen &apos;{}&apos;, som {}. SQL fra GeoGPT kjøres skrivebeskyttet, og endringer krever din godkjenning, men en rolle som bare kan lese (SELECT) er det tryggeste valget for agenten.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="491"/>
-        <source>Could not read the saved connections: {}</source>
-        <translation>Kunne ikke lese de lagrede tilkoblingene: {}</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="519"/>
-        <source>⚠ Could not check the role of &apos;{}&apos;: {}</source>
-        <translation>⚠ Kunne ikke kontrollere rollen til &apos;{}&apos;: {}</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="388"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="205"/>
         <source>Line {n}: {u!r} is not an http(s) URL.</source>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="50"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="93"/>
+        <source>OpenAI-compatible</source>
+        <translation>OpenAI-kompatibel</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="95"/>
+        <source>Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1</source>
+        <translation>Ollama: http://localhost:11434 · OpenAI-kompatibel: URL-en som slutter på /v1</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="99"/>
+        <source>The model to use; the list comes from the server</source>
+        <translation>Modellen som skal brukes; listen kommer fra tjeneren</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="102"/>
+        <source>Reload the server&apos;s model list</source>
+        <translation>Last inn modellisten fra tjeneren på nytt</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="103"/>
+        <source>API key</source>
+        <translation>API-nøkkel</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="106"/>
+        <source>Test connection</source>
+        <translation>Test tilkoblingen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="113"/>
+        <source>Server URL, API key and connection test</source>
+        <translation>Tjener-URL, API-nøkkel og tilkoblingstest</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="123"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="154"/>
+        <source>Server URL</source>
+        <translation>Tjener-URL</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="153"/>
+        <source>Provider</source>
+        <translation>Leverandør</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="339"/>
+        <source>Testing…</source>
+        <translation>Tester…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="194"/>
+        <source>type a key to store it in the system keychain</source>
+        <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="309"/>
+        <source>The server has no models installed.</source>
+        <translation>Tjeneren har ingen modeller installert.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="353"/>
+        <source>a key is stored; type a new one to replace it</source>
+        <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="355"/>
+        <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
+        <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="331"/>
+        <source>✓ This model can call tools.</source>
+        <translation>✓ Denne modellen kan kalle verktøy.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="58"/>
         <source>API key saved in the system keychain.</source>
         <translation>API-nøkkelen er lagret i systemets nøkkelring.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="54"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="62"/>
         <source>This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1).</source>
         <translation>Denne modellen kan ikke kalle verktøy; GeoGPT trenger en som kan (f.eks. qwen3, llama3.1).</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="49"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="57"/>
         <source>API key saved in the QGIS authentication database.</source>
         <translation>API-nøkkelen er lagret i autentiseringsdatabasen til QGIS.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="89"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="94"/>
         <source>Connection failed: </source>
         <translation>Tilkoblingen mislyktes: </translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="58"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="66"/>
         <source>Connected: {n} models available.</source>
         <translation>Tilkoblet: {n} modeller tilgjengelig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="71"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="77"/>
         <source>OpenAI-compatible servers usually end in /v1</source>
         <translation>OpenAI-kompatible tjenere slutter vanligvis på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="73"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="79"/>
         <source>Ollama&apos;s is usually http://localhost:11434</source>
         <translation>Ollama bruker vanligvis http://localhost:11434</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="75"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="81"/>
         <source>The server at {u} has no model list there (HTTP 404). Check the server URL ({h}).</source>
         <translation>Tjeneren på {u} har ingen modelliste der (HTTP 404). Sjekk tjener-URL-en ({h}).</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="33"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="32"/>
         <source>Layers</source>
         <translation>Kartlag</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="34"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="33"/>
         <source>Tables</source>
         <translation>Tabeller</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="35"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="34"/>
         <source>Collections</source>
         <translation>Samlinger</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="36"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="35"/>
         <source>Algorithms</source>
         <translation>Algoritmer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="37"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="36"/>
         <source>Results</source>
         <translation>Resultater</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="38"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="37"/>
         <source>Charts</source>
         <translation>Diagrammer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="66"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="65"/>
         <source>Sources ({n})</source>
         <translation>Kilder ({n})</translation>
     </message>
@@ -848,17 +853,17 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>kjører… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="69"/>
+        <location filename="../geogpt_qgis/plugin.py" line="70"/>
         <source>GeoGPT chat</source>
         <translation>GeoGPT-chat</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="71"/>
+        <location filename="../geogpt_qgis/plugin.py" line="72"/>
         <source>Show or hide the GeoGPT chat</source>
         <translation>Vis eller skjul GeoGPT-chatten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="100"/>
+        <location filename="../geogpt_qgis/plugin.py" line="101"/>
         <source>GeoGPT&apos;s result layers are saved with the project in {path}</source>
         <translation>GeoGPTs resultatlag er lagret sammen med prosjektet i {path}</translation>
     </message>
@@ -886,6 +891,14 @@ Bydata = https://example.org/ogcapi</translation>
         <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="145"/>
         <source>QGIS did not answer in time; the master password dialog may still be open.</source>
         <translation>QGIS svarte ikke i tide; dialogen for hovedpassordet kan fortsatt være åpen.</translation>
+    </message>
+    <message>
+        <source>stored in the system keychain; type to replace</source>
+        <translation type="obsolete">lagret i systemets nøkkelring; skriv for å erstatte</translation>
+    </message>
+    <message>
+        <source>Ollama</source>
+        <translation type="obsolete">Ollama</translation>
     </message>
     <message>
         <source>Installed. Restart QGIS to use the new versions of: {p}.</source>

@@ -29,6 +29,8 @@ class ModelConfig:
     context_limit: int = 8192
     timeout: float = 120.0
     max_steps: int = 15
+    # The most tokens one model reply may have (sent as num_predict / max_tokens): a looping model stops there.
+    max_tokens: int = 1024
 
     def validate(self) -> None:
         """Raise ``ModelSetupError`` for settings that cannot work."""
@@ -43,6 +45,8 @@ class ModelConfig:
             raise ModelSetupError("The context limit must be at least 1024 tokens.")
         if self.max_steps < 1:
             raise ModelSetupError("The step limit must be at least 1.")
+        if self.max_tokens < 64:
+            raise ModelSetupError("The answer length limit must be at least 64 tokens.")
 
     def with_key(self, api_key: str | None) -> ModelConfig:
         return replace(self, api_key=api_key)
@@ -64,6 +68,7 @@ def model_config_from_settings(settings: PlgSettings) -> ModelConfig:
         context_limit=settings.context_limit,
         timeout=settings.request_timeout,
         max_steps=settings.max_steps,
+        max_tokens=settings.max_answer_tokens,
     )
 
 

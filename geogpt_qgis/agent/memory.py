@@ -1,18 +1,24 @@
-"""What the model sees of the conversation: valid, and always inside its context window.
+"""What the model sees of the conversation: valid, inside its context window, and a stable prefix.
 
 History is not memory.  The store and the dock keep every message; each model
 call gets the newest whole turns that fit the budget left after the system
-prompt, the tool schemas and room for the answer.  Turns that do not fit are
-summarised in a few lines (what was asked, what was answered, which tools
-ran) for the system prompt, newest first, and the oldest are dropped outright
-when even their summary does not fit.  The newest turn always goes in: if it
-is too big by itself, its older tool results are shortened first, then the
-message text.  So Ollama never has to cut the prompt (it would cut the system
-prompt and tool schemas first, silently).
+prompt, the tool schemas and room for the answer.  The newest turn always goes
+in: if it is too big by itself, its older tool results are shortened first,
+then the message text.  So Ollama never has to cut the prompt (it would cut the
+system prompt and tool schemas first, silently).
 
-Messages the plugin adds (state-change notes, a retry request) are marked in
-``additional_kwargs``; notes are folded into the user message they precede,
-since not every local model's chat template accepts a system message mid-way.
+Local servers (llama.cpp, Ollama) keep the previous request's KV cache and
+only process what follows the longest common prefix, so what is sent only ever
+grows at the end: nothing here depends on anything but the stored history.
+Messages the plugin adds (the project's state at the start, state-change
+notes, a retry request) are marked in ``additional_kwargs`` and folded into the
+user message they precede, since many chat templates accept neither a system
+message mid-way nor two user messages in a row.  When the history outgrows the
+budget, older turns are dropped in one large step (down to ``LOW_WATER`` of the
+room), so the following calls keep the same start and the cache; the dropped
+turns are summarised in a few lines (what was asked, which tools ran, what was
+answered, and the project's state as last told) at the head of the first kept
+user message, never in the system prompt.
 """
 
 from __future__ import annotations
@@ -28,10 +34,15 @@ from geogpt_qgis.core.tokens import estimate_tokens
 
 MESSAGE_OVERHEAD_TOKENS = 8  # role markers and separators of a chat template
 KIND = "geogpt_kind"  # additional_kwargs key marking what the plugin added
-STATE_NOTE = "state_note"
+STATE_NOTE = "state_note"  # what the user changed in the project between two messages (shown in the dock)
+PROJECT_STATE = "project_state"  # the project's layers when a conversation starts or is taken up again
+NOTE_KINDS = (STATE_NOTE, PROJECT_STATE)
 RETRY_NOTE = "retry_note"
 SUMMARY_SHARE = 0.3  # at most this share of the history budget goes to the summary
 SUMMARY_MAX_TOKENS = 600
+# After older turns are dropped, the kept ones fill at most this share of the room: the next drop
+# (which changes the prompt's start, and so costs the server its cache) comes only after as much growth.
+LOW_WATER = 0.5
 SHORTENED = "[{n:,} characters of this result left out to fit the context; call the tool again if you need them]"
 
 
@@ -81,12 +92,17 @@ def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     return repaired
 
 
+def is_note(message: BaseMessage) -> bool:
+    """Whether ``message`` is a note the plugin wrote for the model (project state, state change)."""
+    return isinstance(message, SystemMessage) and kind_of(message) in NOTE_KINDS
+
+
 def fold_notes(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Put each state-change note at the head of the user message it precedes."""
+    """Put each note at the head of the user message it precedes."""
     folded: list[BaseMessage] = []
     notes: list[str] = []
     for message in messages:
-        if isinstance(message, SystemMessage) and kind_of(message) == STATE_NOTE:
+        if is_note(message):
             notes.append(text_of(message))
             continue
         if notes and is_user_turn(message):
@@ -101,47 +117,86 @@ def fold_notes(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 class Memory:
     """The messages to send after the system prompt, and the summary of what was left out."""
 
-    messages: list[BaseMessage]
-    summary: str  # for the system prompt; "" when nothing was left out
+    messages: list[BaseMessage]  # the summary, if any, at the head of the first user message
+    summary: str  # "" when nothing was left out
     omitted_messages: int
     tokens: int  # estimated, messages and summary
 
 
 def split_turns(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
-    """Turns, each starting at a user message (anything before the first goes with it)."""
+    """Turns, each starting at a user message or at the notes just before it (anything before goes with the first)."""
     turns: list[list[BaseMessage]] = []
+    previous: BaseMessage | None = None
     for message in messages:
-        if is_user_turn(message) or not turns:
+        starts = is_note(message) and not (previous is not None and is_note(previous))
+        starts = starts or (is_user_turn(message) and not (previous is not None and is_note(previous)))
+        if starts or not turns:
             turns.append([message])
         else:
             turns[-1].append(message)
+        previous = message
     return turns
 
 
 def build_memory(history: Sequence[BaseMessage], budget: int) -> Memory:
-    """What fits ``budget`` tokens: the newest turns whole, a summary of older ones, nothing over."""
-    turns = split_turns(fold_notes(repair_tool_pairs(history)))
+    """What fits ``budget`` tokens: the newest turns whole, a summary of older ones, nothing over.
+
+    Everything is a function of ``history`` and ``budget`` alone, and the kept
+    part starts at the same turn from call to call until it outgrows the budget.
+    """
+    turns = split_turns(repair_tool_pairs(history))
     if not turns:
         return Memory([], "", 0, 0)
-    current = fit_turn(turns[-1], budget)
-    used = sum(message_tokens(m) for m in current)
-    older = turns[:-1]
-    costs = [sum(message_tokens(m) for m in turn) for turn in older]
-    room = budget - used
-    if sum(costs) <= room:
-        kept = [m for turn in older for m in turn]
-        return Memory([*kept, *current], "", 0, used + sum(costs))
-    reserve = min(SUMMARY_MAX_TOKENS, int(max(room, 0) * SUMMARY_SHARE))
-    keep_from = len(older)
-    spent = 0
-    while keep_from > 0 and spent + costs[keep_from - 1] <= room - reserve:
-        keep_from -= 1
-        spent += costs[keep_from]
-    summary = summarise(older[:keep_from], room - spent)
-    kept = [m for turn in older[keep_from:] for m in turn]
-    omitted = sum(len(turn) for turn in older[:keep_from])
-    tokens = used + spent + (estimate_tokens(summary) if summary else 0)
-    return Memory([*kept, *current], summary, omitted, tokens)
+    folded = [fold_notes(turn) for turn in turns]
+    costs = [sum(message_tokens(m) for m in turn) for turn in folded]
+    reserve = min(SUMMARY_MAX_TOKENS, int(max(budget, 0) * SUMMARY_SHARE))
+    cut = trim_point(costs, budget, reserve)
+    older = [m for turn in folded[cut:-1] for m in turn]
+    older_tokens = sum(costs[cut:-1])
+    if cut == 0:
+        current = fit_turn(folded[-1], budget - older_tokens)
+        return Memory([*older, *current], "", 0, older_tokens + sum(message_tokens(m) for m in current))
+    summary = summarise(turns[:cut], reserve)
+    head = f"{summary}\n\n" if summary else ""
+    head_tokens = estimate_tokens(head)
+    current = fit_turn(folded[-1], budget - older_tokens - head_tokens)
+    kept = _with_head([*older, *current], head)
+    tokens = older_tokens + head_tokens + sum(message_tokens(m) for m in current)
+    omitted = sum(len(turn) for turn in turns[:cut])
+    return Memory(kept, summary, omitted, tokens)
+
+
+def trim_point(costs: Sequence[int], budget: int, reserve: int) -> int:
+    """The first turn to keep: 0 while everything fits; past that, cut in one large step (``LOW_WATER``).
+
+    Replays the conversation's growth, oldest turn first: where a turn makes
+    the total overflow, the turns before it are dropped down to ``LOW_WATER``
+    of the room, however big that turn is at the time, so the answer stays the
+    same from one call to the next until the kept turns outgrow the room again.
+    The newest turn is always kept.
+    """
+    cut, older = 0, 0  # older: the cost of the kept turns before the one looked at
+    room = max(budget - reserve, 0)
+    for index, cost in enumerate(costs):
+        if older + cost > (budget if cut == 0 else room):
+            while cut < index and older > room * LOW_WATER:
+                older -= costs[cut]
+                cut += 1
+            while cut < index and older + cost > room:  # a turn bigger than half the room
+                older -= costs[cut]
+                cut += 1
+        older += cost
+    return cut
+
+
+def _with_head(messages: list[BaseMessage], head: str) -> list[BaseMessage]:
+    """``messages`` with ``head`` at the start of the first user message (or as one, if there is none first)."""
+    if not head:
+        return messages
+    if messages and is_user_turn(messages[0]):
+        first = messages[0]
+        return [HumanMessage(content=head + text_of(first), id=first.id), *messages[1:]]
+    return [HumanMessage(content=head.rstrip()), *messages]
 
 
 def fit_turn(turn: list[BaseMessage], budget: int) -> list[BaseMessage]:
@@ -173,12 +228,18 @@ def fit_turn(turn: list[BaseMessage], budget: int) -> list[BaseMessage]:
 
 
 def summarise(turns: Sequence[Sequence[BaseMessage]], budget: int) -> str:
-    """A few lines on turns left out, newest first within ``budget`` tokens; older ones only counted."""
+    """A few lines on turns left out, newest first within ``budget`` tokens; older ones only counted.
+
+    The project's state as the model was last told it in those turns comes
+    first (the first kept turns may rely on it), then one line per turn.
+    """
     if not turns:
         return ""
     header = "Earlier in this conversation (not shown in full):"
+    states = [text_of(m) for turn in turns for m in turn if kind_of(m) == PROJECT_STATE and is_note(m)]
+    state = [f"- {_squeeze(states[-1], 600)}"] if states else []
     lines: list[str] = []
-    spent = estimate_tokens(header) + 12
+    spent = estimate_tokens(header) + 12 + sum(estimate_tokens(line) + 1 for line in state)
     for turn in reversed(turns):
         line = _turn_line(turn)
         cost = estimate_tokens(line) + 1
@@ -187,29 +248,22 @@ def summarise(turns: Sequence[Sequence[BaseMessage]], budget: int) -> str:
         lines.append(line)
         spent += cost
     dropped = len(turns) - len(lines)
-    if not lines:
+    if not lines and not state:
         return f"({len(turns)} earlier turns of this conversation are not shown to fit your context.)"
     tail = [f"- ({dropped} older turns not shown.)"] if dropped else []
-    return "\n".join([header, *tail, *reversed(lines)])
+    return "\n".join([header, *state, *tail, *reversed(lines)])
 
 
 def _turn_line(turn: Sequence[BaseMessage]) -> str:
-    asked = next((text_of(m) for m in turn if isinstance(m, HumanMessage)), "")
+    asked = next((text_of(m) for m in turn if is_user_turn(m)), "")
     answers = [text_of(m) for m in turn if isinstance(m, AIMessage) and text_of(m).strip()]
     tools = sorted({c["name"] for m in turn if isinstance(m, AIMessage) for c in m.tool_calls})
-    line = f"- User: {_squeeze(_without_notes(asked), 140)}"
+    line = f"- User: {_squeeze(asked, 140)}"
     if tools:
         line += f" | tools: {', '.join(tools)}"
     if answers:
         line += f" | you answered: {_squeeze(answers[-1], 220)}"
     return line
-
-
-def _without_notes(text: str) -> str:
-    """The user's words without the folded-in state notes."""
-    while text.startswith("[") and "]\n" in text:
-        text = text.split("]\n", 1)[1].lstrip("\n")
-    return text
 
 
 def _squeeze(text: str, limit: int) -> str:

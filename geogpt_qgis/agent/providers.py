@@ -24,8 +24,10 @@ import contextlib
 import email.utils
 import functools
 import json
+import re
 import socket
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -125,9 +127,9 @@ def ollama_model_info(base_url: str, model: str, timeout: float = CONNECT_TIMEOU
             context_length = value
             break
     capabilities = payload.get("capabilities")
-    known = isinstance(capabilities, list)
-    supports_tools = ("tools" in capabilities) if known else None
-    return ModelInfo(model, context_length, supports_tools, known and "thinking" in capabilities)
+    if not isinstance(capabilities, list):  # an older Ollama: tool support unknown
+        return ModelInfo(model, context_length, None, False)
+    return ModelInfo(model, context_length, "tools" in capabilities, "thinking" in capabilities)
 
 
 def effective_context(config: ModelConfig, info: ModelInfo | None) -> int:
@@ -153,6 +155,7 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
             base_url=config.base_url,
             temperature=config.temperature,
             num_ctx=num_ctx or config.context_limit,
+            num_predict=config.max_tokens,  # a bound on every reply: a looping model stops there
             reasoning=True if thinking else None,
             # trust_env off: the shared transport applies QGIS's proxy (or the system's, where QGIS says so).
             client_kwargs={"timeout": network.timeout(config.timeout), "trust_env": False},
@@ -162,6 +165,7 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
         )
     import openai
     from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
 
     # openai's own Timeout: openai 3 runs on httpx2, whose clients misread an httpx.Timeout (a TypeError per request).
     timeout = openai.Timeout(config.timeout, connect=CONNECT_TIMEOUT)
@@ -169,11 +173,12 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
         model=config.model,
         base_url=config.base_url,
         # Local OpenAI-compatible servers (LM Studio, vLLM) accept any key; the client insists on one.
-        api_key=config.api_key or "not-needed",
+        api_key=SecretStr(config.api_key or "not-needed"),
         temperature=config.temperature,
         timeout=timeout,
         max_retries=0,  # ``with_retries`` retries, the same way for both protocols
         stream_usage=True,
+        **_length_bound(config),
         # Own HTTP clients (closed after each run by ``aclose_chat_model``) instead of
         # LangChain's process-wide cached ones, whose connections would outlive the
         # worker's event loop.
@@ -184,6 +189,21 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
             timeout=timeout, trust_env=False, transport=network.async_transport(openai.DefaultAsyncHttpxClient, proxy)
         ),
     )
+
+
+def _length_bound(config: ModelConfig) -> dict[str, Any]:
+    """The bound on a reply's tokens, under the name the server reads.
+
+    OpenAI's own API takes ``max_completion_tokens`` (its reasoning models refuse
+    ``max_tokens``), which is what LangChain sends for ``max_tokens``; llama.cpp's
+    server, llama-cpp-python, LM Studio, vLLM and Ollama's ``/v1`` read
+    ``max_tokens`` (llama-cpp-python ignores the other name, and would generate
+    until the context is full).
+    """
+    host = (urllib.parse.urlsplit(config.base_url).hostname or "").lower()
+    if host == "api.openai.com":
+        return {"max_tokens": config.max_tokens}
+    return {"extra_body": {"max_tokens": config.max_tokens}}
 
 
 # -- Ollama tool-call arguments ---------------------------------------------------
@@ -254,7 +274,7 @@ def _split_lines(buffer: bytes, data: bytes) -> tuple[list[bytes], bytes]:
 
 
 @functools.cache
-def _transports() -> tuple[type, type]:
+def _transports() -> tuple[type, type]:  # noqa: C901 - ten one-line methods of four classes made here, with httpx
     """The sync and async transport classes (made on first use: httpx is imported only by a run)."""
     import httpx
 
@@ -422,18 +442,10 @@ async def aclose_chat_model(model: BaseChatModel) -> None:
                 await result
 
 
-def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
-    """Turn a provider exception into one clear, actionable sentence or two, in the user's words."""
-    if isinstance(exc, ModelSetupError):
-        return str(exc)
-    attempts = 1
-    if isinstance(exc, RetriesExhausted):
-        exc, attempts = exc.last, exc.attempts
+def _reply_problem(exc: BaseException, config: ModelConfig, text: str) -> str | None:
+    """What went wrong on the way (connection, time, a reply that cannot be read), or ``None``."""
     where = f"{config.base_url}"
     is_ollama = config.provider == PROVIDER_OLLAMA
-    name = type(exc).__name__
-    status = _status_code(exc)
-    text = _error_text(exc)
     if _is_dropped(exc) and not isinstance(exc, ServerError):  # ServerError: a model-list query, not an answer
         return (
             f"The model server at {where} closed the connection in the middle of its answer, so the answer "
@@ -463,10 +475,28 @@ def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
     if any(type(item).__name__ == "ValidationError" for item in _chain(exc)):  # the client's reply schema
         return (
             f"The model server at {where} sent a reply in a form GeoGPT cannot read "
-            f"({_clip(text.splitlines()[0] if text else name, 120)}). Check that the URL points to {server_kind}; "
-            "updating the server may help."
+            f"({_clip(text.splitlines()[0] if text else type(exc).__name__, 120)}). Check that the URL points to "
+            f"{server_kind}; updating the server may help."
         )
+    return None
+
+
+def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
+    """Turn a provider exception into one clear, actionable sentence or two, in the user's words."""
+    if isinstance(exc, ModelSetupError):
+        return str(exc)
+    attempts = 1
+    if isinstance(exc, RetriesExhausted):
+        attempts = exc.attempts
+        exc = exc.last
+    where = f"{config.base_url}"
+    is_ollama = config.provider == PROVIDER_OLLAMA
+    status = _status_code(exc)
+    text = _error_text(exc)
     lowered = text.lower()
+    problem = _reply_problem(exc, config, text)
+    if problem:
+        return problem
     if status == 404 or ("not found" in lowered and "model" in lowered):
         if is_ollama:
             return (
@@ -478,6 +508,14 @@ def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
         return (
             f"The server at {where} refused the API key (HTTP {status}). "
             "Enter a valid key in the model settings, or set OPENAI_API_KEY."
+        )
+    if status == 400 and _CONTEXT_OVERFLOW.search(lowered):
+        # llama.cpp and vLLM refuse a prompt longer than the window they were started with; the plugin's
+        # context limit was larger than that window.
+        return (
+            f"The conversation does not fit in the model's context window. The server at {where} says: "
+            f"{_clip(text, 200)} Set the context limit (Settings > Options > GeoGPT, or --context-limit) "
+            "to the server's context size or less, or start the server with a larger context."
         )
     if "does not support tools" in lowered or ("tool" in lowered and status == 400):
         return (
@@ -499,9 +537,18 @@ def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
         )
     if status is not None:
         return f"The model server at {where} answered with an error (HTTP {status}): {_clip(text)}"
+    name = type(exc).__name__
     if name == "ResponseError":  # Ollama reported an error in the middle of its answer
         return f"The Ollama server at {where} stopped with an error: {_clip(text)}. Try again."
     return f"The model call failed ({name}): {_clip(text)}"
+
+
+# How OpenAI-compatible servers word a prompt longer than their window (llama-cpp-python and vLLM:
+# "maximum context length", code context_length_exceeded; llama.cpp's llama-server: "exceeds the
+# available context size").
+_CONTEXT_OVERFLOW = re.compile(
+    r"context_length_exceeded|maximum context length|exceeds? (?:the )?(?:available )?context"
+)
 
 
 def _status_code(exc: BaseException) -> int | None:

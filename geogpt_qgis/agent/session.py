@@ -1,9 +1,11 @@
-"""One conversation with the agent: run a user message, yield what happens.
+"""The run engine of a conversation: run a user message (or resume after an approval), yield what happens.
 
 ``AgentSession.run`` is an async generator of ``core.events`` objects; it is
-Qt-free, so the dock (through ``AgentWorker``), the headless command and the
-tests all drive exactly the same code.  Cancellation is asyncio cancellation
-of the consuming task plus the run's ``CancelToken`` for tools.
+Qt-free, so the dock, the headless command and the tests all drive exactly the
+same code through ``conversation.Conversation``, which owns the conversation's
+life (which one is current, the store, stop) and sets ``thread_id`` before each
+run.  Cancellation is asyncio cancellation of the consuming task plus the run's
+``CancelToken`` for tools.
 """
 
 from __future__ import annotations
@@ -11,18 +13,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
 
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
 from geogpt_qgis.agent.graph import build_graph, pending_request, tool_call_id
-from geogpt_qgis.agent.memory import KIND, STATE_NOTE
-from geogpt_qgis.agent.prompts import build_system_prompt
+from geogpt_qgis.agent.memory import KIND, PROJECT_STATE, STATE_NOTE, kind_of
+from geogpt_qgis.agent.prompts import build_system_prompt, project_state
 from geogpt_qgis.agent.providers import (
     ModelInfo,
     ServerError,
@@ -32,14 +32,11 @@ from geogpt_qgis.agent.providers import (
     explain_model_error,
     ollama_model_info,
 )
-from geogpt_qgis.agent.store import ConversationInfo, ConversationStore
+from geogpt_qgis.agent.store import ConversationStore
 from geogpt_qgis.agent.toolkit import Toolkit
-from geogpt_qgis.agent.transcript import Entry, to_markdown, transcript
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest
 from geogpt_qgis.core.cancel import RunCancelled, current_conversation
 from geogpt_qgis.core.events import ApprovalRequested, Event, ReasoningDelta, RunFinished, TextDelta
-from geogpt_qgis.core.run_log import format_runs
-from geogpt_qgis.core.sources import with_extras
 from geogpt_qgis.core.think import ThinkTagSplitter
 from geogpt_qgis.core.tokens import TokenCalibration
 from geogpt_qgis.tools.project import project_brief
@@ -52,17 +49,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# additional_kwargs of a project-state note: the session that told it, and the project file it was about.
+TOLD_IN = "geogpt_session"
+TOLD_ABOUT = "geogpt_project"
+
 # The answer stored for a tool call whose step never finished; it is not run again.
 UNFINISHED_STEP = "Not run: the run ended (stopped, or QGIS closed) before this step finished."
-
-
-@dataclass(frozen=True)
-class OpenedConversation:
-    """A conversation continued from the store: what to show, and any step waiting for approval."""
-
-    thread_id: str
-    entries: list[Entry]
-    pending: ApprovalRequest | None
+# Ends the stored part of an answer whose model call failed in the middle (the user saw that part).
+CUT_OFF_ANSWER = "[The answer was cut off here: the model server stopped answering.]"
 
 
 async def _quietly(step: Awaitable[Any]) -> None:
@@ -85,15 +79,11 @@ class AgentSession:
         self.checkpointer = checkpointer
         self.store = store
         self.thread_id = thread_id or uuid.uuid4().hex
+        self.session_id = uuid.uuid4().hex  # a conversation taken up by another session is told the project again
         self.families: list[ToolFamily] = build_families(ctx)
         self._model_info: dict[tuple[str, str], ModelInfo] = {}
         self._calibrations: dict[tuple[str, str], TokenCalibration] = {}
         self._toolkits: dict[tuple, Toolkit] = {}
-
-    def new_conversation(self) -> str:
-        """Start a fresh thread; the old one stays in the store."""
-        self.thread_id = uuid.uuid4().hex
-        return self.thread_id
 
     async def _model_info_for(self, config: ModelConfig) -> ModelInfo | None:
         if config.provider != PROVIDER_OLLAMA:
@@ -109,18 +99,42 @@ class AgentSession:
         """Run one user message until it ends or waits for approval; yields events, ending with ``RunFinished``.
 
         ``note`` tells the model what the user changed in the project since the
-        last answer (kept in the history as a marked system message).
+        last answer (kept in the history as a marked system message).  The
+        project's state goes first when the model has not been told it in this
+        session and project (``_project_state``).
         Failures (server down, unknown model, HTTP errors) end the run with a
         clear ``RunFinished("failed", ...)``; cancellation propagates.
         """
         current_conversation.set(self.thread_id)
         for family in self.families:
             family.notice_user_text(text)
-        messages: list[Any] = [SystemMessage(content=note, additional_kwargs={KIND: STATE_NOTE})] if note else []
+        messages: list[Any] = await self._project_state()
+        if note:
+            messages.append(SystemMessage(content=note, additional_kwargs={KIND: STATE_NOTE}))
         messages.append(HumanMessage(content=text))
         inputs = {"messages": messages, "model_calls": 0, "approval_policy": policy}
         async for event in self._logged(inputs, config, text, text):
             yield event
+
+    async def _project_state(self) -> list[Any]:
+        """The project-state note for this message, if the model needs one (else nothing).
+
+        The history only ever grows at its end (local servers then reuse their
+        cache of it), so the project's state is told once, as a note, not in the
+        system prompt: when a conversation starts, when it is taken up in
+        another session (QGIS restarted, or the command line), and after another
+        project was opened.  The user's later changes follow as state notes.
+        """
+        brief, project_file = await asyncio.to_thread(self.ctx.on_main, _brief_and_file, self.ctx.project)
+        for message in reversed(await self.history()):
+            if kind_of(message) == PROJECT_STATE:
+                told = message.additional_kwargs
+                if told.get(TOLD_IN) == self.session_id and told.get(TOLD_ABOUT) == project_file:
+                    return []
+                break
+        note = project_state(brief)
+        note.additional_kwargs.update({TOLD_IN: self.session_id, TOLD_ABOUT: project_file})
+        return [note]
 
     async def resume(self, decision: dict[str, Any], config: ModelConfig) -> AsyncIterator[Event]:
         """Continue a run that waits for approval, with the user's decision."""
@@ -169,13 +183,22 @@ class AgentSession:
             model = create_chat_model(config, num_ctx, thinking=bool(info and info.supports_thinking))
             calibration = self._calibrations.setdefault((config.base_url, config.model), TokenCalibration())
             try:
-                graph = await self._graph(model, num_ctx, config.max_steps, calibration)
+                graph = await self._graph(model, num_ctx, config.max_steps, calibration, config.max_tokens)
                 if isinstance(inputs, dict):
                     # A new message while a step waits for approval gives that step up first.
-                    await self._drop(graph, "Not done: the user moved on without deciding.")
-                    await self._answer_unfinished(graph)
-                async for event in self._stream(graph, inputs, config):
-                    yield event
+                    await self._answer_open_calls(graph, "Not done: the user moved on without deciding.", paused=True)
+                    await self._answer_open_calls(graph, UNFINISHED_STEP, paused=False)
+                shown: list[str] = []  # the answer text streamed by the model call under way
+                try:
+                    async for event in self._stream(graph, inputs, config):
+                        if isinstance(event, TextDelta):
+                            shown.append(event.text)
+                        elif not isinstance(event, ReasoningDelta):
+                            shown.clear()  # a call ended (or a tool ran): its text is in the state already
+                        yield event
+                except Exception:
+                    await _quietly(self._keep_cut_answer(graph, "".join(shown)))
+                    raise
                 request = pending_request(await graph.aget_state(self._config(config.max_steps)))
             finally:
                 await aclose_chat_model(model)
@@ -195,10 +218,14 @@ class AgentSession:
         yield RunFinished("finished")
 
     async def _graph(
-        self, model: Any, num_ctx: int, max_steps: int, calibration: TokenCalibration | None = None
+        self,
+        model: Any,
+        num_ctx: int,
+        max_steps: int,
+        calibration: TokenCalibration | None = None,
+        max_tokens: int = 1024,
     ) -> Any:
         """The graph for this run (``model`` None: only to read the conversation's state)."""
-        brief = await asyncio.to_thread(self.ctx.on_main, project_brief, self.ctx.project)
         families = await asyncio.to_thread(active_families, self.families)
         hints = tuple(f.prompt_hint for f in families if f.prompt_hint)
         tools = [tool for family in families for tool in family.tools()]
@@ -210,11 +237,12 @@ class AgentSession:
         return build_graph(
             model,
             toolkit,
-            lambda summary: build_system_prompt(brief, summary, hints),
+            build_system_prompt(hints),
             max_steps=max_steps,
             context_tokens=num_ctx,
             checkpointer=self.checkpointer,
             calibration=calibration,
+            max_tokens=max_tokens,
         )
 
     def _config(self, max_steps: int = 15, thread_id: str | None = None) -> dict[str, Any]:
@@ -228,45 +256,42 @@ class AgentSession:
     async def drop_pending(self, thread_id: str | None = None) -> bool:
         """Give up the step a conversation (default: this one) waits on; returns whether there was one."""
         graph = await self._graph(None, 8192, 15)
-        return await self._drop(graph, "Not done: the user dropped this step.", thread_id)
+        return await self._answer_open_calls(graph, "Not done: the user dropped this step.", True, thread_id)
 
-    async def _answer_unfinished(self, graph: Any) -> None:
-        """Answer, in the store, the tool calls of a step that never finished (Stop, or QGIS closed mid-step).
+    async def _answer_open_calls(self, graph: Any, answer: str, paused: bool, thread_id: str | None = None) -> bool:
+        """Answer, in the store, every tool call of a step that will not run, with ``answer``; whether there was one.
 
-        They are never run again; without an answer the conversation would
-        hold calls without results, and the model would not know they did not run.
+        ``paused``: the step waits for approval (the user dropped it or moved
+        on); otherwise it never finished (Stop, or QGIS closed mid-step).  Its
+        calls, valid and malformed alike, are never run again; without an answer
+        the conversation would hold calls without results, which the model
+        servers refuse, and the model would not know they did not run.
         """
-        config = self._config()
+        config = self._config(thread_id=thread_id)
         state = await graph.aget_state(config)
         messages = (state.values or {}).get("messages") or []
-        if not state.next or pending_request(state) is not None or not messages:
-            return
+        waiting = pending_request(state) is not None
+        if waiting != paused or not (waiting or state.next) or not messages or not isinstance(messages[-1], AIMessage):
+            return False
         last = messages[-1]
-        if not isinstance(last, AIMessage):
-            return
-        calls = [*last.tool_calls, *last.invalid_tool_calls]
         answered = [
-            ToolMessage(
-                UNFINISHED_STEP, tool_call_id=tool_call_id(call, index), name=call.get("name") or "", status="error"
-            )
-            for index, call in enumerate(calls)
+            ToolMessage(answer, tool_call_id=tool_call_id(call, index), name=call.get("name") or "", status="error")
+            for index, call in enumerate([*last.tool_calls, *last.invalid_tool_calls])
         ]
         if answered:
             await graph.aupdate_state(config, {"messages": answered}, as_node="tools")
-
-    async def _drop(self, graph: Any, answer: str, thread_id: str | None = None) -> bool:
-        """Answer every tool call of the paused step with ``answer``, so the conversation stays well-formed."""
-        config = self._config(thread_id=thread_id)
-        state = await graph.aget_state(config)
-        if pending_request(state) is None:
-            return False
-        last = state.values["messages"][-1]
-        answered = [
-            ToolMessage(content=answer, tool_call_id=tool_call_id(call, index), name=call["name"], status="error")
-            for index, call in enumerate(getattr(last, "tool_calls", []))
-        ]
-        await graph.aupdate_state(config, {"messages": answered}, as_node="tools")
         return True
+
+    async def _keep_cut_answer(self, graph: Any, shown: str) -> None:
+        """Store the part of an answer the user saw before the model call failed (a server that died mid-answer).
+
+        Without it the dock would show text that reopening the conversation loses; it is stored as the
+        model's reply, marked as cut off, so the conversation stays well-formed and the next message works.
+        """
+        if not shown.strip():
+            return
+        message = AIMessage(content=f"{shown.rstrip()}\n\n{CUT_OFF_ANSWER}")
+        await graph.aupdate_state(self._config(), {"messages": [message]}, as_node="model")
 
     async def _stream(self, graph: Any, inputs: Any, config: ModelConfig) -> AsyncIterator[Event]:
         splitter = ThinkTagSplitter()
@@ -299,47 +324,10 @@ class AgentSession:
             return []
         return list(state.checkpoint["channel_values"].get("messages", []))
 
-    # -- the conversations in the store ---------------------------------------------
-    async def open(self, thread_id: str) -> OpenedConversation:
-        """Continue ``thread_id``: what the dock shows of it, and any step waiting for approval."""
-        messages = await self.history(thread_id)
-        request = await self.pending(thread_id)
-        self.thread_id = thread_id
-        entries = with_extras(transcript(messages))
-        current_conversation.set(thread_id)
-        for family in self.families:  # server URLs the user gave earlier stay usable
-            for entry in entries:
-                if entry.kind == "user":
-                    family.notice_user_text(entry.text)
-        return OpenedConversation(thread_id, entries, request)
 
-    async def conversations(self, project: str | None = None) -> list[ConversationInfo]:
-        return await self._store().conversations(project)
-
-    async def rename(self, thread_id: str, title: str) -> None:
-        await self._store().rename(thread_id, title)
-
-    async def delete(self, thread_id: str) -> None:
-        """Delete a conversation everywhere: its state, its catalogue entry and its run log."""
-        await self.checkpointer.adelete_thread(thread_id)
-        await self._store().delete(thread_id)
-        if thread_id == self.thread_id:
-            self.new_conversation()
-
-    async def export_markdown(self, thread_id: str) -> str:
-        info = await self._store().conversation(thread_id)
-        entries = with_extras(transcript(await self.history(thread_id)))
-        if info is None:
-            return to_markdown("Conversation", "", time.time(), entries)
-        return to_markdown(info.title, info.project, info.created, entries)
-
-    async def run_log(self, thread_id: str | None = None) -> str:
-        return format_runs(await self._store().runs(thread_id or self.thread_id))
-
-    def _store(self) -> ConversationStore:
-        if self.store is None:
-            raise RuntimeError("this session keeps no conversation store")
-        return self.store
+def _brief_and_file(project: Any) -> tuple[str, str]:
+    """The project's brief and its file (main thread)."""
+    return project_brief(project), project.fileName()
 
 
 def _delta(kind: str, text: str) -> Event:

@@ -83,6 +83,11 @@ class OptionsPage(QgsOptionsPageWidget):
         self.context_spin.setSingleStep(1024)
         self.context_spin.setSuffix(tr(" tokens"))
         self.context_spin.setToolTip(tr("The most the model is sent at once; capped by the model's own window"))
+        self.answer_spin = QSpinBox()
+        self.answer_spin.setRange(64, 65_536)
+        self.answer_spin.setSingleStep(256)
+        self.answer_spin.setSuffix(tr(" tokens"))
+        self.answer_spin.setToolTip(tr("The longest reply the model may write; a model stuck in a loop stops there"))
         self.policy_combo = QComboBox()
         for key, label in (
             (POLICY_ASK, tr("Ask before changes")),
@@ -95,6 +100,7 @@ class OptionsPage(QgsOptionsPageWidget):
         form = QFormLayout(agent_box)
         form.addRow(tr("Temperature"), self.temperature_spin)
         form.addRow(tr("Context limit"), self.context_spin)
+        form.addRow(tr("Answer length limit"), self.answer_spin)
         form.addRow(tr("Approval"), self.policy_combo)
 
         self.ogc_edit = QPlainTextEdit()
@@ -134,6 +140,7 @@ class OptionsPage(QgsOptionsPageWidget):
         self.picker.load()
         self.temperature_spin.setValue(s.temperature)
         self.context_spin.setValue(s.context_limit)
+        self.answer_spin.setValue(s.max_answer_tokens)
         self.policy_combo.setCurrentIndex(max(0, self.policy_combo.findData(s.approval_policy)))
         self.ogc_edit.setPlainText(s.ogc_servers)
         self.connections.load(s.postgis_connections)
@@ -145,6 +152,7 @@ class OptionsPage(QgsOptionsPageWidget):
             **self.picker.values(),
             "temperature": self.temperature_spin.value(),
             "context_limit": self.context_spin.value(),
+            "max_answer_tokens": self.answer_spin.value(),
             "approval_policy": self.policy_combo.currentData(),
             "ogc_servers": self.ogc_edit.toPlainText().strip(),
             "postgis_connections": self.connections.setting(),

@@ -31,6 +31,8 @@ class PlgSettings:
     context_limit: int = 8192
     max_steps: int = 15
     request_timeout: float = 120.0
+    # The most tokens of one model reply (num_predict / max_tokens): a model stuck in a loop stops there.
+    max_answer_tokens: int = 1024
     debug_mode: bool = False
     dock_visible: bool = True
     # Saved PostgreSQL connections the agent may use: "*" for all, else names separated by commas.

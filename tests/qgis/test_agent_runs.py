@@ -72,8 +72,10 @@ def test_a_question_runs_real_tools_and_streams_the_answer(provider, model_serve
     assert len(requests) == 4
     first = requests[0].body["messages"]
     assert first[0]["role"] == "system" and "expert GIS analyst" in first[0]["content"]
-    assert "Open project: 'Elvbury demo town'; CRS EPSG:25832; 7 layers" in first[0]["content"]
-    assert first[-1] == {"role": "user", "content": "How many primary schools are there? Select them."}
+    assert "Open project" not in first[0]["content"]  # the system prompt never changes; the project's state is a note
+    assert [m["role"] for m in first] == ["system", "user"]
+    assert first[1]["content"].startswith("[Open project: 'Elvbury demo town'; CRS EPSG:25832; 7 layers")
+    assert first[1]["content"].endswith("]\n\nHow many primary schools are there? Select them.")
     assert sent_tool_names(requests[0]) == [
         *PROJECT_TOOL_NAMES,
         *EDIT_TOOL_NAMES,
@@ -299,11 +301,13 @@ def test_a_conversation_remembers_and_a_new_one_forgets(model_server, worker, re
     recorder.wait(worker.submit("Where is Nordby?", make_config(model_server)))
     recorder.wait(worker.submit("Are you sure?", make_config(model_server)))
     second = model_server.chat_requests()[1].body["messages"]
-    assert [m["content"] for m in second[1:]] == ["Where is Nordby?", "Nordby is in the north.", "Are you sure?"]
+    asked = [m["content"].rsplit("]\n\n", 1)[-1] for m in second[1:]]  # the first one carries the project's state
+    assert asked == ["Where is Nordby?", "Nordby is in the north.", "Are you sure?"]
     worker.new_conversation()
     recorder.wait(worker.submit("Hi", make_config(model_server)))
     third = model_server.chat_requests()[2].body["messages"]
-    assert [m["content"] for m in third[1:]] == ["Hi"]
+    assert len(third) == 2 and third[1]["content"].startswith("[Open project: ")  # a new conversation is told again
+    assert third[1]["content"].endswith("]\n\nHi")
 
 
 def test_the_api_key_comes_from_the_keychain_or_the_environment(model_server, worker, recorder, monkeypatch):

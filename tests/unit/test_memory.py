@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from geogpt_qgis.agent.memory import (
     KIND,
+    PROJECT_STATE,
     RETRY_NOTE,
     STATE_NOTE,
     build_memory,
@@ -54,13 +57,14 @@ def test_everything_is_sent_when_it_fits():
 def test_older_turns_are_summarised_and_everything_fits(budget):
     messages = [m for i in range(60) for m in _turn(i)]
     memory = build_memory(messages, budget)
-    sent = sum(message_tokens(m) for m in memory.messages) + estimate_tokens(memory.summary)
+    sent = sum(message_tokens(m) for m in memory.messages)  # the summary heads the first user message
     assert sent <= budget
     assert memory.tokens <= budget
     assert isinstance(memory.messages[0], HumanMessage)  # whole turns only
     assert memory.messages[-1].content.startswith("answer 59")
     assert memory.omitted_messages == len(messages) - len(memory.messages)
     assert memory.summary.startswith("Earlier in this conversation")
+    assert memory.messages[0].content.startswith(memory.summary + "\n\nquestion ")
     # The newest of the left-out turns is summarised: question and answer.
     newest_left_out = 59 - len(split_turns(memory.messages))
     assert f"- User: question {newest_left_out} word" in memory.summary
@@ -72,7 +76,10 @@ def test_a_huge_newest_turn_is_shortened_to_fit():
     messages = _turn(0) + _turn(1, size=40_000)
     memory = build_memory(messages, 600)
     assert sum(message_tokens(m) for m in memory.messages) <= 600
-    assert memory.messages[0].content.startswith("question 1")
+    assert memory.messages[0].content.startswith(
+        "Earlier in this conversation (not shown in full):\n- User: question 0"
+    )
+    assert "\n\nquestion 1" in memory.messages[0].content
     result = next(m for m in memory.messages if isinstance(m, ToolMessage))
     assert "characters of this result left out to fit the context" in result.content
     assert memory.messages[-1].content.startswith("answer 1")
@@ -120,3 +127,45 @@ def test_calibration_only_grows_and_is_bounded():
     assert calibration.scale(1000) >= 1300
     calibration.observe(10, 10_000)
     assert calibration.factor == 3.0
+
+
+def _prefix_breaks(requests: list[list]) -> list[int]:
+    """The calls whose messages do not start with the previous call's messages."""
+    return [i for i in range(1, len(requests)) if requests[i][: len(requests[i - 1])] != requests[i - 1]]
+
+
+@pytest.mark.parametrize("budget", [2000, 3000, 6000])
+def test_trimming_drops_turns_in_large_steps_so_the_prefix_survives_most_calls(budget):
+    history: list = []
+    sent: list[list] = []
+    for i in range(80):
+        turn = _turn(i, size=200 + 37 * (i % 5))
+        history.append(turn[0])
+        sent.append(build_memory(history, budget).messages)  # the call that answers with a tool call
+        history += turn[1:3]
+        sent.append(build_memory(history, budget).messages)  # the call after the tool result
+        history.append(turn[3])
+        assert sum(message_tokens(m) for m in sent[-1]) <= budget
+    breaks = _prefix_breaks(sent)
+    assert breaks, "80 turns never outgrew the budget: the test proves nothing"
+    assert len(breaks) <= len(sent) // 6, breaks  # at least five calls in six keep the cached prefix
+    # Between two cuts the summary is the same text: it depends on the dropped turns only.
+    for before, after in itertools.pairwise(breaks):
+        assert len({str(sent[j][0].content).split("\n\nquestion ")[0] for j in range(before, after)}) == 1
+
+
+def test_notes_start_the_turn_of_the_message_they_precede_and_the_project_state_outlives_trimming():
+    state = SystemMessage(content="Open project: 'Elvbury'; 7 layers.", additional_kwargs={KIND: PROJECT_STATE})
+    note = SystemMessage(
+        content="Since your last answer, the user added layer 'wells'.", additional_kwargs={KIND: STATE_NOTE}
+    )
+    first = _turn(0)
+    messages = [state, *first, note, *_turn(1)[:1]]
+    turns = split_turns(messages)
+    assert [len(t) for t in turns] == [5, 2]  # each note travels with the user message after it
+    assert fold_notes(messages)[0].content.startswith("[Open project: 'Elvbury'; 7 layers.]\n\nquestion 0")
+    history = [state, *first] + [m for i in range(1, 40) for m in _turn(i)]
+    memory = build_memory(history, 900)
+    assert memory.omitted_messages > 5
+    assert "- Open project: 'Elvbury'; 7 layers." in memory.messages[0].content  # recalled in the summary
+    assert not any(isinstance(m, SystemMessage) for m in memory.messages)
