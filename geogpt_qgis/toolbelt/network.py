@@ -93,17 +93,18 @@ def timeout(read: float, connect: float = CONNECT_TIMEOUT) -> httpx.Timeout:
     return httpx.Timeout(read, connect=min(read, connect))
 
 
-def transport(for_client: type | None = None, proxy: ProxyConfig | None = None) -> httpx.BaseTransport:
+def transport(for_client: type | None = None, proxy: ProxyConfig | None = None) -> Any:
     """A transport for clients made elsewhere (the model packages): QGIS's proxy, TLS and user agent.
 
     ``for_client`` is the client class it will serve when that is not
     ``httpx.Client``: the openai package runs on httpx2, httpx's successor
-    with the same interface, whose clients take only httpx2 transports.
+    with the same interface, whose clients take only httpx2 transports (so
+    the type is ``Any``: an ``httpx`` or an ``httpx2`` transport).
     """
     return _router_classes(_library(for_client))[0](proxy if proxy is not None else proxy_config())
 
 
-def async_transport(for_client: type | None = None, proxy: ProxyConfig | None = None) -> httpx.AsyncBaseTransport:
+def async_transport(for_client: type | None = None, proxy: ProxyConfig | None = None) -> Any:
     """The asynchronous ``transport``."""
     return _router_classes(_library(for_client))[1](proxy if proxy is not None else proxy_config())
 
@@ -191,8 +192,10 @@ class _Routes:
 def _router_classes(library: str) -> tuple[type, type]:
     """The sync and async routing transports of ``library`` (made on first use: httpx is imported only then)."""
     lib = importlib.import_module(library)
+    sync_base: Any = lib.BaseTransport
+    async_base: Any = lib.AsyncBaseTransport
 
-    class Router(lib.BaseTransport):
+    class Router(sync_base):
         def __init__(self, proxy: ProxyConfig) -> None:
             self.routes = _Routes(lib, proxy, lambda url: lib.HTTPTransport(verify=ssl_context(), proxy=url))
 
@@ -203,7 +206,7 @@ def _router_classes(library: str) -> tuple[type, type]:
             for made in self.routes.all():
                 made.close()
 
-    class AsyncRouter(lib.AsyncBaseTransport):
+    class AsyncRouter(async_base):
         def __init__(self, proxy: ProxyConfig) -> None:
             self.routes = _Routes(lib, proxy, lambda url: lib.AsyncHTTPTransport(verify=ssl_context(), proxy=url))
 

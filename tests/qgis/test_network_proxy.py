@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +27,7 @@ from tests.support.http_proxy import RecordingProxy
 from tests.support.model_server import Turn
 from tests.support.net import free_port
 
+REPO = Path(__file__).resolve().parents[2]
 LOGIN = ("geo user", "p@ss:word/1")
 _ENVIRONMENT = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 
@@ -142,3 +148,27 @@ def test_the_settings_are_read_as_qgis_writes_them(qgis_proxy):
     assert config.url == "http://geo%20user:p%40ss%3Aword%2F1@127.0.0.1:3128"
     assert config.no_proxy == ("http://intranet",)
     assert config.describe() == "http://127.0.0.1:3128"
+
+
+def test_a_login_stored_in_the_authentication_database_reaches_the_proxy(tmp_path):
+    """``proxy/authcfg``: read on the main thread while the request waits on another (fresh QGIS profile)."""
+    from tests.support.proxy_login_probe import LOGIN as STORED
+
+    profile = tmp_path / "qgis-profile"
+    env = {**os.environ, "QGIS_CUSTOM_CONFIG_PATH": str(profile), "QGIS_OPTIONS_PATH": str(profile)}
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.proxy_login_probe"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["master_password_set"] is True and report["stored"] is True
+    assert report["models"] == {"result": ["llama3.2:3b", "qwen3:8b"]}
+    login = "Basic " + base64.b64encode(":".join(STORED).encode()).decode()
+    assert report["carried"] == [[f"{report['server_url']}/api/tags", login]]
