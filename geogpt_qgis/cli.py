@@ -323,7 +323,7 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         bridge.close()
     if timed_out and renderer.status != "finished":
         err.write(f"error: no answer within {args.timeout:g} s (--timeout); stopped.\n")
-        if worker.isRunning():  # a step that ignores cancellation: the deadline still holds
+        if worker.is_busy():  # a step that ignores cancellation: the deadline still holds
             err.flush()
             out.flush()
             os._exit(EXIT_FAILED)
