@@ -114,6 +114,7 @@ def test_a_filtered_query_adds_exactly_the_matching_features_as_a_layer(ogc, dem
     assert QgsWkbTypes.displayString(layer.wkbType()) == "Point"
     kind = "fetched features, in the project's GeoPackage"
     assert text.startswith(f"Added layer 'big' ({kind}): {len(expected)} features")
+    assert text.artifact.added_names == ["big"] and text.artifact.collections[0].startswith("schools (")
     assert "Fields: name, type, pupils, district" in text
     assert "Served in EPSG:25832" in text
     assert "filter: district = 'Centre' AND pupils > 200" in layer.metadata().abstract()

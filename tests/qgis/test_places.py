@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from shapely.geometry import Point
 
+from geogpt_qgis.core.artifacts import Selection
 from geogpt_qgis.tools.insights import InsightTools
 from geogpt_qgis.tools.places import postgis_tables
 from geogpt_qgis.tools.places.project_layers import PLACE_PROPERTY
@@ -40,6 +41,9 @@ def test_typos_and_missing_accents_find_the_demo_places(places, demo_project):
     assert "in districts 'Nordby'" in text
     assert "'Østervang Academy' (layer schools" in text and "in districts 'Østervang'" in text
     assert "'Mølleby' (layer districts; polygon" in text
+    # Where each place was found, and the layers made: the artifact, for the Sources list.
+    assert text.artifact.layers == ("schools", "districts")
+    assert text.artifact.added_names == ["place_nordby_school", "place_ostervang_academy", "place_molleby"]
     # Each place is a layer holding exactly its features, at the same spot as in the GeoPackage.
     schools = {attrs["name"]: geometry for _, attrs, geometry in read_layer(gpkg_of(demo_project), "schools")}
     layer = place_layer(demo_project, "place_nordby_school")
@@ -122,6 +126,7 @@ def test_place_layers_work_as_areas_for_select_clip_and_distance(tool_ctx, place
     in_centre = sum(centre.intersects(g) for _, _, g in schools)
     selected = call_in_thread(project_tools.select_features, "schools", "overlay_intersects('place_centre')")
     assert selected.startswith(f"Selected {in_centre} of 31 features")
+    assert selected.artifact.selected == (Selection("schools", in_centre),)
     nordby = next(g for _, a, g in schools if a["name"] == "Nordby School")
     near = sum(nordby.distance(g) <= 2000 for _, _, g in schools)
     selected = call_in_thread(
