@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlparse
 
-from geogpt_qgis.toolbelt import site_cleanup
+from geogpt_qgis.toolbelt import network, site_cleanup
 from geogpt_qgis.toolbelt.dependencies import REQUIRED_MODULES, protected_versions
 from geogpt_qgis.toolbelt.python_env import find_python_candidates, packages_dir
 
@@ -267,6 +267,7 @@ class Installer:
         self._cancelled = threading.Event()
         self._lock = threading.Lock()
         self._log: IO[str] | None = None
+        self._proxy_env: dict[str, str] = {}  # QGIS's proxy for pip (network.proxy_environment)
 
     def cancel(self) -> None:
         """Stop pip (or the checks) now; :meth:`run` then raises ``InstallError("cancelled")``."""
@@ -308,6 +309,11 @@ class Installer:
         self._write(f"constraints:\n{pins}")
         plan.target.mkdir(parents=True, exist_ok=True)
         command = pip_command(python, plan)
+        proxy = network.proxy_config()
+        index = os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple/"
+        self._proxy_env = network.proxy_environment(index, proxy)
+        if "https_proxy" in self._proxy_env:
+            self._write(f"proxy (QGIS's network settings): {proxy.describe()}")
         self._write("$ " + " ".join(command))
         count = 0
 
@@ -322,7 +328,8 @@ class Installer:
         if code != 0:
             error = classify_failure(lines)
             nothing_found = any("(from versions: none)" in line for line in lines)
-            if error.kind == "pip-failed" and nothing_found and not index_reachable(lines):
+            proxied = "https_proxy" in self._proxy_env  # a direct connection would prove nothing
+            if error.kind == "pip-failed" and nothing_found and not proxied and not index_reachable(lines):
                 # With retries off pip does not say why it found nothing: the index was not there.
                 error = InstallError("offline", error.detail)
             raise error
@@ -403,7 +410,8 @@ class Installer:
         """Run ``command``, logging its output line by line; return its exit code and last lines."""
         if self._cancelled.is_set():
             raise InstallError("cancelled")
-        env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1", "PIP_NO_INPUT": "1"}
+        env = {**os.environ, **self._proxy_env, "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"}
+        env["PIP_NO_INPUT"] = "1"
         env.pop("PIP_REQUIRE_VIRTUALENV", None)
         flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)  # no console window popping up on Windows
         with self._lock:

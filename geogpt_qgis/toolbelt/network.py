@@ -58,6 +58,20 @@ def proxy_config() -> ProxyConfig:
     return config
 
 
+def proxy_environment(url: str, proxy: ProxyConfig | None = None) -> dict[str, str]:
+    """Variables that give a child process (pip) QGIS's proxy for ``url``; empty where QGIS says the system's.
+
+    pip takes one proxy for everything, from the environment (never its
+    command line, which other users of the machine can read).
+    """
+    route = (proxy if proxy is not None else proxy_config()).route(url)
+    if route == SYSTEM:
+        return {}  # the child inherits the system's settings
+    if route == DIRECT:
+        return {"no_proxy": "*", "NO_PROXY": "*"}
+    return dict.fromkeys(("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"), route)
+
+
 def _stored_credentials(authcfg: str) -> tuple[str, str]:
     """The proxy's user and password from the authentication configuration ``authcfg`` (main thread)."""
     from geogpt_qgis.toolbelt.main_thread import call_on_main_thread

@@ -22,6 +22,7 @@ from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.providers import ServerError, create_chat_model, list_models, ollama_model_info
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.toolbelt import network
+from geogpt_qgis.toolbelt.installer import Installer, InstallError, make_plan
 from geogpt_qgis.tools.ogc.http import OgcHttp
 from tests.support.http_proxy import RecordingProxy
 from tests.support.model_server import Turn
@@ -172,3 +173,25 @@ def test_a_login_stored_in_the_authentication_database_reaches_the_proxy(tmp_pat
     assert report["models"] == {"result": ["llama3.2:3b", "qwen3:8b"]}
     login = "Basic " + base64.b64encode(":".join(STORED).encode()).decode()
     assert report["carried"] == [[f"{report['server_url']}/api/tags", login]]
+
+
+def test_the_installers_pip_takes_the_qgis_proxy(qgis_proxy, proxy, tmp_path, monkeypatch):
+    for name in [key for key in os.environ if key.startswith("PIP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    index = f"http://127.0.0.1:{free_port()}/simple"  # nothing listens there: only the proxy gets the request
+    monkeypatch.setenv("PIP_INDEX_URL", index)
+    monkeypatch.setenv("PIP_RETRIES", "0")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    qgis_proxy(**_through(proxy.port))
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("geogpt-tiny>=1\n")
+    plan = make_plan(tmp_path / "data", requirements)
+    with pytest.raises(InstallError):
+        Installer(plan).run()
+    assert f"{index}/geogpt-tiny/" in proxy.urls()
+    login = "Basic " + base64.b64encode(":".join(LOGIN).encode()).decode()
+    assert {item.proxy_authorization for item in proxy.carried} == {login}
+    log = plan.log_path.read_text()
+    assert f"proxy (QGIS's network settings): http://127.0.0.1:{proxy.port}" in log
+    assert "p%40ss" not in log and LOGIN[1] not in log  # the password stays out of the log
