@@ -75,14 +75,14 @@ def timed_checkpoints() -> list[tuple[int, float, int]]:
 
 def build_conversation(project: Any, store: Path, server: Any) -> tuple[str, list[tuple[int, float, int]]]:
     from geogpt_qgis.agent.config import ModelConfig
-    from geogpt_qgis.agent.worker import AgentWorker
+    from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
     from tests.support.runs import RunRecorder
 
     samples = timed_checkpoints()
     bridge = MainThreadBridge()
-    worker = AgentWorker(ToolContext(project=project, bridge=bridge, iface=None), store_path=store)
+    worker = Conversation(ToolContext(project=project, bridge=bridge, iface=None), store_path=store)
     recorder = RunRecorder(worker)
     config = ModelConfig(model="qwen3:8b", base_url=server.url, timeout=30)
     i = 0

@@ -133,7 +133,7 @@ class EvalRunner:
         from qgis.core import QgsProject
 
         from geogpt_qgis.agent.config import ModelConfig
-        from geogpt_qgis.agent.worker import AgentWorker
+        from geogpt_qgis.agent.conversation import Conversation
         from tests.support.demo import copy_demo
         from tests.support.runs import RunRecorder
 
@@ -145,7 +145,7 @@ class EvalRunner:
             return TaskResult(task.id, task.group, False, [f"the demo project did not open: {project.error()}"])
         before = {layer.name() for layer in project.mapLayers().values()}
         expected = task.expect(self.oracle)
-        worker = AgentWorker(self.ctx_factory(project), store_path=folder / "store.sqlite")
+        worker = Conversation(self.ctx_factory(project), store_path=folder / "store.sqlite")
         recorder = RunRecorder(worker)
         first_request = len(self.server.chat_requests())
         self.server.script(script_for(task))

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from qgis.core import QgsProject
     from qgis.gui import QgisInterface
 
-    from geogpt_qgis.agent.session import OpenedConversation
+    from geogpt_qgis.agent.conversation import OpenedConversation
     from geogpt_qgis.gui.chat_input import ChatInput
     from geogpt_qgis.gui.run_controller import RunController
     from geogpt_qgis.tools.project_watch import ProjectWatcher

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from qgis.core import QgsProject
     from qgis.gui import QgisInterface
 
-    from geogpt_qgis.agent.worker import AgentWorker
+    from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.gui.approval_card import ApprovalCard
     from geogpt_qgis.gui.chat_input import ChatInput
     from geogpt_qgis.gui.chat_view import ChatView
@@ -78,7 +78,7 @@ class RunController(QObject):
         self.chat = chat
         self.composer = composer
         self.picker = picker
-        self.worker: AgentWorker | None = None
+        self._conversation: Conversation | None = None
         self.run_id: int | None = None
         self.awaiting: ApprovalCard | None = None  # the approval the conversation waits for
         self.render_seconds = 0.0  # main-thread time spent on run events (benchmarked)
@@ -95,19 +95,19 @@ class RunController(QObject):
     def busy(self) -> bool:
         return self.run_id is not None
 
-    def conversation(self) -> AgentWorker:
-        """The agent's conversation service, started on first use."""
-        if self.worker is None:
-            from geogpt_qgis.agent.worker import AgentWorker
+    def conversation(self) -> Conversation:
+        """The agent's conversation service, built on first use."""
+        if self._conversation is None:
+            from geogpt_qgis.agent.conversation import Conversation
 
             ctx = ToolContext(project=self.project, bridge=self.bridge, iface=self.iface)
-            self.worker = AgentWorker(ctx, self.store_path, self)
-            self.worker.event.connect(self._on_event)
-        return self.worker
+            self._conversation = Conversation(ctx, self.store_path, self)
+            self._conversation.event.connect(self._on_event)
+        return self._conversation
 
     def thread_id(self) -> str | None:
-        """The conversation on screen (None before the service started)."""
-        return self.worker.thread_id if self.worker is not None else None
+        """The conversation on screen (None before the service was built)."""
+        return self._conversation.thread_id if self._conversation is not None else None
 
     # -- sending -----------------------------------------------------------------
     def send_typed(self, text: str) -> None:
@@ -149,16 +149,16 @@ class RunController(QObject):
 
     def stop(self) -> None:
         """Stop the current run now."""
-        if self.worker is not None and self.run_id is not None:
-            self.worker.cancel(self.run_id)
+        if self._conversation is not None and self.run_id is not None:
+            self._conversation.cancel(self.run_id)
 
     def new_conversation(self) -> None:
         """Stop, give up a waiting step, and let the next message start a new conversation."""
         self.stop()
         if self.awaiting is not None:
             self.drop_pending()
-        if self.worker is not None:
-            self.worker.new_conversation()
+        if self._conversation is not None:
+            self._conversation.new_conversation()
         self._pending_text.clear()
 
     # -- approvals -----------------------------------------------------------
@@ -172,13 +172,13 @@ class RunController(QObject):
 
     def _decide(self, decision: dict) -> None:
         """The user answered the card: the paused run goes on with the decision."""
-        if self.worker is None or self.busy:
+        if self._conversation is None or self.busy:
             return
         self.awaiting = None
         if decision.get("trust"):
             self.composer.choose_policy(POLICY_TRUST)
         config = self.picker.current_config()
-        self.run_id = self.worker.resume(decision, config)
+        self.run_id = self._conversation.resume(decision, config)
         approved = decision.get("action") == APPROVE
         self.composer.set_busy(
             True, tr("Approved; continuing…") if approved else tr("Rejected; telling the assistant…")
@@ -186,8 +186,8 @@ class RunController(QObject):
 
     def drop_pending(self) -> None:
         """Give up the step waiting for approval; the conversation can go on with a new message."""
-        if self.worker is not None:
-            self.worker.drop_pending()
+        if self._conversation is not None:
+            self._conversation.drop_pending()
         if self.awaiting is not None and self.awaiting.pending:
             self.awaiting.close_with(tr("Dropped"))
         self.awaiting = None
@@ -278,10 +278,10 @@ class RunController(QObject):
 
     def shutdown(self) -> None:
         """Stop the agent thread (plugin unload, QGIS exit)."""
-        if self.worker is not None:
-            self.worker.shutdown()
-            self.worker.event.disconnect(self._on_event)
-            self.worker = None
+        if self._conversation is not None:
+            self._conversation.shutdown()
+            self._conversation.event.disconnect(self._on_event)
+            self._conversation = None
         self._flush_timer.stop()
 
 

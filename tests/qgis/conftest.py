@@ -7,15 +7,24 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.dock import close_dock, configure, open_dock
+from tests.support.qgis_fixtures import (  # noqa: F401 - fixtures, found by pytest by name
+    _clean_qgis_settings,
+    _main_thread_discipline,
+    bridge,
+    demo_project,
+    ogc_server,
+    processing_algorithms,
+    tool_ctx,
+)
 from tests.support.runs import RunRecorder
 
 
 @pytest.fixture
 def worker(tool_ctx, tmp_path) -> Iterator:
     """An agent worker on the demo project, keeping conversations in a fresh store."""
-    from geogpt_qgis.agent.worker import AgentWorker
+    from geogpt_qgis.agent.conversation import Conversation
 
-    created = AgentWorker(tool_ctx, store_path=tmp_path / "store.sqlite")
+    created = Conversation(tool_ctx, store_path=tmp_path / "store.sqlite")
     yield created
     created.shutdown()
 

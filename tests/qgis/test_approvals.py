@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.worker import AgentWorker
+from geogpt_qgis.agent.conversation import Conversation
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, POLICY_NEVER, POLICY_TRUST, REJECT, current_decision
 from geogpt_qgis.core.events import ApprovalRequested, Notice, RunFinished
 from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
@@ -477,7 +477,7 @@ def test_a_pending_approval_survives_a_restart_and_can_be_resumed(
 ):
     store = tmp_path / "conversations.sqlite"
     script_one_call(model_server, "remove_layer", {"layer": "parks"}, "Removed the parks.")
-    before = AgentWorker(tool_ctx, store_path=store)
+    before = Conversation(tool_ctx, store_path=store)
     recorder = RunRecorder(before)
     first = run_to_end(recorder, before.submit("remove the parks", config))
     assert first.finished.status == "paused"
@@ -485,7 +485,7 @@ def test_a_pending_approval_survives_a_restart_and_can_be_resumed(
     before.shutdown()
 
     bridge = MainThreadBridge()
-    after = AgentWorker(ToolContext(project=demo_project, bridge=bridge, iface=qgis_iface), store_path=store)
+    after = Conversation(ToolContext(project=demo_project, bridge=bridge, iface=qgis_iface), store_path=store)
     try:
         after.set_thread(thread)
         found = after.pending_approval()

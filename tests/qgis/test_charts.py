@@ -205,6 +205,6 @@ def test_the_dock_shows_the_chart_inline_and_again_when_restored(panel, model_se
     assert view.loaded and view.image.pixmap().width() > 100
     target = view.save_to(str(Path(view.path).with_name("copy")))
     assert target.read_bytes() == Path(view.path).read_bytes()
-    panel.view.open_conversation(panel.runs.worker.thread_id)
+    panel.view.open_conversation(panel.runs.thread_id())
     wait_until(lambda: len(items_of(panel, ChartView)) == 1 and items_of(panel, ChartView)[0] is not view, 20)
     assert items_of(panel, ChartView)[0].path == view.path

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.worker import AgentWorker
+from geogpt_qgis.agent.conversation import Conversation
 from geogpt_qgis.core.approval import APPROVE, POLICY_TRUST, Decision, current_decision
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token, current_conversation
 from geogpt_qgis.core.events import ToolStarted
@@ -150,7 +150,7 @@ def test_stop_ends_an_endless_loop_quickly_and_qgis_stays_responsive(code, demo_
 
 def test_stop_during_approved_code_ends_the_run(tool_ctx, demo_project, tmp_path, model_server):
     model_server.script([Turn(tool_calls=[ToolCall("run_pyqgis", {"code": "while True:\n    pass"})]), Turn("x")])
-    worker = AgentWorker(tool_ctx, store_path=tmp_path / "store.sqlite")
+    worker = Conversation(tool_ctx, store_path=tmp_path / "store.sqlite")
     recorder = RunRecorder(worker)
     config = ModelConfig(model="qwen3:8b", base_url=model_server.url, timeout=30)
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.worker import AgentWorker
+from geogpt_qgis.agent.conversation import Conversation
 from tests.support.demo import copy_demo
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import RunRecorder, wait_until
@@ -31,8 +31,8 @@ def config_for(server) -> ModelConfig:
     return ModelConfig(model="qwen3:8b", base_url=server.url, timeout=30)
 
 
-def stored_worker(tool_ctx, store: Path) -> AgentWorker:
-    return AgentWorker(tool_ctx, store_path=store)
+def stored_worker(tool_ctx, store: Path) -> Conversation:
+    return Conversation(tool_ctx, store_path=store)
 
 
 def test_a_process_killed_mid_run_loses_only_the_step_in_flight(model_server, tmp_path, tool_ctx):

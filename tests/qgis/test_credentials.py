@@ -112,7 +112,7 @@ def test_a_planted_key_is_used_everywhere_and_written_nowhere(
         # Export the chat, view the run log, save the project (both formats).
         exported = tmp_path / "exports" / "chat.md"
         exported.parent.mkdir()
-        panel.view.export_conversation(panel.runs.worker.thread_id, str(exported))
+        panel.view.export_conversation(panel.runs.thread_id(), str(exported))
         wait_until(exported.exists, 20)
         assert "31 schools" in exported.read_text(encoding="utf-8")
         panel.view.show_run_log()

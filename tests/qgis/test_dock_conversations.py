@@ -75,7 +75,7 @@ def test_the_last_conversation_comes_back_after_a_restart_and_the_model_remember
 def test_the_list_resumes_renames_exports_and_deletes(panel, model_server, demo_project, tmp_path):
     model_server.script(list(THREE_TURNS[:2]))
     ask_all(panel, QUESTIONS[:1])
-    first = panel.runs.worker.thread_id
+    first = panel.runs.thread_id()
     panel.view.new_conversation()
     model_server.script([Turn(text="Hello! Ask me about your map.")])
     ask_all(panel, ["hello"])
@@ -101,7 +101,7 @@ def test_the_list_resumes_renames_exports_and_deletes(panel, model_server, demo_
     panel.conversations.open_button.click()
     wait_until(lambda: user_messages(panel.chat) == QUESTIONS[:1], 20)
     assert panel.pages.currentWidget() is panel.chat
-    assert panel.runs.worker.thread_id == first
+    assert panel.runs.thread_id() == first
 
     panel.view.rename_conversation(first, "School count")
     wait_until(lambda: panel.conversation_bar.title.text() == "School count", 20)
@@ -193,11 +193,11 @@ def test_restored_answers_are_rendered_once(panel, model_server, qgis_iface, dem
     """A restored conversation shows each answer in one finished view (no streaming leftovers)."""
     model_server.script([Turn(text="| a | b |\n|---|---|\n| 1 | 2 |\n\nDone.")])
     ask_all(panel, ["table please"])
-    panel.view.open_conversation(panel.runs.worker.thread_id)
+    panel.view.open_conversation(panel.runs.thread_id())
     wait_until(lambda: len(panel.chat.items()) == 2 and isinstance(panel.chat.items()[1], MarkdownView), 20)
     view = panel.chat.items()[1]
     assert view.source_text == "| a | b |\n|---|---|\n| 1 | 2 |\n\nDone."
     rendered = view.document().toPlainText()
     assert "a\nb\n1\n2" in rendered and "|" not in rendered  # a table, not its Markdown source
-    assert PlgOptionsManager.get_plg_settings().last_thread_id == panel.runs.worker.thread_id
+    assert PlgOptionsManager.get_plg_settings().last_thread_id == panel.runs.thread_id()
     assert Path(tmp_path / "store.sqlite").exists()

@@ -25,8 +25,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from geogpt_qgis.agent import providers
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.session import UNFINISHED_STEP
-from geogpt_qgis.agent.worker import AgentWorker
+from geogpt_qgis.agent.conversation import Conversation as AgentConversation
+from geogpt_qgis.agent.session import CUT_OFF_ANSWER, UNFINISHED_STEP
 from geogpt_qgis.core.events import Notice, ToolStarted
 from tests.support.big_layers import SLOW_EXPRESSION, write_big_points
 from tests.support.demo import copy_demo
@@ -61,7 +61,7 @@ class Conversation:
 
     def __init__(self, tool_ctx, store: Path, server, provider: str) -> None:
         self.tool_ctx, self.store, self.server, self.provider = tool_ctx, store, server, provider
-        self.worker = AgentWorker(tool_ctx, store_path=store)
+        self.worker = AgentConversation(tool_ctx, store_path=store)
         self.recorder = RunRecorder(self.worker)
 
     def ask(self, text: str, turns: list[Turn], wait: float = 30, **config):
@@ -81,7 +81,7 @@ class Conversation:
         """Shut the worker down, open the store in a new one, continue the conversation: its stored messages."""
         thread_id = self.worker.thread_id
         self.worker.shutdown()
-        self.worker = AgentWorker(self.tool_ctx, store_path=self.store)
+        self.worker = AgentConversation(self.tool_ctx, store_path=self.store)
         self.recorder = RunRecorder(self.worker)
         result_of(self.worker.open_conversation(thread_id))
         return result_of(self.worker.history(thread_id))
@@ -151,16 +151,21 @@ def test_a_model_server_fault_is_explained_and_loses_nothing(conversation, fault
         config = {"base_url": f"http://127.0.0.1:{free_port()}" + ("/v1" if conversation.provider == "openai" else "")}
     turns = reply if isinstance(reply, list) else [reply] if reply else []
     started = time.monotonic()
-    _, finished = conversation.ask("Where are they?", turns, **config)
+    run, finished = conversation.ask("Where are they?", turns, **config)
+    shown = conversation.recorder.text(run)
     assert finished.status == "failed"
     assert expected in finished.error
     assert not finished.error.startswith(("The model call failed", "Unexpected error"))  # not a raw exception
     assert time.monotonic() - started < 8  # bounded: no endless retries or waits
     assert set(demo_project.mapLayers()) == layers  # nothing half-made in the project
-    # After a restart the conversation holds every finished step (and the question, if the run began).
+    # After a restart the conversation holds every finished step (and the question, if the run began),
+    # and the part of the answer that was shown before the server failed, marked as cut off.
     history = conversation.reopen()
     assert kinds(history[:4]) == FIRST_TURN and history[3].content == "There are 31 schools."
-    assert [m.content for m in history[4:]] in ([], ["Where are they?"])
+    if shown:
+        assert [m.content for m in history[4:]] == ["Where are they?", f"{shown.rstrip()}\n\n{CUT_OFF_ANSWER}"]
+    else:
+        assert [m.content for m in history[4:]] in ([], ["Where are they?"])
     conversation.goes_on()
 
 
@@ -322,7 +327,7 @@ def test_qgis_killed_during_a_tool_step_keeps_the_finished_steps(model_server, t
         assert db.execute("SELECT status FROM geogpt_runs").fetchall() == [("running",)]  # nobody could say
 
     # The next start: the run is marked stopped, the conversation holds every finished step.
-    worker = AgentWorker(tool_ctx, store_path=store)
+    worker = AgentConversation(tool_ctx, store_path=store)
     recorder = RunRecorder(worker)
     try:
         with sqlite3.connect(store) as db:

@@ -456,7 +456,7 @@ def test_a_planted_key_is_in_no_request_and_no_file(model_server, demo_project, 
 
         exported = tmp_path / "exports" / "chat.md"
         exported.parent.mkdir()
-        panel.view.export_conversation(panel.runs.worker.thread_id, str(exported))
+        panel.view.export_conversation(panel.runs.thread_id(), str(exported))
         wait_until(exported.exists, 20)
         assert "Probe everything" in exported.read_text(encoding="utf-8")
         panel.view.show_run_log()

@@ -169,7 +169,7 @@ def test_the_dock_lists_sources_and_a_click_selects_the_layer(panel, model_serve
     assert "no longer in the project" in panel.status.text()
 
     # A restored conversation shows its sources again, and their links still work.
-    panel.view.open_conversation(panel.runs.worker.thread_id)
+    panel.view.open_conversation(panel.runs.thread_id())
     wait_until(lambda: len(items_of(panel, SourcesView)) == 1 and items_of(panel, SourcesView)[0] is not view, 20)
     restored = items_of(panel, SourcesView)[0]
     assert restored.sources.layers == ["rivers"]
