@@ -68,7 +68,22 @@ demo/elvbury.gpkg demo/elvbury.qgz &: scripts/make_demo_data.py $(STAMPS)/python
 
 demo: system demo/elvbury.gpkg  ## generate the demo town (GeoPackage + styled project)
 
-setup: system $(STAMPS)/python-deps $(STAMPS)/tekken.json demo $(TRANSLATIONS)
+# Qt 6 (QGIS 4): PyQt6 from PyPI in a venv of its own, without system site packages (QGIS's PyQt5 and numpy
+# stay out), for QGIS's PyQt5 -> PyQt6 checker (taken from Debian's qgis source package) and the Qt 6 smoke test
+# (make setup prepares them: the tests use them, also in make test-matrix's chroots).
+QT6_PYTHON := $(STAMPS)/qt6-venv/bin/python
+QT6_CHECKER := $(STAMPS)/qt6-checker/pyqt5_to_pyqt6.py
+
+$(STAMPS)/qt6-venv.done: requirements-qt6.txt | system
+	rm -rf $(STAMPS)/qt6-venv
+	/usr/bin/python3 -m venv $(STAMPS)/qt6-venv
+	$(QT6_PYTHON) -m pip install --disable-pip-version-check -q -r requirements-qt6.txt
+	@touch $@
+
+$(QT6_CHECKER): | system
+	/usr/bin/python3 scripts/qt6_checker.py fetch $(dir $@)
+
+setup: system $(STAMPS)/python-deps $(STAMPS)/tekken.json demo $(TRANSLATIONS) $(STAMPS)/qt6-venv.done $(QT6_CHECKER)
 
 # Compiled translations (.qm) from the .ts sources; make translations also re-reads the code.
 i18n/%.qm: i18n/%.ts | system
@@ -94,7 +109,7 @@ fuzz: setup postgis  ## the tool fuzzer at length (GEOGPT_FUZZ_EXAMPLES calls pe
 eval: setup postgis  ## the GIS task suite through the whole agent, prompt budget, weak-model replays (evals/results.json)
 	$(PYTHON) -m evals
 
-eval-real: setup postgis llama  ## inspection and single-tool tasks with the real small model (Gemma 3 270M): pass rate, failures
+eval-real: setup llama  ## inspection and single-tool tasks with the real small model (Gemma 3 270M): pass rate, failures
 	$(PYTHON) -m evals.real
 
 bench: setup postgis  ## benchmarks: start-up, responsiveness, processing, PostGIS, conversations (bench/results.json)
@@ -102,20 +117,6 @@ bench: setup postgis  ## benchmarks: start-up, responsiveness, processing, PostG
 
 bench-quick: setup postgis  ## every benchmark on small sizes (under a minute): fails if one errors, not on timings
 	$(PYTHON) -m bench --quick
-
-# Qt 6 (QGIS 4): PyQt6 from PyPI in a venv of its own, without system site packages (QGIS's PyQt5 and numpy
-# stay out), for QGIS's PyQt5 -> PyQt6 checker (taken from Debian's qgis source package) and the Qt 6 smoke test.
-QT6_PYTHON := $(STAMPS)/qt6-venv/bin/python
-QT6_CHECKER := $(STAMPS)/qt6-checker/pyqt5_to_pyqt6.py
-
-$(STAMPS)/qt6-venv.done: requirements-qt6.txt | system
-	rm -rf $(STAMPS)/qt6-venv
-	/usr/bin/python3 -m venv $(STAMPS)/qt6-venv
-	$(QT6_PYTHON) -m pip install --disable-pip-version-check -q -r requirements-qt6.txt
-	@touch $@
-
-$(QT6_CHECKER): | system
-	/usr/bin/python3 scripts/qt6_checker.py fetch $(dir $@)
 
 lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, mypy (the package), Bandit (high severity), QGIS's Qt 6 checker
 	$(PYTHON) -m ruff check .
@@ -134,4 +135,4 @@ package: setup  ## the plugin zip for plugins.qgis.org, in dist/
 	$(PYTHON) scripts/plugin_dist.py package dist
 
 clean:  ## remove generated files (keeps the virtual environment)
-	rm -rf $(STAMPS) dist build demo/*.gpkg demo/*.qgz .qgis-settings bench/results.json evals/results.json
+	rm -rf $(STAMPS) dist build demo/*.gpkg demo/*.qgz .qgis-settings bench/results.json evals/results.json evals/results-real.json
