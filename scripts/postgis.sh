@@ -8,7 +8,9 @@
 # runs as the postgres user).
 set -euo pipefail
 
-PG_VERSION=15
+# The PostgreSQL that has PostGIS installed (15 on Debian 12, 17 on Debian 13; scripts/debian_packages.sh).
+PG_VERSION=${GEOGPT_PG_VERSION:-$({ ls /usr/share/postgresql/*/extension/postgis.control 2>/dev/null || true; } | sed 's|/usr/share/postgresql/\([0-9]*\)/.*|\1|' | sort -n | tail -n 1)}
+[ -n "$PG_VERSION" ] || { echo "PostGIS is not installed (make system installs it)" >&2; exit 1; }
 PG_PORT=${GEOGPT_PG_PORT:-5432}
 DB=geogpt_demo
 ROLE=geogpt

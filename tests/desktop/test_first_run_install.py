@@ -12,10 +12,8 @@ packages just installed, in the same QGIS session, and numpy is still QGIS's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +23,7 @@ import pytest
 from geogpt_qgis.toolbelt.site_cleanup import protected_left, read_dists
 from tests.support.demo import copy_demo
 from tests.support.model_server import ToolCall, Turn
+from tests.support.wheelhouse import ensure_wheelhouse
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION = REPO / "tests" / "support" / "install_session.py"
@@ -57,29 +56,7 @@ NUMPY_PROBE = "import json, numpy; print(json.dumps({'version': numpy.__version_
 @pytest.fixture(scope="module")
 def wheelhouse() -> Path:
     """Every wheel the installer will ask for, from PyPI, for QGIS's Python and its pins; reused while they last."""
-    pins = subprocess.run(
-        [QGIS_PYTHON, "-I", str(REPO / "scripts" / "qgis_constraints.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    requirements = (REPO / "requirements.txt").read_text()
-    key = hashlib.sha256((pins + requirements).encode()).hexdigest()[:16]
-    folder = REPO / ".stamps" / f"wheelhouse-{key}"
-    if (folder / "complete").is_file():
-        return folder
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    (folder / "constraints.txt").write_text(pins)
-    download = [QGIS_PYTHON, "-m", "pip", "download", "-q", "--disable-pip-version-check", "-d", str(folder)]
-    subprocess.run(
-        [*download, "-c", str(folder / "constraints.txt"), "-r", str(REPO / "requirements.txt")],
-        check=True,
-        timeout=900,
-    )
-    (folder / "complete").write_text("")
-    return folder
+    return ensure_wheelhouse()
 
 
 @pytest.mark.timeout(1200)
