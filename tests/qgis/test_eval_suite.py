@@ -61,3 +61,23 @@ def test_a_wrong_expectation_fails_the_task_with_its_reason(eval_env, model_serv
     failed = runner.run(wrong)
     assert not failed.passed
     assert failed.failures == [f"the answer lacks {right.numbers[0] + 1:g} (it has {right.numbers[0]:g}, 400)"]
+
+
+def test_the_layer_checks_find_layers_through_the_tools_artifacts():
+    from qgis.core import QgsProject, QgsVectorLayer
+
+    from evals.runner import reported_layers
+    from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact
+    from geogpt_qgis.core.events import ToolFinished
+
+    project = QgsProject()
+    made = QgsVectorLayer("Point?crs=EPSG:25832", "made", "memory")
+    named = QgsVectorLayer("Point?crs=EPSG:25832", "named", "memory")
+    project.addMapLayers([made, named])
+    results = [
+        ToolFinished("c1", "run_algorithm", True, "…", 0.1, ToolArtifact(added=(AddedLayer("made", made.id()),))),
+        ToolFinished("c2", "find_places", True, "…", 0.1, ToolArtifact(added=(AddedLayer("named"),))),  # by name
+        ToolFinished("c3", "run_sql", False, "Error: …", 0.1, ToolArtifact(added=(AddedLayer("failed"),))),
+        ToolFinished("c4", "query_ogc_collection", True, "…", 0.1, ToolArtifact(added=(AddedLayer("gone"),))),
+    ]
+    assert reported_layers(project, results) == {"made": made, "named": named, "gone": None}
