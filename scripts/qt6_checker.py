@@ -40,18 +40,23 @@ NOT_FINDINGS = re.compile(r"QGIS classes not available for introspection")
 
 
 def debian_mirror() -> str:
-    """The Debian archive this machine's apt already uses (its ``Label: Debian`` index)."""
-    listing = subprocess.run(
-        ["apt-get", "indextargets", "--format", "$(LABEL)\t$(BASE_URI)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    for line in listing.splitlines():
-        label, _, base = line.partition("\t")
-        if label == "Debian" and "/dists/" in base:
-            return base.split("/dists/")[0]
-    raise SystemExit("no Debian archive among apt's indexes: run 'apt-get update' first")
+    """The Debian archive this machine's apt already uses (its ``Label: Debian`` index).
+
+    Without downloaded lists apt knows no labels: then the first configured archive that is not the
+    security one.
+    """
+    for options, wanted in (([], "Debian"), (["--no-release-info"], None)):
+        listing = subprocess.run(
+            ["apt-get", "indextargets", *options, "--format", "$(LABEL)\t$(BASE_URI)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for line in listing.splitlines():
+            label, _, base = line.partition("\t")
+            if "/dists/" in base and (label == wanted if wanted else "security" not in base):
+                return base.split("/dists/")[0]
+    raise SystemExit("no Debian archive in apt's sources: is this Debian?")
 
 
 def fetch(dest: Path) -> Path:
