@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Code
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
@@ -66,7 +67,7 @@ class CodeTools(ToolFamily):
         return affected
 
     @gated("preview_run_pyqgis")
-    def run_pyqgis(self, code: Code) -> str:
+    def run_pyqgis(self, code: Code) -> ToolResult:
         """Run PyQGIS code (after the user approves); `iface`, `project` and qgis.core are defined.
 
         Args:
@@ -78,12 +79,19 @@ class CodeTools(ToolFamily):
         timeout = PlgOptionsManager.get_plg_settings().code_timeout
         conversation = current_conversation.get()
         cancel = self.ctx.cancel
+        before = self.ctx.on_main(lambda: set(self.ctx.project.mapLayers()))
         output, error, value = self.ctx.on_main(self._run, compiled, conversation, cancel, timeout)
         cancel.raise_if_cancelled()  # Stop interrupted the code: the run ends as stopped
         parts = [f"Output:\n{output}" if output else "", f"Value: {value}" if value else ""]
         if error:
             raise ToolError("\n".join(p for p in [*parts, f"The code failed:\n{error}"] if p))
-        return "\n".join(p for p in parts if p) or "The code ran; it printed nothing."
+        text = "\n".join(p for p in parts if p) or "The code ran; it printed nothing."
+        return ToolResult(text, ToolArtifact(added=tuple(self.ctx.on_main(self._added_since, before))))
+
+    def _added_since(self, before: set[str]) -> list[AddedLayer]:
+        """The layers the code added to the project (main thread): the model is told by the project's notes."""
+        layers = self.ctx.project.mapLayers()
+        return [AddedLayer(layer.name(), layer_id) for layer_id, layer in layers.items() if layer_id not in before]
 
     def _run(self, compiled: Any, conversation: str, cancel: Any, timeout: float) -> tuple[str, str, str]:
         from qgis.PyQt.QtCore import QCoreApplication

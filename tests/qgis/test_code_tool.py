@@ -17,6 +17,7 @@ import pytest
 from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.conversation import Conversation
 from geogpt_qgis.core.approval import APPROVE, POLICY_TRUST, Decision, current_decision
+from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token, current_conversation
 from geogpt_qgis.core.events import ToolStarted
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
@@ -33,10 +34,10 @@ def code(tool_ctx) -> CodeTools:
     return CodeTools(tool_ctx)
 
 
-def run_approved(code: CodeTools, source: str, conversation: str = "one") -> str:
+def run_approved(code: CodeTools, source: str, conversation: str = "one") -> ToolResult:
     """Call run_pyqgis as the agent does after the user approved it, in conversation ``conversation``."""
 
-    def approved() -> str:
+    def approved() -> ToolResult:
         current_decision.set(Decision(APPROVE))
         current_conversation.set(conversation)
         return code.run_pyqgis(source)
@@ -56,6 +57,13 @@ def test_the_code_sees_the_live_project_and_iface(code, demo_project, qgis_iface
     )
     assert text == "Output:\n7 districts\nTrue True\n\nValue: 16"
     assert demo_project.mapLayersByName("schools")[0].selectedFeatureCount() == 16
+    assert text.artifact.empty  # it added nothing
+
+
+def test_layers_the_code_adds_are_in_its_artifact(code, demo_project):
+    result = run_approved(code, "project.addMapLayer(QgsVectorLayer('Point?crs=EPSG:25832', 'wells', 'memory'))")
+    (added,) = result.artifact.added
+    assert added.name == "wells" and demo_project.mapLayer(added.layer_id).name() == "wells"
 
 
 def test_the_namespace_lasts_for_the_conversation_only(code, demo_project):
