@@ -13,7 +13,7 @@ LRELEASE := $(firstword $(wildcard /usr/lib/qt5/bin/lrelease) lrelease)
 TRANSLATIONS := $(patsubst %.ts,%.qm,$(wildcard i18n/*.ts))
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: help system setup demo postgis llama test test-matrix fuzz eval eval-real bench bench-quick lint run screenshot package translations clean
+.PHONY: help system setup demo postgis llama test test-unit test-matrix fuzz eval eval-real bench bench-quick lint run screenshot package translations clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -97,8 +97,12 @@ postgis: system demo  ## start PostgreSQL/PostGIS and load the demo town
 	@scripts/postgis.sh
 
 test: setup postgis lint llama  ## install everything, start PostGIS, lint, run all tests headless, check the benchmarks run
+	$(PYTHON) -m pytest -p no:qgis tests/unit
 	$(PYTHON) -m pytest
 	$(PYTHON) -m bench --quick
+
+test-unit: $(STAMPS)/python-deps  ## tests/unit without QGIS (pytest-qgis off; a unit test that imports qgis fails)
+	$(PYTHON) -m pytest -p no:qgis tests/unit
 
 test-matrix:  ## the whole suite on QGIS 3.40 and 3.44 in cached Debian 13 chroots (root; the first run builds them)
 	scripts/matrix/run.sh

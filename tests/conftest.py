@@ -1,4 +1,8 @@
-"""Shared fixtures: real QGIS (pytest-qgis), the demo town, the scripted model server."""
+"""Fixtures for every test, none of which needs QGIS: a clean environment and keychain, the model servers.
+
+The QGIS ones (Processing, settings, the demo project, the bridge) are in ``tests/support/qgis_fixtures.py``,
+used by ``tests/qgis`` and ``tests/desktop``: ``tests/unit`` runs without QGIS.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["GEOGPT_THREAD_GUARD"] = "1"
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import keyring
 import pytest
@@ -20,17 +23,16 @@ from tests.support.model_server import ScriptedModelServer
 keyring.set_keyring(MemoryKeyring())
 
 
-@pytest.fixture(scope="session", autouse=True)
-def processing_algorithms(qgis_app) -> int:
-    """QGIS Processing loaded once, as in QGIS desktop, so every test sees the same tool families."""
-    from geogpt_qgis.tools.processing.catalog import ensure_processing
-
-    return ensure_processing()
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """With pytest-qgis off (``-p no:qgis``, tests/unit), its settings in pyproject.toml are known, and unused."""
+    if pluginmanager.is_blocked("qgis"):
+        for name in ("qgis_gui_enabled", "qgis_canvas_width", "qgis_canvas_height"):
+            parser.addini(name, "a pytest-qgis setting (pytest-qgis is off in this run)")
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts with default plugin settings, no API key in the environment, an empty keychain."""
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no API key in the environment and an empty keychain (plugin settings: qgis_fixtures)."""
     from geogpt_qgis.core import secrets_scrub
 
     secrets_scrub.forget_all()  # and no secret registered by an earlier test
@@ -38,36 +40,14 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     backend = keyring.get_keyring()
     if isinstance(backend, MemoryKeyring):
         backend.store.clear()
-    from qgis.core import QgsSettings
-
-    settings = QgsSettings()
-    settings.remove("geogpt_qgis")
-    yield
-    settings.remove("geogpt_qgis")
-
-
-@pytest.fixture(autouse=True)
-def _main_thread_discipline() -> Iterator[None]:
-    """Fail any test in which the plugin made a layer or provider, or touched the project, off the main thread.
-
-    The guard raises where it happens too, but a tool may turn that into an error message; this catches it.
-    """
-    from geogpt_qgis.tools.thread_guard import take_violations
-
-    take_violations()
-    yield
-    found = take_violations()
-    assert not found, "QGIS work off the main thread:\n" + "\n".join(found)
 
 
 @pytest.fixture(scope="session")
-def ogc_server(qgis_app, tmp_path_factory):
-    """pygeoapi on 127.0.0.1 serving the demo town (PostGIS collections and one GeoJSON file)."""
-    from tests.support.demo import GPKG, ensure_demo
-    from tests.support.ogc_server import running_ogc_server
+def llama_server(tmp_path_factory):
+    """The real llama.cpp server (llama-cpp-python) with Gemma 3 270M on 127.0.0.1; ``make llama`` builds it."""
+    from tests.support.llama_server import running_llama_server
 
-    ensure_demo()
-    with running_ogc_server(tmp_path_factory.mktemp("ogc"), GPKG) as server:
+    with running_llama_server(tmp_path_factory.mktemp("llama")) as server:
         yield server
 
 
@@ -77,33 +57,3 @@ def model_server() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer() as server:
         yield server
 
-
-@pytest.fixture
-def demo_project(qgis_app, tmp_path: Path):
-    """The demo town, copied to a temporary folder and open in ``QgsProject.instance()``."""
-    from qgis.core import QgsProject
-
-    from tests.support.demo import copy_demo
-
-    path = copy_demo(tmp_path / "demo")
-    project = QgsProject.instance()
-    project.clear()
-    assert project.read(str(path)), project.error()
-    yield project
-    project.clear()
-
-
-@pytest.fixture
-def bridge(qgis_app):
-    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
-
-    created = MainThreadBridge()
-    yield created
-    created.close()
-
-
-@pytest.fixture
-def tool_ctx(demo_project, bridge, qgis_iface):
-    from geogpt_qgis.tools.base import ToolContext
-
-    return ToolContext(project=demo_project, bridge=bridge, iface=qgis_iface)

@@ -7,15 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.dock import close_dock, configure, open_dock
-from tests.support.qgis_fixtures import (  # noqa: F401 - fixtures, found by pytest by name
-    _clean_qgis_settings,
-    _main_thread_discipline,
-    bridge,
-    demo_project,
-    ogc_server,
-    processing_algorithms,
-    tool_ctx,
-)
+from tests.support.qgis_fixtures import *  # noqa: F403 - the QGIS fixtures (pytest finds them by name)
 from tests.support.runs import RunRecorder
 
 
