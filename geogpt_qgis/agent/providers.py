@@ -94,7 +94,9 @@ def _http_json(url: str, payload: dict[str, Any] | None, timeout: float, api_key
         with network.client(timeout, headers=headers) as http:
             response = http.get(url) if payload is None else http.post(url, json=payload)
     except httpx.TransportError as exc:  # refused, timed out, dropped, or the proxy failed
-        raise ServerError(f"Cannot reach {url}: {_clip(str(exc) or type(exc).__name__)}", unreachable=True) from exc
+        via = network.proxy_for(url)
+        where = f"{url} through the proxy {via}" if via else url
+        raise ServerError(f"Cannot reach {where}: {_clip(str(exc) or type(exc).__name__)}", unreachable=True) from exc
     if response.status_code >= 400:
         detail = response.text[:300]
         raise ServerError(f"{url} answered HTTP {response.status_code}: {detail}", response.status_code)
@@ -459,6 +461,13 @@ def _reply_problem(exc: BaseException, config: ModelConfig, text: str) -> str | 
             "or raise the request timeout in the settings."
         )
     if _is_connection_error(exc):
+        proxy = network.proxy_for(config.base_url)
+        if proxy is not None:  # the connection that failed may be the proxy's
+            return (
+                f"Cannot reach the model server at {where} through the proxy {proxy} (QGIS's network settings). "
+                "Check that the proxy is running and can reach the server, or add the server to the proxy's "
+                "exceptions (No proxy for)."
+            )
         if is_ollama:
             return (
                 f"Cannot reach the Ollama server at {where}. Is Ollama running? "

@@ -25,6 +25,7 @@ import importlib
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from geogpt_qgis.__about__ import VERSION
 from geogpt_qgis.core.proxy import DIRECT, SYSTEM, ProxyConfig, proxy_from_settings
@@ -42,7 +43,28 @@ CREDENTIALS_TIMEOUT = 120.0
 
 
 def proxy_config() -> ProxyConfig:
-    """QGIS's proxy as the user set it now (no proxy outside QGIS, e.g. plain Python)."""
+    """QGIS's proxy as the user set it now, with its login (no proxy outside QGIS, e.g. plain Python)."""
+    config = _settings_proxy()
+    if config.authcfg and config.url is not None:
+        user, password = _stored_credentials(config.authcfg)
+        config = config.with_credentials(user, password)
+    return config
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy a request for ``url`` takes now (without its password), for messages; ``None``: none.
+
+    Never asks for the stored login, so it is safe on the main thread.
+    """
+    route = _settings_proxy().route(url)
+    if route == SYSTEM:
+        parts = urlsplit(url)
+        route = _system_route(parts.scheme, parts.hostname or "")
+    return None if route == DIRECT else ProxyConfig(route).describe()
+
+
+def _settings_proxy() -> ProxyConfig:
+    """QGIS's proxy settings, without the login kept in the authentication database."""
     try:
         from qgis.core import QgsSettings
         from qgis.PyQt.QtCore import QCoreApplication
@@ -51,11 +73,7 @@ def proxy_config() -> ProxyConfig:
     if QCoreApplication.instance() is None:
         return ProxyConfig()
     settings = QgsSettings()
-    config = proxy_from_settings(lambda key: settings.value(f"proxy/{key}"))
-    if config.authcfg and config.url is not None:
-        user, password = _stored_credentials(config.authcfg)
-        config = config.with_credentials(user, password)
-    return config
+    return proxy_from_settings(lambda key: settings.value(f"proxy/{key}"))
 
 
 def proxy_environment(url: str, proxy: ProxyConfig | None = None) -> dict[str, str]:
@@ -150,13 +168,13 @@ def _library(client_class: type | None) -> str:
 
 
 # -- routing each request by QGIS's rules -------------------------------------------------------
-def _system_route(url: httpx.URL) -> str:
-    """``DIRECT`` or the proxy URL the system's settings give for ``url`` (the environment on Linux)."""
+def _system_route(scheme: str, host: str) -> str:
+    """``DIRECT`` or the proxy URL the system's settings give for ``scheme://host`` (the environment on Linux)."""
     import urllib.request
 
     proxies = urllib.request.getproxies()
-    chosen = proxies.get(url.scheme) or proxies.get("all")
-    if not chosen or urllib.request.proxy_bypass(url.host):
+    chosen = proxies.get(scheme) or proxies.get("all")
+    if not chosen or urllib.request.proxy_bypass(host):
         return DIRECT
     return chosen if "://" in chosen else f"http://{chosen}"
 
@@ -182,7 +200,7 @@ class _Routes:
         _stamp(request)
         route = self.proxy.route(str(request.url))
         if route == SYSTEM:
-            route = _system_route(request.url)
+            route = _system_route(request.url.scheme, request.url.host)
         with self._lock:
             made = self._made.get(route)
             if made is None:

@@ -19,10 +19,17 @@ from pathlib import Path
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.providers import ServerError, create_chat_model, list_models, ollama_model_info
+from geogpt_qgis.agent.providers import (
+    ServerError,
+    create_chat_model,
+    explain_model_error,
+    list_models,
+    ollama_model_info,
+)
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.toolbelt import network
 from geogpt_qgis.toolbelt.installer import Installer, InstallError, make_plan
+from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.ogc.http import OgcHttp
 from tests.support.http_proxy import RecordingProxy
 from tests.support.model_server import Turn
@@ -133,14 +140,22 @@ def test_a_proxy_that_is_down_or_refuses_the_login_is_reported(qgis_proxy, proxy
     qgis_proxy(**_through(proxy.port, proxyPassword="wrong"))
     with pytest.raises(ServerError, match="HTTP 407"):
         list_models("ollama", model_server.url)
-    qgis_proxy(proxyEnabled=True, proxyType="HttpProxy", proxyHost="127.0.0.1", proxyPort=str(free_port()))
-    with pytest.raises(ServerError, match="Cannot reach") as failure:
+    dead = f"http://127.0.0.1:{free_port()}"
+    qgis_proxy(**_through(int(dead.rsplit(":", 1)[1])))
+    expected = f"Cannot reach {model_server.url}/api/tags through the proxy {dead}:"
+    with pytest.raises(ServerError, match=expected) as failure:
         list_models("ollama", model_server.url)
     assert failure.value.unreachable
-    from geogpt_qgis.tools.base import ToolError
-
-    with pytest.raises(ToolError, match="cannot reach"):
+    config = ModelConfig(model="qwen3:8b", base_url=model_server.url, timeout=5)
+    with pytest.raises(Exception) as chat_failure:
+        create_chat_model(config).invoke("hello")
+    said = explain_model_error(chat_failure.value, config)
+    assert said.startswith(f"Cannot reach the model server at {model_server.url} through the proxy {dead} (QGIS's")
+    with pytest.raises(ToolError, match=f"through the proxy {dead} set in QGIS's network settings") as ogc_failure:
         _ogc_collections(ogc_server.url)
+    for message in (str(failure.value), said, str(ogc_failure.value)):
+        assert "p%40ss" not in message and LOGIN[1] not in message  # the password stays out
+    assert model_server.chat_requests() == []
 
 
 def test_the_settings_are_read_as_qgis_writes_them(qgis_proxy):

@@ -107,6 +107,12 @@ class OgcHttp:
                 "or raise the time-out in GeoGPT's settings"
             ) from None
         except httpx.ConnectError as exc:
+            via = network.proxy_for(url)
+            if via is not None:  # the connection that failed may be the proxy's
+                raise ToolError(
+                    f"cannot reach {host} through the proxy {via} set in QGIS's network settings: {_reason(exc)}. "
+                    "Tell the user to check the proxy."
+                ) from None
             raise ToolError(f"cannot reach {host}: {_reason(exc)}. Check the URL and that the server is up.") from None
         except httpx.HTTPError as exc:
             raise ToolError(f"the request to {host} failed: {_reason(exc)}") from None
