@@ -87,7 +87,7 @@ class ToolArtifact:
                 for item in _mappings(data.get("added"))
             ),
             selected=tuple(
-                Selection(str(item.get("layer") or ""), int(item.get("count") or 0))
+                Selection(str(item.get("layer") or ""), _count(item.get("count")))
                 for item in _mappings(data.get("selected"))
             ),
             chart=str(data.get("chart") or ""),
@@ -160,6 +160,10 @@ def _texts(value: Any) -> tuple[str, ...]:
 
 def _mappings(value: Any) -> list[Mapping[str, Any]]:
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list | tuple) else []
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _unique(items: Iterable[Any]) -> tuple[Any, ...]:

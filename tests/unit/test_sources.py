@@ -61,6 +61,7 @@ def test_an_artifact_survives_json_and_anything_else_reads_as_empty():
     for odd in (None, "text", [1, 2], {"layers": "schools", "added": ["x", {"name": 3}], "selected": 5}):
         assert ToolArtifact.from_dict(odd).layers == ()
     assert ToolArtifact.from_dict({"added": [{"name": "a"}]}).added_names == ["a"]
+    assert ToolArtifact.from_dict({"selected": [{"layer": "a", "count": "many"}]}).selected == (Selection("a", 0),)
 
 
 def test_a_tool_result_is_its_text_for_every_reader_and_carries_the_artifact():
