@@ -23,8 +23,7 @@ from geogpt_qgis.core.fuzzy import closest_names
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.backends import application_name, watch_client
 from geogpt_qgis.tools.postgis.connections import SavedConnection
-from geogpt_qgis.tools.postgis.sql_text import caret, referenced_tables
-from geogpt_qgis.tools.safety.sql import Classified, FunctionJudge, require_read
+from geogpt_qgis.tools.safety.sql import Classified, FunctionJudge, caret, parse_one, require_read
 
 CONNECT_TIMEOUT = 5
 
@@ -196,7 +195,10 @@ class Database:
 
     def _column_suggestion(self, message: str, statement: str) -> str:
         wanted = (_quoted(message) or "").split(".")[-1]
-        tables = list(referenced_tables(statement))
+        try:
+            tables = parse_one(statement).tables  # it reached the server, so it parses
+        except ToolError:
+            tables = []
         columns: list[str] = []
         for table in tables:
             oid = self.rows("SELECT to_regclass(%s)::oid", [table])[0][0]

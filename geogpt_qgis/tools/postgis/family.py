@@ -31,7 +31,6 @@ from geogpt_qgis.tools.postgis.query import (
     run_query,
     run_write,
 )
-from geogpt_qgis.tools.postgis.sql_text import referenced_tables
 from geogpt_qgis.tools.processing.naming import slug
 from geogpt_qgis.tools.safety.sql import Classified, classify
 
@@ -155,10 +154,11 @@ class PostgisTools(ToolFamily):
         with Database(saved, self.ctx.cancel, settings.sql_timeout) as db:
             result = run_query(db, sql, preview_rows, settings.sql_row_cap)
         text = format_result(result)
-        read = ToolArtifact(tables=sql_tables(classify(result.statement), saved.name))
+        parsed = classify(result.statement)
+        read = ToolArtifact(tables=sql_tables(parsed, saved.name))
         # Rows with geometry always become a layer; a plain table only when the model names it.
         if result.total > 0 and (result.geometry or output_name.strip()):
-            tables = referenced_tables(result.statement)
+            tables = parsed.tables
             base = slug(output_name) or f"{slug(tables[0].split('.')[-1]) if tables else 'query'}_sql"
             folder = Path(QgsProcessingUtils.tempFolder())
             path = copy_result(saved, result, folder, self.ctx.cancel, settings.sql_timeout)
@@ -176,8 +176,7 @@ class PostgisTools(ToolFamily):
 
 def sql_tables(statement: Classified, connection: str) -> tuple[str, ...]:
     """``schema.table (connection)`` for each relation the parsed statement reads or writes (CTE names too)."""
-    names = [".".join(p for p in relation if p) for relation in statement.relations] + statement.targets
-    return tuple(dict.fromkeys(with_place(name, connection) for name in names if name))
+    return tuple(dict.fromkeys(with_place(name, connection) for name in statement.tables + statement.targets if name))
 
 
 def layer_summary(name: str, result: QueryResult) -> str:

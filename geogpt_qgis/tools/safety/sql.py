@@ -182,6 +182,11 @@ class Classified:
     dml: bool = False  # a write whose plan EXPLAIN can estimate (INSERT/UPDATE/DELETE/MERGE, writing CTEs)
     tree: Any = None
 
+    @property
+    def tables(self) -> list[str]:
+        """The relations it names, ``schema.name`` or ``name`` as written (CTE names too), first mention first."""
+        return list(dict.fromkeys(".".join(p for p in relation if p) for relation in self.relations if relation[1]))
+
 
 def parse_one(sql: str) -> Classified:
     """Parse ``sql``; it must be exactly one statement.  Raises ``ToolError`` with the parser's words."""
