@@ -1,13 +1,14 @@
 """The QGIS plugin: an action, a menu entry, the chat dock, the options page, and a clean unload.
 
-``initGui`` records a teardown step for everything it creates, and ``unload``
-runs them in reverse, so unloading leaves no action, menu entry, dock, options
-page, signal connection, log handler or translator behind.
+``initGui`` records a teardown step for everything it creates (an ``ExitStack``),
+and ``unload`` runs them in reverse, every one even if another fails, so
+unloading leaves no action, menu entry, dock, options page, signal connection,
+log handler or translator behind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,15 +41,15 @@ class GeoGptPlugin:
         self.dock: ChatDock | None = None
         self.action: QAction | None = None
         self.options_factory: GeoGptOptionsFactory | None = None
-        self._teardown: list[Callable[[], None]] = []
+        self._teardown = contextlib.ExitStack()
 
     def initGui(self) -> None:
         settings = PlgOptionsManager.get_plg_settings()
         handler = install_qgis_log_handler(settings.debug_mode)
-        self._teardown.append(lambda: remove_handler(handler))
+        self._teardown.callback(remove_handler, handler)
         translator = install_translator()
         if translator is not None:
-            self._teardown.append(lambda: QCoreApplication.removeTranslator(translator))
+            self._teardown.callback(QCoreApplication.removeTranslator, translator)
 
         self._keep_results()
 
@@ -58,14 +59,14 @@ class GeoGptPlugin:
         dock = ChatDock(self.iface, store_path=profile_data_dir() / STORE_FILE, parent=main_window)
         self.dock = dock
         self.iface.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-        self._teardown.append(self._remove_dock)
+        self._teardown.callback(self._remove_dock)
 
         from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
 
         options_factory = GeoGptOptionsFactory(self.iface)
         self.iface.registerOptionsWidgetFactory(options_factory)
         self.options_factory = options_factory
-        self._teardown.append(self._remove_options_page)
+        self._teardown.callback(self._remove_options_page)
 
         action = QAction(QIcon(str(icon_path("geogpt.svg"))), tr("GeoGPT chat"), main_window)
         action.setObjectName("GeoGptChatAction")
@@ -74,7 +75,7 @@ class GeoGptPlugin:
         self.action = action
         self.iface.addToolBarIcon(action)
         self.iface.addPluginToMenu(MENU, action)
-        self._teardown.append(self._remove_action)
+        self._teardown.callback(self._remove_action)
         dock.setVisible(settings.dock_visible)
 
     def _keep_results(self) -> None:
@@ -94,7 +95,7 @@ class GeoGptPlugin:
             hooks.disconnect()
             set_result_store(project, None)
 
-        self._teardown.append(undo)
+        self._teardown.callback(undo)
 
     def _tell_results_file(self, path: Path) -> None:
         self.iface.messageBar().pushInfo(
@@ -127,9 +128,7 @@ class GeoGptPlugin:
 
     def unload(self) -> None:
         """Undo everything ``initGui`` did, newest first."""
-        while self._teardown:
-            step = self._teardown.pop()
-            step()
+        self._teardown.close()
 
     @property
     def title(self) -> str:
