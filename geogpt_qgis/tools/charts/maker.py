@@ -227,7 +227,7 @@ class ChartMaker:
                 "add_table=true, then chart the table it adds"
             )
         saved = self.ctx.on_main(resolve_connection, allowed[0], allowed)
-        tables = tuple(with_place(".".join(p for p in relation if p), saved.name) for relation in found.relations)
+        tables = tuple(with_place(table, saved.name) for table in found.tables)
         return SqlSource(saved, f"({found.text}\n) AS src", f"SQL on {saved.name!r}", ToolArtifact(tables=tables))
 
     def _from_sql(self, spec: ChartSpec, source: SqlSource) -> ChartData:
