@@ -460,6 +460,9 @@ def _reply_problem(exc: BaseException, config: ModelConfig, text: str) -> str | 
             "The model may still be loading or the server is overloaded; try again, "
             "or raise the request timeout in the settings."
         )
+    refused = network.untrusted_certificate(exc)
+    if refused is not None:
+        return f"The certificate of the model server at {where} is not trusted ({refused}). {network.CERTIFICATE_HINT}"
     if _is_connection_error(exc):
         proxy = network.proxy_for(config.base_url)
         if proxy is not None:  # the connection that failed may be the proxy's

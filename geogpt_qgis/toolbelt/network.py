@@ -76,6 +76,26 @@ def _settings_proxy() -> ProxyConfig:
     return proxy_from_settings(lambda key: settings.value(f"proxy/{key}"))
 
 
+def untrusted_certificate(exc: BaseException) -> str | None:
+    """Why the server's certificate was refused, if that is what ``exc`` (or what caused it) is; else ``None``."""
+    import ssl
+
+    seen: set[int] = set()
+    item: BaseException | None = exc
+    while item is not None and id(item) not in seen:
+        if isinstance(item, ssl.SSLCertVerificationError):
+            return item.verify_message or str(item)
+        seen.add(id(item))
+        item = item.__cause__ or item.__context__
+    return None
+
+
+CERTIFICATE_HINT = (
+    "If your organisation signs its own certificates, add its authority in QGIS "
+    "(Settings > Options > Authentication > Certificate Manager) and start QGIS again."
+)
+
+
 def proxy_environment(url: str, proxy: ProxyConfig | None = None) -> dict[str, str]:
     """Variables that give a child process (pip) QGIS's proxy for ``url``; empty where QGIS says the system's.
 
@@ -110,12 +130,59 @@ def _stored_credentials(authcfg: str) -> tuple[str, str]:
         return "", ""  # the proxy will ask for them (HTTP 407), and the user is told
 
 
-@functools.lru_cache(maxsize=1)
-def ssl_context() -> ssl.SSLContext:
-    """One TLS context for every client: loading the system's certificates costs ~40 ms each time."""
-    import ssl
+_context: ssl.SSLContext | None = None
+_context_lock = threading.Lock()
 
-    return ssl.create_default_context()
+
+def ssl_context() -> ssl.SSLContext:
+    """One TLS context for every client, made once per QGIS session (loading certificates costs ~40 ms).
+
+    It trusts the system's certificate authorities and those QGIS trusts
+    (Settings > Options > Authentication > Certificate Manager: a company's
+    root, say), read from the authentication manager on the main thread.  An
+    authority added later counts from the next QGIS start.
+    """
+    global _context  # one per process
+    if _context is None:
+        import ssl
+
+        context = ssl.create_default_context()
+        known = set(context.get_ca_certs(binary_form=True))
+        added = [der for der in _qgis_authorities() if der not in known]  # not under the lock: it waits for main
+        if added:
+            context.load_verify_locations(cadata=b"".join(added))
+        with _context_lock:
+            if _context is None:
+                _context = context
+    return _context
+
+
+def _qgis_authorities() -> list[bytes]:
+    """The certificate authorities QGIS trusts (DER), none outside QGIS or with its manager disabled.
+
+    They include the system's, which the context has already: only the others
+    are loaded (loading holds the interpreter, ~0.6 ms a certificate).
+    """
+    try:
+        from qgis.PyQt.QtCore import QCoreApplication
+    except ImportError:
+        return []
+    if QCoreApplication.instance() is None:
+        return []
+    from geogpt_qgis.toolbelt.main_thread import call_on_main_thread
+
+    def read() -> list[bytes]:
+        from qgis.core import QgsApplication
+
+        manager = QgsApplication.authManager()
+        if manager is None or manager.isDisabled():
+            return []
+        return [bytes(cert.toDer()) for cert in manager.trustedCaCertsCache()]
+
+    try:
+        return call_on_main_thread(read, timeout=CREDENTIALS_TIMEOUT)
+    except TimeoutError:
+        return []
 
 
 def timeout(read: float, connect: float = CONNECT_TIMEOUT) -> httpx.Timeout:

@@ -107,6 +107,11 @@ class OgcHttp:
                 "or raise the time-out in GeoGPT's settings"
             ) from None
         except httpx.ConnectError as exc:
+            refused = network.untrusted_certificate(exc)
+            if refused is not None:
+                raise ToolError(
+                    f"{host}'s certificate is not trusted ({refused}); tell the user: {network.CERTIFICATE_HINT}"
+                ) from None
             via = network.proxy_for(url)
             if via is not None:  # the connection that failed may be the proxy's
                 raise ToolError(
