@@ -10,11 +10,11 @@ half-made changes behind.
 
 Each conversation's tools have their own ``MainThreadBridge`` (its
 ``acting`` flag tells the project watcher which changes are the agent's);
-helpers without one (the key store, the proxy's stored credentials) use
-``call_on_main_thread``.  It lives in ``toolbelt`` (the plugin's thin QGIS/Qt
-shell) because both the toolbelt and the tools above it need it; the dock's
-``gui.background`` goes the other way (work off the main thread, its answer
-delivered on it, never waited for).
+helpers without one (the key store, the proxy's stored login, QGIS's
+certificate authorities) use ``call_on_main_thread``.  It lives in
+``toolbelt`` (the plugin's thin QGIS/Qt shell) because both the toolbelt and
+the tools above it need it; the dock's ``gui.background`` goes the other way
+(work off the main thread, its answer delivered on it, never waited for).
 """
 
 from __future__ import annotations
