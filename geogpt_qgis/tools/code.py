@@ -1,9 +1,11 @@
-"""The PyQGIS code tool: for what no fixed tool covers, with the user's approval every time.
+"""The PyQGIS code tool: arbitrary Python for what no fixed tool covers, run only once the user approved it.
 
 The snippet runs on the main thread with the live ``iface`` and ``project``,
-in a namespace that persists across calls within one conversation.  Output is
-captured and trimmed; exceptions come back as text the model can act on; a
-time limit and Stop bound every run.
+in a namespace that persists across calls within one conversation (no sandbox:
+the code has the user's rights).  Each call is approved on its card, or by
+"Trust this conversation".  Output is captured and trimmed; exceptions come back
+as text the model can act on; a time limit and Stop bound every run that stays
+in Python (see ``code_runner``).
 """
 
 from __future__ import annotations
