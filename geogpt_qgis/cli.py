@@ -308,7 +308,12 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     ticker.timeout.connect(lambda: None)
     ticker.start(200)
     timed_out: list[bool] = []
-    deadline = _deadline(args.timeout, lambda: (timed_out.append(True), worker.cancel(run_id)), loop.quit)
+
+    def time_out() -> None:
+        timed_out.append(True)
+        worker.cancel(run_id)
+
+    deadline = _deadline(args.timeout, time_out, loop.quit)
     try:
         if renderer.status is None:
             loop.exec()
