@@ -69,11 +69,27 @@ def _round(geom: BaseGeometry) -> BaseGeometry:
 
 
 def build_town(seed: int = SEED) -> list[Layer]:
-    """Every layer of the town, in drawing order (bottom first)."""
-    rng = random.Random(seed)
-    boundary = box(0, 0, WIDTH, HEIGHT)
+    """Every layer of the town, in drawing order (bottom first).
 
-    # Districts: Voronoi cells of the seed points, clipped to the town.
+    One random stream feeds roads, parks, schools and land use, in that order: the order fixes the demo data.
+    """
+    rng = random.Random(seed)
+    districts, district_shapes = _districts()
+    rivers, water = _rivers()
+    roads = _roads(rng)
+    parks, park_shapes = _parks(rng, water)
+    schools = _schools(rng, district_shapes, unary_union([water.buffer(20), *park_shapes]))
+    hospitals = _hospitals(district_shapes)
+    landuse = _landuse(rng, district_shapes, water)
+    layers = [landuse, districts, parks, rivers, roads, hospitals, schools]
+    for layer in layers:
+        layer.rows = [(_abs(geom), attrs) for geom, attrs in layer.rows]
+    return layers
+
+
+def _districts() -> tuple[Layer, dict[str, BaseGeometry]]:
+    """Voronoi cells of the seed points, clipped to the town."""
+    boundary = box(0, 0, WIDTH, HEIGHT)
     seeds = MultiPoint([Point(p) for _, p, _ in DISTRICTS])
     cells = list(voronoi_diagram(seeds, envelope=boundary.buffer(2000)).geoms)
     districts = Layer("districts", "Polygon", [("name", "String"), ("code", "String"), ("population", "Integer")])
@@ -83,8 +99,11 @@ def build_town(seed: int = SEED) -> list[Layer]:
         shape = _round(cell.intersection(boundary))
         district_shapes[name] = shape
         districts.rows.append((shape, {"name": name, "code": f"D{index + 1:02d}", "population": population}))
+    return districts, district_shapes
 
-    # Rivers: the Elva meanders west to east; the Mill Brook joins it from the north.
+
+def _rivers() -> tuple[Layer, BaseGeometry]:
+    """The Elva meanders west to east; the Mill Brook joins it from the north.  Also the water they cover."""
     elva_pts = [(x, 2900 + 380 * math.sin(x / 950.0) + 120 * math.sin(x / 310.0)) for x in range(0, 8001, 100)]
     elva = LineString(elva_pts)
     brook_pts = []
@@ -100,8 +119,11 @@ def build_town(seed: int = SEED) -> list[Layer]:
     rivers.rows.append((_round(elva), {"name": "Elva", "kind": "river", "width_m": 24.0}))
     rivers.rows.append((_round(brook), {"name": "Mill Brook", "kind": "stream", "width_m": 6.5}))
     water = unary_union([elva.buffer(30), brook.buffer(12)])
+    return rivers, water
 
-    # Roads: a jittered grid split into segments, main axes and a southern motorway.
+
+def _roads(rng: random.Random) -> Layer:
+    """A jittered grid split into segments, main axes and a southern motorway; tracks to the hills."""
     step = 500.0
     nx, ny = int(WIDTH / step), int(HEIGHT / step)
     nodes = {
@@ -144,8 +166,11 @@ def build_town(seed: int = SEED) -> list[Layer]:
         roads.rows.append(
             (_round(LineString([start, end])), {"name": f"Hill Track {k + 1}", "class": "track", "maxspeed": 20})
         )
+    return roads
 
-    # Parks: irregular ellipses, kept off the water.
+
+def _parks(rng: random.Random, water: BaseGeometry) -> tuple[Layer, list[BaseGeometry]]:
+    """Irregular ellipses, kept off the water."""
     parks = Layer("parks", "Polygon", [("name", "String"), ("area_ha", "Real")])
     park_names = [
         "Town Park",
@@ -176,8 +201,11 @@ def build_town(seed: int = SEED) -> list[Layer]:
         shape = _round(shape)
         park_shapes.append(shape)
         parks.rows.append((shape, {"name": name, "area_ha": round(shape.area / 10_000, 2)}))
+    return parks, park_shapes
 
-    # Schools: points in each district, not in water or parks.
+
+def _schools(rng: random.Random, district_shapes: dict[str, BaseGeometry], blocked: BaseGeometry) -> Layer:
+    """Points in each district, not in ``blocked`` (water and parks)."""
     schools = Layer(
         "schools", "Point", [("name", "String"), ("type", "String"), ("pupils", "Integer"), ("district", "String")]
     )
@@ -187,7 +215,6 @@ def build_town(seed: int = SEED) -> list[Layer]:
         "special": ["Learning Centre"],
     }
     used_names: set[str] = set()
-    blocked = unary_union([water.buffer(20), *park_shapes])
     for name, _, population in DISTRICTS:
         shape = district_shapes[name]
         count = max(2, round(population / 3500))
@@ -212,7 +239,10 @@ def build_town(seed: int = SEED) -> list[Layer]:
                 label = f"{name} {suffixes[kind][0]} {len(used_names)}"
             used_names.add(label)
             schools.rows.append((_round(point), {"name": label, "type": kind, "pupils": pupils, "district": name}))
+    return schools
 
+
+def _hospitals(district_shapes: dict[str, BaseGeometry]) -> Layer:
     hospitals = Layer("hospitals", "Point", [("name", "String"), ("beds", "Integer"), ("emergency", "Integer")])
     for label, district, beds, emergency in [
         ("Elvbury General Hospital", "Centre", 420, 1),
@@ -223,8 +253,11 @@ def build_town(seed: int = SEED) -> list[Layer]:
         shape = district_shapes[district]
         point = shape.representative_point()
         hospitals.rows.append((_round(point), {"name": label, "beds": beds, "emergency": emergency}))
+    return hospitals
 
-    # Land use: 250 m cells classified by position, dissolved per class and district.
+
+def _landuse(rng: random.Random, district_shapes: dict[str, BaseGeometry], water: BaseGeometry) -> Layer:
+    """250 m cells classified by position, dissolved per class and district."""
     landuse = Layer("landuse", "Polygon", [("class", "String"), ("district", "String")])
     centre = Point(4000, 3100)
     harbour = Point(7400, 2900)
@@ -254,11 +287,7 @@ def build_town(seed: int = SEED) -> list[Layer]:
         for piece in sorted(pieces, key=lambda g: (round(g.bounds[0]), round(g.bounds[1]))):
             if isinstance(piece, Polygon) and piece.area > 1:
                 landuse.rows.append((_round(piece), {"class": cls, "district": district}))
-
-    layers = [landuse, districts, parks, rivers, roads, hospitals, schools]
-    for layer in layers:
-        layer.rows = [(_abs(geom), attrs) for geom, attrs in layer.rows]
-    return layers
+    return landuse
 
 
 def write_geopackage(layers: list[Layer], path: Path) -> None:
