@@ -296,7 +296,8 @@ def _router_classes(library: str) -> tuple[type, type]:
 
     class Router(sync_base):
         def __init__(self, proxy: ProxyConfig) -> None:
-            self.routes = _Routes(lib, proxy, lambda url: lib.HTTPTransport(verify=ssl_context(), proxy=url))
+            tls = ssl_context()  # here, on the caller's thread: requests may run where the main thread cannot answer
+            self.routes = _Routes(lib, proxy, lambda url: lib.HTTPTransport(verify=tls, proxy=url))
 
         def handle_request(self, request: httpx.Request) -> httpx.Response:
             return self.routes.pick(request).handle_request(request)
@@ -307,7 +308,8 @@ def _router_classes(library: str) -> tuple[type, type]:
 
     class AsyncRouter(async_base):
         def __init__(self, proxy: ProxyConfig) -> None:
-            self.routes = _Routes(lib, proxy, lambda url: lib.AsyncHTTPTransport(verify=ssl_context(), proxy=url))
+            tls = ssl_context()
+            self.routes = _Routes(lib, proxy, lambda url: lib.AsyncHTTPTransport(verify=tls, proxy=url))
 
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
             return await self.routes.pick(request).handle_async_request(request)

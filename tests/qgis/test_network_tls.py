@@ -51,6 +51,8 @@ def test_authorities_trusted_in_qgis_are_trusted_for_models_and_ogc(tmp_path):
     )
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["stored"] is True
+    assert report["main_thread_ogc"] == {"models": [{"name": "qwen3:8b"}]}
+    assert report["main_thread_seconds"] < 10  # no wait for itself (the bridge would give up after 120 s)
     assert report["trusted_models"] == {"result": ["qwen3:8b"]}
     assert report["trusted_ogc"] == {"result": {"models": [{"name": "qwen3:8b"}]}}
     assert "CERTIFICATE_VERIFY_FAILED" in report["unknown_models"]["error"]

@@ -18,6 +18,7 @@ import os
 import ssl
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -77,6 +78,11 @@ def main() -> None:
             return http.get_json(url).body
 
     servers = {name: _https_server(certs / f"{name}.pem", certs / f"{name}.key") for name in ("trusted", "unknown")}
+    # First request of the session from the main thread, which then waits on a helper thread (as OgcHttp does):
+    # the authorities must be read before, on the main thread, or it would wait for itself.
+    started = time.monotonic()
+    report["main_thread_ogc"] = ogc_get(f"https://127.0.0.1:{servers['trusted'].server_address[1]}/api/tags")
+    report["main_thread_seconds"] = time.monotonic() - started
     for name, server in servers.items():
         url = f"https://127.0.0.1:{server.server_address[1]}"
         report[f"{name}_models"] = _off_main_thread(app, lambda url=url: list_models("ollama", url))
