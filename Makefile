@@ -116,10 +116,10 @@ eval: setup postgis  ## the GIS task suite through the whole agent, prompt budge
 eval-real: setup llama  ## inspection and single-tool tasks with the real small model (Gemma 3 270M): pass rate, failures
 	$(PYTHON) -m evals.real
 
-bench: setup postgis  ## benchmarks: start-up, responsiveness, processing, PostGIS, conversations (bench/results.json)
+bench: setup postgis llama  ## benchmarks: start-up, responsiveness, processing, PostGIS, conversations, prompt cache (bench/results.json)
 	$(PYTHON) -m bench
 
-bench-quick: setup postgis  ## every benchmark on small sizes (under a minute): fails if one errors, not on timings
+bench-quick: setup postgis llama  ## every benchmark on small sizes: fails if one errors, not on timings
 	$(PYTHON) -m bench --quick
 
 lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, mypy (the package), Bandit (high severity), QGIS's Qt 6 checker

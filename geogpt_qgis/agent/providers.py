@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import email.utils
 import functools
+import importlib
 import json
 import re
 import socket
@@ -171,7 +172,8 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
 
     # openai's own Timeout: openai 3 runs on httpx2, whose clients misread an httpx.Timeout (a TypeError per request).
     timeout = openai.Timeout(config.timeout, connect=CONNECT_TIMEOUT)
-    return ChatOpenAI(
+    chat_class = ChatOpenAI if _host(config) == "api.openai.com" else _local_chat_openai()
+    return chat_class(
         model=config.model,
         base_url=config.base_url,
         # Local OpenAI-compatible servers (LM Studio, vLLM) accept any key; the client insists on one.
@@ -185,10 +187,14 @@ def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking:
         # LangChain's process-wide cached ones, whose connections would outlive the
         # worker's event loop.
         http_client=openai.DefaultHttpxClient(
-            timeout=timeout, trust_env=False, transport=network.transport(openai.DefaultHttpxClient, proxy)
+            timeout=timeout,
+            trust_env=False,
+            transport=StreamRepairTransport(network.transport(openai.DefaultHttpxClient, proxy)),
         ),
         http_async_client=openai.DefaultAsyncHttpxClient(
-            timeout=timeout, trust_env=False, transport=network.async_transport(openai.DefaultAsyncHttpxClient, proxy)
+            timeout=timeout,
+            trust_env=False,
+            transport=StreamRepairTransport(network.async_transport(openai.DefaultAsyncHttpxClient, proxy)),
         ),
     )
 
@@ -202,10 +208,35 @@ def _length_bound(config: ModelConfig) -> dict[str, Any]:
     ``max_tokens`` (llama-cpp-python ignores the other name, and would generate
     until the context is full).
     """
-    host = (urllib.parse.urlsplit(config.base_url).hostname or "").lower()
-    if host == "api.openai.com":
+    if _host(config) == "api.openai.com":
         return {"max_tokens": config.max_tokens}
     return {"extra_body": {"max_tokens": config.max_tokens}}
+
+
+def _host(config: ModelConfig) -> str:
+    return (urllib.parse.urlsplit(config.base_url).hostname or "").lower()
+
+
+@functools.cache
+def _local_chat_openai() -> type:
+    """``ChatOpenAI`` sending an assistant message without text as ``""`` rather than ``null``.
+
+    LangChain sends ``"content": null`` beside tool calls, as OpenAI's API
+    prefers; llama-cpp-python's server refuses the whole request with HTTP 500
+    ("Input should be a valid string"), so every conversation there broke at
+    the call after its first tool call.  The other local servers take ``""``.
+    """
+    from langchain_openai import ChatOpenAI
+
+    class LocalServerChatOpenAI(ChatOpenAI):
+        def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+            payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+            for message in payload.get("messages", []):
+                if message.get("role") == "assistant" and message.get("content") is None:
+                    message["content"] = ""
+            return payload
+
+    return LocalServerChatOpenAI
 
 
 # -- Ollama tool-call arguments ---------------------------------------------------
@@ -269,55 +300,122 @@ def unparsed_as_invalid(message: Any) -> Any:
     )
 
 
-def _split_lines(buffer: bytes, data: bytes) -> tuple[list[bytes], bytes]:
-    """Complete lines of ``buffer + data`` (each decoded, newline kept) and the incomplete rest."""
+class ToolCallStreamRepair:
+    """One OpenAI chat stream (server-sent events) with the fields a server repeats in every chunk sent once.
+
+    The protocol sends a tool call's ``id`` and ``function.name`` in its first
+    chunk only; clients concatenate what later chunks carry.  llama-cpp-python's
+    server repeats both in every chunk of a constrained tool call (and the legacy
+    ``function_call`` beside ``tool_calls``), so the client read the name as
+    ``list_layerslist_layers...``.  Repeats of what this stream already sent for
+    the same call are dropped; everything else passes unchanged.
+    """
+
+    def __init__(self) -> None:
+        self._sent: dict[tuple[int, int], tuple[Any, Any]] = {}  # (choice, call index) -> (id, name)
+
+    def __call__(self, line: bytes) -> bytes:
+        if not line.startswith(b"data:") or b'"tool_calls"' not in line:
+            return line
+        try:
+            frame = json.loads(line[5:])
+        except ValueError:
+            return line
+        changed = False
+        for choice in frame.get("choices") or [] if isinstance(frame, dict) else []:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+            if not isinstance(calls, list) or not calls:
+                continue
+            if delta.pop("function_call", None) is not None:  # the legacy form of the same call
+                changed = True
+            for call in calls:
+                if isinstance(call, dict):
+                    changed |= self._drop_repeats(choice.get("index", 0), call)
+        return b"data: " + json.dumps(frame).encode() if changed else line
+
+    def _drop_repeats(self, choice: int, call: dict[str, Any]) -> bool:
+        key = (choice, call.get("index", 0))
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        if key not in self._sent:
+            self._sent[key] = (call.get("id"), function.get("name"))
+            return False
+        sent_id, sent_name = self._sent[key]
+        changed = False
+        if call.get("id") is not None and call.get("id") == sent_id:
+            del call["id"]
+            changed = True
+        if function.get("name") is not None and function.get("name") == sent_name:
+            del function["name"]
+            changed = True
+        return changed
+
+
+def _line_fixer(request: Any, response: Any) -> Callable[[bytes], bytes] | None:
+    """What to apply to each line of this response, if anything: Ollama's chat stream, OpenAI's streamed chat."""
+    if response.headers.get("content-encoding"):
+        return None
+    path = request.url.path
+    if path.endswith("/api/chat"):
+        return decode_tool_arguments
+    if path.endswith("/chat/completions") and "text/event-stream" in response.headers.get("content-type", ""):
+        return ToolCallStreamRepair()
+    return None
+
+
+def _split_lines(buffer: bytes, data: bytes, fix: Callable[[bytes], bytes]) -> tuple[list[bytes], bytes]:
+    """Complete lines of ``buffer + data`` (each fixed, newline kept) and the incomplete rest."""
     *lines, rest = (buffer + data).split(b"\n")
-    return [decode_tool_arguments(line) + b"\n" for line in lines], rest
+    return [fix(line) + b"\n" for line in lines], rest
 
 
 @functools.cache
-def _transports() -> tuple[type, type]:  # noqa: C901 - ten one-line methods of four classes made here, with httpx
-    """The sync and async transport classes (made on first use: httpx is imported only by a run)."""
-    import httpx
+def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line methods of four classes made here
+    """The sync and async transport classes for ``library`` (``httpx``, or ``httpx2`` under the openai package).
 
-    def wrapped(request: Any, response: Any, stream: Any) -> Any:
-        if not request.url.path.endswith("/api/chat") or response.headers.get("content-encoding"):
+    Made on first use: the HTTP library is imported only by a run.
+    """
+    httpx = importlib.import_module(library)
+
+    def wrapped(request: Any, response: Any, stream_class: Any) -> Any:
+        fix = _line_fixer(request, response)
+        if fix is None:
             return response
         return httpx.Response(
             status_code=response.status_code,
             headers=response.headers,
-            stream=stream,
+            stream=stream_class(response.stream, fix),
             extensions=response.extensions,
             request=request,
         )
 
     class Lines(httpx.SyncByteStream):
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
+        def __init__(self, inner: Any, fix: Callable[[bytes], bytes]) -> None:
+            self.inner, self.fix = inner, fix
 
         def __iter__(self) -> Iterator[bytes]:
             rest = b""
             for data in self.inner:
-                lines, rest = _split_lines(rest, data)
+                lines, rest = _split_lines(rest, data, self.fix)
                 yield from lines
             if rest:
-                yield decode_tool_arguments(rest)
+                yield self.fix(rest)
 
         def close(self) -> None:
             self.inner.close()
 
     class AsyncLines(httpx.AsyncByteStream):
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
+        def __init__(self, inner: Any, fix: Callable[[bytes], bytes]) -> None:
+            self.inner, self.fix = inner, fix
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             rest = b""
             async for data in self.inner:
-                lines, rest = _split_lines(rest, data)
+                lines, rest = _split_lines(rest, data, self.fix)
                 for line in lines:
                     yield line
             if rest:
-                yield decode_tool_arguments(rest)
+                yield self.fix(rest)
 
         async def aclose(self) -> None:
             await self.inner.aclose()
@@ -327,8 +425,7 @@ def _transports() -> tuple[type, type]:  # noqa: C901 - ten one-line methods of 
             self.inner = inner
 
         def handle_request(self, request: Any) -> Any:
-            response = self.inner.handle_request(request)
-            return wrapped(request, response, Lines(response.stream))
+            return wrapped(request, self.inner.handle_request(request), Lines)
 
         def close(self) -> None:
             self.inner.close()
@@ -338,8 +435,7 @@ def _transports() -> tuple[type, type]:  # noqa: C901 - ten one-line methods of 
             self.inner = inner
 
         async def handle_async_request(self, request: Any) -> Any:
-            response = await self.inner.handle_async_request(request)
-            return wrapped(request, response, AsyncLines(response.stream))
+            return wrapped(request, await self.inner.handle_async_request(request), AsyncLines)
 
         async def aclose(self) -> None:
             await self.inner.aclose()
@@ -347,12 +443,20 @@ def _transports() -> tuple[type, type]:  # noqa: C901 - ten one-line methods of 
     return Transport, AsyncTransport
 
 
-def OllamaArgumentsTransport(inner: Any) -> Any:  # noqa: N802 - used like a class
-    """``inner`` (an httpx transport, sync or async) with ``decode_tool_arguments`` applied to chat streams."""
-    import httpx
+def StreamRepairTransport(inner: Any) -> Any:  # noqa: N802 - used like a class
+    """``inner`` (an httpx transport, sync or async) with chat streams repaired line by line.
 
-    sync, async_ = _transports()
-    return async_(inner) if isinstance(inner, httpx.AsyncBaseTransport) else sync(inner)
+    Ollama's: tool-call arguments sent as a JSON string decoded (``decode_tool_arguments``);
+    OpenAI's: tool-call ids and names a server repeats sent once (``ToolCallStreamRepair``).
+    """
+    library = next(
+        (root for cls in type(inner).__mro__ if (root := cls.__module__.split(".")[0]).startswith("httpx")), "httpx"
+    )
+    sync, async_ = _transports(library)
+    return async_(inner) if isinstance(inner, importlib.import_module(library).AsyncBaseTransport) else sync(inner)
+
+
+OllamaArgumentsTransport = StreamRepairTransport
 
 
 # -- retries ---------------------------------------------------------------------
@@ -520,6 +624,15 @@ def explain_model_error(exc: BaseException, config: ModelConfig) -> str:
         return (
             f"The server at {where} refused the API key (HTTP {status}). "
             "Enter a valid key in the model settings, or set OPENAI_API_KEY."
+        )
+    if status is None and "no generation chunks" in lowered:
+        # The server answered 200 and ended the stream with nothing in it: llama-cpp-python's server does
+        # that (without a word) for a prompt longer than its window, where other servers answer HTTP 400.
+        return (
+            f"The model server at {where} accepted the request but sent no answer at all. llama-cpp-python's "
+            "server does this when the conversation is longer than its context window (--n_ctx): set the "
+            "context limit (Settings > Options > GeoGPT, or --context-limit) to the server's context size or "
+            "less, or start the server with a larger context. Otherwise the server's log says why."
         )
     if status == 400 and _CONTEXT_OVERFLOW.search(lowered):
         # llama.cpp and vLLM refuse a prompt longer than the window they were started with; the plugin's
