@@ -9,9 +9,15 @@ every client made here shares:
   reentrant) and applied to each request by QGIS's own rules
   (``core.proxy``); proxy credentials kept in QGIS's authentication database
   are read on the main thread, where the authentication manager belongs.
-- One TLS context with the system's certificates (loading them costs ~40 ms).
+- One TLS context: the system's certificate authorities and those QGIS trusts
+  (``ssl_context``), made once, when the first client is made.
 - The plugin's user agent, ahead of the library's own.
 - A bound on connecting; the caller gives the read time-out.
+
+pip, run by the dependency installer, gets the same proxy through its
+environment (``proxy_environment``).  Whatever needs the main thread (the
+stored login, the authorities) is read when a client is made, on the
+caller's thread, never on a helper thread the main thread may be waiting for.
 
 Clients set ``trust_env=False``: the environment's proxy variables are
 applied by the routing transport when QGIS says "the system's proxy", never

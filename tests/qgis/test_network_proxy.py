@@ -108,6 +108,8 @@ def test_model_and_ogc_requests_go_through_the_qgis_proxy_with_its_login(qgis_pr
     login = "Basic " + base64.b64encode(":".join(LOGIN).encode()).decode()
     assert {item.proxy_authorization for item in proxy.carried} == {login}
     assert all(item.method in ("GET", "POST") for item in proxy.carried)
+    agents = {request.headers["user-agent"].split()[0] for request in model_server.requests}
+    assert agents == {network.USER_AGENT}  # the plugin's name first, on every client
 
 
 def test_no_proxy_and_excluded_urls_bypass_it(qgis_proxy, proxy, model_server, ogc_server):
