@@ -324,7 +324,9 @@ class ToolCallStreamRepair:
         changed = False
         for choice in frame.get("choices") or [] if isinstance(frame, dict) else []:
             delta = choice.get("delta") if isinstance(choice, dict) else None
-            calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+            if not isinstance(delta, dict):
+                continue
+            calls = delta.get("tool_calls")
             if not isinstance(calls, list) or not calls:
                 continue
             if delta.pop("function_call", None) is not None:  # the legacy form of the same call
@@ -336,7 +338,9 @@ class ToolCallStreamRepair:
 
     def _drop_repeats(self, choice: int, call: dict[str, Any]) -> bool:
         key = (choice, call.get("index", 0))
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        function = call.get("function")
+        if not isinstance(function, dict):
+            function = {}
         if key not in self._sent:
             self._sent[key] = (call.get("id"), function.get("name"))
             return False
@@ -375,7 +379,7 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
 
     Made on first use: the HTTP library is imported only by a run.
     """
-    httpx = importlib.import_module(library)
+    httpx: Any = importlib.import_module(library)  # httpx or httpx2: the same names
 
     def wrapped(request: Any, response: Any, stream_class: Any) -> Any:
         fix = _line_fixer(request, response)
