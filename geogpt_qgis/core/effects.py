@@ -16,7 +16,11 @@ from enum import StrEnum
 
 
 class Effect(StrEnum):
-    """One kind of thing a call can do; ``needs_approval`` is the policy's default for it."""
+    """One kind of thing a call can do; ``needs_approval`` is the policy's default for it.
+
+    Stored as ``.value`` (a plain str): LangGraph's checkpoint serializer keeps an enum's class and warns
+    on loading it (blocked in later versions), and QSettings would pickle it.
+    """
 
     READ = "read"
     SELECT = "select"
