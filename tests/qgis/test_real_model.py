@@ -5,10 +5,11 @@ engine and a real (weak) model: its chat template, chunk shapes, error bodies
 and crashes.  ``make llama`` builds the server once (tests/support/llama_server.py).
 
 What the 270M model does on its own is not the point, the wire is: where a test
-needs the model to do one thing (call a named tool, write ``<think>`` tags) a
-pass-through proxy adds ``tool_choice`` or a ``grammar`` to the request, and the
-server constrains the real model's sampling with it.  The reply is the server's,
-byte for byte.  Answers are bounded (``max_tokens``) so that each test is quick.
+needs the model to do one thing (call a named tool, write ``<think>`` tags, say
+one sentence) a pass-through proxy adds ``tool_choice`` or a ``grammar`` to the
+request, and the server constrains the real model's sampling with it.  The reply
+is the server's, byte for byte.  Answers are bounded (``max_tokens``) so that
+each test is quick.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ pytestmark = pytest.mark.real_model
 
 REPO = Path(__file__).resolve().parents[2]
 ANSWER_TOKENS = 48  # enough to see streaming, short enough to keep the tier quick on 2 cores
+# One sentence of the model's own words: a base 270M model otherwise repeats the question until a bound
+# stops it, and the agent would (rightly) cut that loop short, which is not what these tests are about.
+SENTENCE_GRAMMAR = r'''root ::= [A-Z] [a-z ,]{20,120} "."
+'''
 # Reasoning in tags, then an answer: what a DeepSeek-R1-style model streams through an OpenAI-compatible server.
 THINK_GRAMMAR = r'''root ::= "<think>" thought "</think>" answer
 thought ::= [a-z] [a-z ]{8,60}
@@ -51,13 +56,20 @@ def bounded(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def sentence(body: dict[str, Any]) -> dict[str, Any]:
+    """A short answer of one sentence, streamed token by token."""
+    body["grammar"] = SENTENCE_GRAMMAR
+    return bounded(body)
+
+
 def force_tool(name: str):
     """The model must call ``name`` when the user has just spoken; free afterwards."""
 
     def shape(body: dict[str, Any]) -> dict[str, Any]:
         if body["messages"][-1]["role"] == "user":
             body["tool_choice"] = {"type": "function", "function": {"name": name}}
-        return bounded(body)
+            return bounded(body)
+        return sentence(body)
 
     return shape
 
@@ -97,7 +109,7 @@ def user_data(tmp_path, monkeypatch) -> Path:
 def test_a_real_servers_stream_reaches_the_dock_as_it_comes(qgis_iface, demo_project, tmp_path, llama_server):
     from geogpt_qgis.gui.markdown_view import MarkdownView
 
-    with ShapingProxy(llama_server, bounded) as proxy:
+    with ShapingProxy(llama_server, sentence) as proxy:
         use_server(proxy.base_url)
         dock = open_dock(qgis_iface, demo_project, tmp_path / "store.sqlite")
         try:
@@ -143,7 +155,7 @@ def test_a_tool_call_made_by_the_real_model_is_parsed_and_run(tmp_path, user_dat
     assert call["tool_calls"][0]["function"]["name"] == "list_layers"
     assert result["tool_call_id"] == call["tool_calls"][0]["id"]
     assert "schools" in result["content"] and "hospitals" in result["content"]
-    assert "tool_choice" not in proxy.sent[1]  # the answer after the tool was the model's free choice
+    assert "tool_choice" not in proxy.sent[1]  # after the tool, the model was free to answer
     assert done.stdout.strip() == streamed_text(proxy.replies[-1]).strip()
 
 
