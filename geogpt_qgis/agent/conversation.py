@@ -32,12 +32,15 @@ from geogpt_qgis.core.events import Event, RunFinished
 from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA
 
 if TYPE_CHECKING:
+    from qgis.core import QgsProject
+    from qgis.gui import QgisInterface
     from qgis.PyQt.QtCore import QObject
 
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.agent.session import AgentSession
     from geogpt_qgis.agent.store import ConversationStore
     from geogpt_qgis.agent.transcript import Entry
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
 
 log = logging.getLogger(__name__)
@@ -71,6 +74,25 @@ class Conversation:
         self._store: ConversationStore | None = None
         # One piece of work at a time (a run, a drop, a look at a pending approval), in the order asked.
         self._lock = asyncio.Lock()
+        self._own_bridge: MainThreadBridge | None = None
+
+    @classmethod
+    def on_project(
+        cls, project: QgsProject, iface: QgisInterface | None, store_path: Path | None, parent: QObject | None = None
+    ) -> Conversation:
+        """The dock's service: it makes the tools' context and its main-thread bridge, and closes the bridge."""
+        from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
+        from geogpt_qgis.tools.base import ToolContext
+
+        bridge = MainThreadBridge(parent)
+        conversation = cls(ToolContext(project=project, bridge=bridge, iface=iface), store_path, parent)
+        conversation._own_bridge = bridge
+        return conversation
+
+    @property
+    def bridge(self) -> MainThreadBridge:
+        """The bridge the tools reach the main thread through (its ``acting`` flag marks the agent's changes)."""
+        return self.ctx.bridge
 
     # -- runs ----------------------------------------------------------------
     def submit(self, text: str, config: ModelConfig, policy: str = POLICY_ASK, note: str = "") -> int:
@@ -267,6 +289,8 @@ class Conversation:
     def shutdown(self, timeout_ms: int = 3000) -> None:
         """Cancel everything and end the agent's thread (used on unload and exit)."""
         self.cancel_all()
+        if self._own_bridge is not None:
+            self._own_bridge.close()  # a tool waiting for the main thread gives up at once
         self.worker.shutdown(timeout_ms)
 
 

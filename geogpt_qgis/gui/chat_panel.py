@@ -3,7 +3,11 @@
 - ``server_picker.ServerPicker`` (live): which server and model the next run uses;
 - ``conversation_view.ConversationView``: the conversation bar, the chat, the stored conversations;
 - ``chat_input.ChatInput``: the question box, status, context meter, approval choice, Send/Stop;
-- ``run_controller.RunController``: the agent's conversation service and its runs, painted into the chat.
+- ``run_controller.RunController``: the runs of the agent's conversation service, painted into the chat.
+
+The conversation service (``agent.conversation.Conversation``) makes the
+tools' context and main-thread bridge; the project watcher shares the bridge
+(its ``acting`` flag tells the agent's changes from the user's).
 
 The panel builds and wires them, reopens the last conversation when QGIS
 starts again, and releases everything on unload.  It lives inside
@@ -20,6 +24,7 @@ from qgis.core import QgsProject
 from qgis.PyQt.QtCore import QTimer, pyqtSignal
 from qgis.PyQt.QtWidgets import QVBoxLayout, QWidget
 
+from geogpt_qgis.agent.conversation import Conversation
 from geogpt_qgis.gui.chat_input import ChatInput
 from geogpt_qgis.gui.chat_view import ChatView
 from geogpt_qgis.gui.conversation_view import ConversationView
@@ -27,7 +32,6 @@ from geogpt_qgis.gui.run_controller import RunController
 from geogpt_qgis.gui.server_picker import ServerPicker
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
-from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.project_watch import ProjectWatcher
 
@@ -61,13 +65,11 @@ class ChatPanel(QWidget):
         self.setObjectName("GeoGptChatPanel")
         self.iface = iface
         self.project = project or QgsProject.instance()
-        self.bridge = MainThreadBridge(self)
-        self.watcher = ProjectWatcher(self.project, self.bridge, self)
+        self.conversation = Conversation.on_project(self.project, iface, store_path, self)
+        self.watcher = ProjectWatcher(self.project, self.conversation.bridge, self)
         self.model_bar = ServerPicker(self, live=True)
         self.composer = ChatInput(self)
-        self.runs = RunController(
-            self.project, iface, store_path, self.bridge, self.watcher, ChatView(self), self.composer, self.model_bar
-        )
+        self.runs = RunController(self.conversation, self.watcher, ChatView(self), self.composer, self.model_bar)
         self.view = ConversationView(self.project, iface, self.runs, self.composer, self.watcher, self)
         self.runs.run_finished.connect(self.run_finished)
         self.runs.approval_shown.connect(self.approval_shown)
@@ -111,7 +113,6 @@ class ChatPanel(QWidget):
             self.project.cleared.disconnect(self._project_cleared)
         self.model_bar.shutdown()
         self.watcher.close()
-        self.bridge.close()
         if self.install_banner is not None:
             self.install_banner.cancel()  # stops pip
-        self.runs.shutdown()
+        self.runs.shutdown()  # the conversation service closes its bridge and ends the agent's thread

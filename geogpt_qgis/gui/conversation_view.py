@@ -99,7 +99,7 @@ class ConversationView(QWidget):
         if missing_packages():
             return
         project = self.project.fileName() if self.conversations.only_project.isChecked() else None
-        self.relay.when_done(self.runs.conversation().conversations(project), self._listed, self._store_failed)
+        self.relay.when_done(self.runs.conversation.conversations(project), self._listed, self._store_failed)
 
     def _listed(self, conversations: list) -> None:
         self.conversations.show_conversations(conversations, self.runs.thread_id())
@@ -125,7 +125,7 @@ class ConversationView(QWidget):
             return
         self.runs.leave_pending()
         self.relay.when_done(
-            self.runs.conversation().open_conversation(thread_id),
+            self.runs.conversation.open_conversation(thread_id),
             lambda opened: self._opened(opened, restoring),
             self._store_failed,
         )
@@ -142,7 +142,7 @@ class ConversationView(QWidget):
         first = next((e.text for e in opened.entries if e.kind == "user"), "")
         self.conversation_bar.set_title(title_from(first))  # at once; a renamed title follows from the store
         self.relay.when_done(
-            self.runs.conversation().conversations(), lambda found: self._set_title_from(found, opened.thread_id)
+            self.runs.conversation.conversations(), lambda found: self._set_title_from(found, opened.thread_id)
         )
         self.show_chat()
         self._say(tr("Conversation restored.") if opened.entries else "")
@@ -164,11 +164,11 @@ class ConversationView(QWidget):
             if self.pages.currentWidget() is self.conversations:
                 self.show_conversations()
 
-        future = self.runs.conversation().rename_conversation(thread_id, title)
+        future = self.runs.conversation.rename_conversation(thread_id, title)
         self.relay.when_done(future, renamed, self._store_failed)
 
     def delete_conversation(self, thread_id: str) -> None:
-        conversation = self.runs.conversation()
+        conversation = self.runs.conversation
         current = thread_id == conversation.thread_id
         if current:
             self.runs.stop()
@@ -196,7 +196,7 @@ class ConversationView(QWidget):
                 return
             self._say(tr("Exported to {p}").format(p=path))
 
-        self.relay.when_done(self.runs.conversation().export_conversation(thread_id), write, self._store_failed)
+        self.relay.when_done(self.runs.conversation.export_conversation(thread_id), write, self._store_failed)
 
     def show_run_log(self) -> None:
         """Open the run log of the conversation on screen in a window."""
@@ -208,7 +208,7 @@ class ConversationView(QWidget):
             self.dialogs = [d for d in self.dialogs if d.isVisible()] + [dialog]
             dialog.show()
 
-        self.relay.when_done(self.runs.conversation().run_log(), show, self._store_failed)
+        self.relay.when_done(self.runs.conversation.run_log(), show, self._store_failed)
 
     # Dialog front-ends of the actions above (tests call the actions directly).
     def ask_rename(self, thread_id: str | None) -> None:

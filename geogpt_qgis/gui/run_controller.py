@@ -1,15 +1,15 @@
 """The runs of the conversation on screen: send a message, answer an approval, drop a step, stop; paint the events.
 
-The controller owns the agent's conversation service (created on the first
-message, so QGIS start-up never pays for it) and renders the events of its
-runs into the chat view and the input row.  Streamed tokens are buffered and
+The controller drives the agent's conversation service (whose agent stack
+loads on the first message, on the agent's thread) and renders the events of
+its runs into the chat view and the input row.  Streamed tokens are buffered and
 painted on a short timer, so a fast model cannot flood the main thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qgis.PyQt.QtCore import QObject, QTimer, pyqtSignal
@@ -32,18 +32,13 @@ from geogpt_qgis.gui.sources_view import TurnSources
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
-from geogpt_qgis.tools.base import ToolContext
 
 if TYPE_CHECKING:
-    from qgis.core import QgsProject
-    from qgis.gui import QgisInterface
-
     from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.gui.approval_card import ApprovalCard
     from geogpt_qgis.gui.chat_input import ChatInput
     from geogpt_qgis.gui.chat_view import ChatView
     from geogpt_qgis.gui.server_picker import ServerPicker
-    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.project_watch import ProjectWatcher
 
 FLUSH_INTERVAL_MS = 40
@@ -59,10 +54,7 @@ class RunController(QObject):
 
     def __init__(
         self,
-        project: QgsProject,
-        iface: QgisInterface | None,
-        store_path: Path | None,
-        bridge: MainThreadBridge,
+        conversation: Conversation,
         watcher: ProjectWatcher,
         chat: ChatView,
         composer: ChatInput,
@@ -70,15 +62,11 @@ class RunController(QObject):
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
-        self.project = project
-        self.iface = iface
-        self.store_path = store_path
-        self.bridge = bridge
+        self.conversation = conversation
         self.watcher = watcher
         self.chat = chat
         self.composer = composer
         self.picker = picker
-        self._conversation: Conversation | None = None
         self.run_id: int | None = None
         self.awaiting: ApprovalCard | None = None  # the approval the conversation waits for
         self.render_seconds = 0.0  # main-thread time spent on run events (benchmarked)
@@ -90,24 +78,15 @@ class RunController(QObject):
         self._flush_timer.timeout.connect(self._flush_text)
         composer.send_requested.connect(self.send_typed)
         composer.stop_requested.connect(self.stop)
+        conversation.event.connect(self._on_event)
 
     @property
     def busy(self) -> bool:
         return self.run_id is not None
 
-    def conversation(self) -> Conversation:
-        """The agent's conversation service, built on first use."""
-        if self._conversation is None:
-            from geogpt_qgis.agent.conversation import Conversation
-
-            ctx = ToolContext(project=self.project, bridge=self.bridge, iface=self.iface)
-            self._conversation = Conversation(ctx, self.store_path, self)
-            self._conversation.event.connect(self._on_event)
-        return self._conversation
-
-    def thread_id(self) -> str | None:
-        """The conversation on screen (None before the service was built)."""
-        return self._conversation.thread_id if self._conversation is not None else None
+    def thread_id(self) -> str:
+        """The conversation on screen."""
+        return self.conversation.thread_id
 
     # -- sending -----------------------------------------------------------------
     def send_typed(self, text: str) -> None:
@@ -135,10 +114,9 @@ class RunController(QObject):
         if not self._has_turns(before_last=True):
             self.titled.emit(text)
         config = self.picker.current_config()
-        conversation = self.conversation()
         self.turn_sources.reset()
-        self.run_id = conversation.submit(text, config, self.composer.approval_policy(), note)
-        PlgOptionsManager.set_value("last_thread_id", conversation.thread_id)
+        self.run_id = self.conversation.submit(text, config, self.composer.approval_policy(), note)
+        PlgOptionsManager.set_value("last_thread_id", self.conversation.thread_id)
         self.composer.set_busy(True, tr("Thinking… ({m})").format(m=config.model or tr("no model")))
         return self.run_id
 
@@ -149,16 +127,15 @@ class RunController(QObject):
 
     def stop(self) -> None:
         """Stop the current run now."""
-        if self._conversation is not None and self.run_id is not None:
-            self._conversation.cancel(self.run_id)
+        if self.run_id is not None:
+            self.conversation.cancel(self.run_id)
 
     def new_conversation(self) -> None:
         """Stop, give up a waiting step, and let the next message start a new conversation."""
         self.stop()
         if self.awaiting is not None:
             self.drop_pending()
-        if self._conversation is not None:
-            self._conversation.new_conversation()
+        self.conversation.new_conversation()
         self._pending_text.clear()
 
     # -- approvals -----------------------------------------------------------
@@ -172,13 +149,13 @@ class RunController(QObject):
 
     def _decide(self, decision: dict) -> None:
         """The user answered the card: the paused run goes on with the decision."""
-        if self._conversation is None or self.busy:
+        if self.busy:
             return
         self.awaiting = None
         if decision.get("trust"):
             self.composer.choose_policy(POLICY_TRUST)
         config = self.picker.current_config()
-        self.run_id = self._conversation.resume(decision, config)
+        self.run_id = self.conversation.resume(decision, config)
         approved = decision.get("action") == APPROVE
         self.composer.set_busy(
             True, tr("Approved; continuing…") if approved else tr("Rejected; telling the assistant…")
@@ -186,8 +163,7 @@ class RunController(QObject):
 
     def drop_pending(self) -> None:
         """Give up the step waiting for approval; the conversation can go on with a new message."""
-        if self._conversation is not None:
-            self._conversation.drop_pending()
+        self.conversation.drop_pending()
         if self.awaiting is not None and self.awaiting.pending:
             self.awaiting.close_with(tr("Dropped"))
         self.awaiting = None
@@ -278,10 +254,9 @@ class RunController(QObject):
 
     def shutdown(self) -> None:
         """Stop the agent thread (plugin unload, QGIS exit)."""
-        if self._conversation is not None:
-            self._conversation.shutdown()
-            self._conversation.event.disconnect(self._on_event)
-            self._conversation = None
+        self.conversation.shutdown()
+        with contextlib.suppress(TypeError):  # already disconnected
+            self.conversation.event.disconnect(self._on_event)
         self._flush_timer.stop()
 
 

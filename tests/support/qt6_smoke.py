@@ -77,12 +77,13 @@ def sample_arguments(folder: Path) -> dict[str, Callable[[], tuple[tuple, dict]]
 
     request = ApprovalRequest("Run SQL", "SELECT 1;\nUPDATE t SET a = 1", "sql", ["t"], "sql", "run_sql", "c1")
 
-    def run_args() -> tuple:  # the dock's run controller over its widgets; no project, agent or watcher to build
+    def run_args() -> tuple:  # the dock's run controller over its widgets; its service runs nothing, no watcher
+        from geogpt_qgis.agent.conversation import Conversation
         from geogpt_qgis.gui.chat_input import ChatInput
         from geogpt_qgis.gui.chat_view import ChatView
         from geogpt_qgis.gui.server_picker import ServerPicker
 
-        return (None, None, None, None, None, ChatView(), ChatInput(), ServerPicker(live=True))
+        return (Conversation(None), None, ChatView(), ChatInput(), ServerPicker(live=True))
 
     def conversation_view() -> tuple[tuple, dict]:
         from geogpt_qgis.gui.run_controller import RunController
