@@ -67,8 +67,7 @@ class ChatDock(QgsDockWidget):
         if self._panel is not None:
             from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 
-            policy = self._panel.policy
-            policy.setCurrentIndex(max(0, policy.findData(PlgOptionsManager.get_plg_settings().approval_policy)))
+            self._panel.composer.choose_policy(PlgOptionsManager.get_plg_settings().approval_policy)
 
     def shutdown(self) -> None:
         """Stop the agent and release everything (plugin unload, QGIS exit)."""
