@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from geogpt_qgis.agent import providers
 from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.conversation import Conversation as AgentConversation
+from geogpt_qgis.agent.memory import is_note
 from geogpt_qgis.agent.session import CUT_OFF_ANSWER, UNFINISHED_STEP
 from geogpt_qgis.core.events import Notice, ToolStarted
 from tests.support.big_layers import SLOW_EXPRESSION, write_big_points
@@ -56,6 +57,11 @@ def kinds(messages) -> list[type]:
     return [type(m) for m in messages]
 
 
+def said(history) -> list:
+    """The stored messages without the plugin's notes for the model (the project's state heads every history)."""
+    return [m for m in history if not is_note(m)]
+
+
 class Conversation:
     """A worker on a store file and its recorder; reopened as QGIS would be after a restart."""
 
@@ -84,14 +90,19 @@ class Conversation:
         self.worker = AgentConversation(self.tool_ctx, store_path=self.store)
         self.recorder = RunRecorder(self.worker)
         result_of(self.worker.open_conversation(thread_id))
-        return result_of(self.worker.history(thread_id))
+        return said(result_of(self.worker.history(thread_id)))
 
     def goes_on(self) -> None:
         """The next message works, and the model gets a well-formed history."""
         _, finished = self.ask("And the hospitals?", [Turn(text="There are 4 hospitals.")])
         assert finished.status == "finished", finished.error
         sent = self.server.chat_requests()[-1].body["messages"]
-        assert sent[1]["content"] == "How many schools?" and sent[-1]["content"] == "And the hospitals?"
+        # The first question carries the project's state ahead of it (a note folded in for the model), and so
+        # does the first question after the restart: a new session tells the model the project again.
+        assert sent[1]["content"].startswith("[Open project: 'Elvbury demo town'")
+        assert sent[1]["content"].endswith("\n\nHow many schools?")
+        assert sent[-1]["content"].startswith("[Open project: 'Elvbury demo town'")
+        assert sent[-1]["content"].endswith("\n\nAnd the hospitals?")
         assert any(m["role"] == "tool" and "31 features" in m["content"] for m in sent)
 
     def close(self) -> None:
@@ -342,7 +353,7 @@ def test_qgis_killed_during_a_tool_step_keeps_the_finished_steps(model_server, t
             ]
         assert "**stopped** ■" in result_of(worker.run_log())
         assert [(e.kind, e.name) for e in opened.entries][:2] == [("user", ""), ("tool", "describe_layer")]
-        history = result_of(worker.history(thread_id))
+        history = said(result_of(worker.history(thread_id)))
         assert kinds(history) == [HumanMessage, AIMessage, ToolMessage, AIMessage]
         assert history[-1].tool_calls[0]["name"] == "select_features"
         # The conversation goes on; the killed step is answered, never run again.
