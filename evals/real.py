@@ -78,6 +78,9 @@ def run_task(task: Any, server: Any, oracle: Any, workdir: Path, bridge: Any) ->
         "passed": not failures,
         "failures": failures,
         "tool_calls": [t.name for t in tools],
+        # A base model continues the text it was given: an answer that repeats the question (and the project
+        # note before it, which holds feature counts and CRSs) can score without answering anything.
+        "repeats_question": task.question in answer,
         "answer": " ".join(answer.split())[:200],
         "seconds": round(seconds, 1),
     }
@@ -112,6 +115,7 @@ def main(only: str = "") -> dict[str, Any]:
         "passed": passed,
         "pass_rate": round(passed / len(results), 3) if results else 0.0,
         "tasks_with_a_tool_call": sum(bool(r["tool_calls"]) for r in results),
+        "passed_repeating_the_question": sum(r["passed"] and r["repeats_question"] for r in results),
         "seconds": round(time.monotonic() - started, 1),
         "results": results,
     }
@@ -121,10 +125,12 @@ def _print(report: dict[str, Any]) -> None:
     print(f"Real model {report['model']} ({report['server']}), {report['seconds']} s")
     print(
         f"Tasks: {report['passed']}/{report['tasks']} passed ({report['pass_rate']:.0%}); "
-        f"{report['tasks_with_a_tool_call']} with at least one tool call"
+        f"{report['tasks_with_a_tool_call']} with at least one tool call; "
+        f"{report['passed_repeating_the_question']} of the passes repeat the question (and the project note) verbatim"
     )
     for row in report["results"]:
         mark = "passed" if row["passed"] else "FAILED"
+        mark += " (repeats the question)" if row["repeats_question"] else ""
         tools = ", ".join(row["tool_calls"]) or "no tool call"
         print(f"  {mark} {row['id']} ({row['group']}, {row['seconds']} s; {tools}): {row['answer']!r}")
         for failure in row["failures"]:
