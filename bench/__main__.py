@@ -18,6 +18,10 @@
 - Conversations (``bench.conversations``): the per-step cost of checkpointing as
   a conversation grows to 200 messages, the store's size, and opening that
   conversation in the dock (total time, main-thread stall).
+- Prompt cache (``bench.prompt_cache``): a 10-turn conversation through the real
+  agent against a real llama.cpp server (llama-cpp-python, Gemma 3 270M, one
+  thread; ``make llama`` builds it): per call the prompt tokens, the tokens the
+  server reused from its cache and the time to the first token.
 
 These machines are shared and noisy: compare ratios from one run, not absolute
 times across runs.
@@ -132,6 +136,33 @@ def prompt_budget_section(results: dict) -> None:
         )
 
 
+def prompt_cache_section(results: dict) -> None:
+    c = results["prompt_cache"] = run_child("bench.prompt_cache", timeout=3600)
+    turns = c["turns"]
+    print(
+        f"prompt cache ({c['model']}, llama-cpp-python on 1 thread, {turns} turns, medians of {c['repeats']}; "
+        "per call: prompt tokens, % from the cache, time to the first token):"
+    )
+    print(
+        "  "
+        + "; ".join(
+            f"turn {row['turn']}: {row['prompt_tokens']} tok, {row['cached_pct']:g}%, {row['first_token_s']} s"
+            for row in c["per_call"]
+        )
+    )
+    cache_goal = "met" if c["meets_cache_goal"] else "NOT met"
+    ttft_goal = "met" if c["meets_first_token_goal"] else "NOT met"
+    second = c["new_conversation_first_call"]
+    print(
+        f"  lowest share from the cache after the first call {c['lowest_cached_pct_after_first']}% "
+        f"(goal >= {c['goal_cached_pct']:g}%: {cache_goal}); first token at turn {turns} "
+        f"{c[f'first_token_turn_{turns}_s']} s vs turn 1 {c['first_token_turn_1_s']} s, ratio "
+        f"{c['first_token_ratio']} (goal <= {c['goal_first_token_ratio']:g}: {ttft_goal}); a new conversation's "
+        f"first call on the warm server: {second['cached_pct']:g}% from the cache, first token in "
+        f"{second['first_token_s']} s"
+    )
+
+
 SECTIONS = (
     ("start-up", startup_section),
     ("responsiveness", responsiveness_section),
@@ -139,6 +170,7 @@ SECTIONS = (
     ("postgis", postgis_section),
     ("conversations", conversations_section),
     ("prompt budget", prompt_budget_section),
+    ("prompt cache", prompt_cache_section),
 )
 
 
