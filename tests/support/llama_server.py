@@ -59,6 +59,16 @@ STARTUP_TIMEOUT = 120.0
 _PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 
 
+# Runs the server with SIGTERM asked for when the process (strictly: the thread) that started it ends, so a
+# test run killed outright (a CI timeout, os._exit) leaves no server behind; then the ordinary entry point.
+_DIE_WITH_PARENT = (
+    "import ctypes, runpy, signal, sys; "
+    "ctypes.CDLL(None).prctl(1, signal.SIGTERM); "  # PR_SET_PDEATHSIG (Linux)
+    "sys.argv[0] = 'llama_cpp.server'; "
+    "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)"
+)
+
+
 class LlamaServerMissing(RuntimeError):
     """The server's venv or the model file is not there; ``make llama`` builds them."""
 
@@ -186,8 +196,8 @@ def start_llama_server(
     threads = threads or int(os.environ.get("GEOGPT_LLAMA_THREADS", "1"))
     command = [
         str(LLAMA_PYTHON),
-        "-m",
-        "llama_cpp.server",
+        "-c",
+        _DIE_WITH_PARENT,
         "--model",
         str(MODEL_PATH),
         "--model_alias",
