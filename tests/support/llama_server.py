@@ -184,7 +184,10 @@ def start_llama_server(
     threads: int | None = None,
     extra_args: tuple[str, ...] = (),
 ) -> LlamaServer:
-    """Start the server and wait until ``/v1/models`` answers; the caller stops it (``stop``)."""
+    """Start the server and wait until ``/v1/models`` answers; the caller stops it (``stop``).
+
+    Call it from a thread that outlives the server (the main thread): the server ends with that thread.
+    """
     reason = missing()
     if reason:
         raise LlamaServerMissing(reason)
