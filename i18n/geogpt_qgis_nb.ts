@@ -35,7 +35,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/approval_card.py" line="102"/>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="295"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="168"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
     </message>
@@ -91,220 +91,64 @@
         <translation>Diagrambildet mangler: {p}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="572"/>
-        <source>The model is repeating itself, so its answer was stopped here. A larger model is likely to do better; or ask again in other words.</source>
-        <translation>Modellen gjentar seg selv, så svaret ble stoppet her. En større modell vil trolig gjøre det bedre; eller spør på nytt med andre ord.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="150"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="51"/>
         <source>Ask about your map… (Enter sends, Shift+Enter for a new line)</source>
         <translation>Spør om kartet ditt… (Enter sender, Shift+Enter gir ny linje)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="153"/>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="466"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="54"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="100"/>
         <source>Send</source>
         <translation>Send</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="161"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="62"/>
         <location filename="../geogpt_qgis/gui/options_page.py" line="98"/>
         <source>Before running code, changing data or writing files</source>
         <translation>Før kode kjøres, data endres eller filer skrives</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="297"/>
-        <source>Dropped the step.</source>
-        <translation>Steget ble forkastet.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="421"/>
-        <source>Rename conversation</source>
-        <translation>Gi samtalen nytt navn</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="421"/>
-        <source>Title:</source>
-        <translation>Tittel:</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="428"/>
-        <source>Export conversation</source>
-        <translation>Eksporter samtale</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="428"/>
-        <source>Markdown (*.md)</source>
-        <translation>Markdown (*.md)</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="436"/>
-        <source>Delete conversation</source>
-        <translation>Slett samtale</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="436"/>
-        <source>Delete this conversation and its run log? This cannot be undone.</source>
-        <translation>Vil du slette denne samtalen og kjøreloggen? Dette kan ikke angres.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="463"/>
-        <source>New conversation.</source>
-        <translation>Ny samtale.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="576"/>
-        <source>The answer reached the length limit of {n} tokens and was cut off. Ask for a shorter answer, or raise the limit in the settings.</source>
-        <translation>Svaret nådde lengdegrensen på {n} tokens og ble kuttet. Be om et kortere svar, eller øk grensen i innstillingene.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="163"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="64"/>
         <location filename="../geogpt_qgis/gui/options_page.py" line="93"/>
         <source>Ask before changes</source>
         <translation>Spør før endringer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="164"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="65"/>
         <location filename="../geogpt_qgis/gui/options_page.py" line="94"/>
         <source>Trust this conversation</source>
         <translation>Stol på denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="165"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="66"/>
         <location filename="../geogpt_qgis/gui/options_page.py" line="95"/>
         <source>Never allow changes</source>
         <translation>Tillat aldri endringer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="288"/>
-        <source>Approved; continuing…</source>
-        <translation>Godkjent; fortsetter…</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="288"/>
-        <source>Rejected; telling the assistant…</source>
-        <translation>Avvist; gir beskjed til assistenten…</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="329"/>
-        <source>Left for later</source>
-        <translation>Utsatt til senere</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="351"/>
-        <source>Conversation restored.</source>
-        <translation>Samtalen er gjenopprettet.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="353"/>
-        <source>This step is waiting for your approval.</source>
-        <translation>Dette steget venter på din godkjenning.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="355"/>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="516"/>
-        <source>Waiting for your approval.</source>
-        <translation>Venter på din godkjenning.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="386"/>
-        <source>Conversation deleted.</source>
-        <translation>Samtalen er slettet.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="411"/>
-        <source>GeoGPT run log</source>
-        <translation>GeoGPT-kjørelogg</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="466"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="100"/>
         <source>Stop</source>
         <translation>Stopp</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="261"/>
-        <source>Thinking… ({m})</source>
-        <translation>Tenker… ({m})</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="442"/>
-        <source>The conversation store failed: {e}</source>
-        <translation>Samtalelageret feilet: {e}</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="536"/>
-        <source>Selected layer {name}.</source>
-        <translation>Valgte laget {name}.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="208"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="101"/>
         <source>The Python packages are installed: ask away.</source>
         <translation>Python-pakkene er installert: bare spør i vei.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="252"/>
-        <source>Cannot run: missing Python packages: {p}.</source>
-        <translation>Kan ikke kjøre: mangler Python-pakker: {p}.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="261"/>
-        <source>no model</source>
-        <translation>ingen modell</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="401"/>
-        <source>Exported to {p}</source>
-        <translation>Eksportert til {p}</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="532"/>
-        <source>The layer {name} is no longer in the project.</source>
-        <translation>Laget {name} finnes ikke lenger i prosjektet.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="490"/>
-        <source>Running {tool}…</source>
-        <translation>Kjører {tool}…</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="496"/>
-        <source>Thinking…</source>
-        <translation>Tenker…</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="399"/>
-        <source>Could not export: {e}</source>
-        <translation>Kunne ikke eksportere: {e}</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="493"/>
-        <source>Running {tool}… {percent:.0f}%</source>
-        <translation>Kjører {tool}… {percent:.0f} %</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="513"/>
-        <source>Done.</source>
-        <translation>Ferdig.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="514"/>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="209"/>
-        <source>Stopped.</source>
-        <translation>Stoppet.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="515"/>
-        <source>Failed.</source>
-        <translation>Mislyktes.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="275"/>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="116"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="290"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="129"/>
         <source>Thinking</source>
         <translation>Tenker</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="211"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="223"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="226"/>
+        <source>Stopped.</source>
+        <translation>Stoppet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="225"/>
         <source>The run failed.</source>
         <translation>Kjøringen mislyktes.</translation>
     </message>
@@ -407,6 +251,92 @@
         <translation>Mer for denne samtalen</translation>
     </message>
     <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="117"/>
+        <source>New conversation.</source>
+        <translation>Ny samtale.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="217"/>
+        <source>Rename conversation</source>
+        <translation>Gi samtalen nytt navn</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="217"/>
+        <source>Title:</source>
+        <translation>Tittel:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="224"/>
+        <source>Export conversation</source>
+        <translation>Eksporter samtale</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="224"/>
+        <source>Markdown (*.md)</source>
+        <translation>Markdown (*.md)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="232"/>
+        <source>Delete conversation</source>
+        <translation>Slett samtale</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="232"/>
+        <source>Delete this conversation and its run log? This cannot be undone.</source>
+        <translation>Vil du slette denne samtalen og kjøreloggen? Dette kan ikke angres.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="148"/>
+        <source>Conversation restored.</source>
+        <translation>Samtalen er gjenopprettet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="150"/>
+        <source>This step is waiting for your approval.</source>
+        <translation>Dette steget venter på din godkjenning.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="152"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="228"/>
+        <source>Waiting for your approval.</source>
+        <translation>Venter på din godkjenning.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="182"/>
+        <source>Conversation deleted.</source>
+        <translation>Samtalen er slettet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="207"/>
+        <source>GeoGPT run log</source>
+        <translation>GeoGPT-kjørelogg</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="238"/>
+        <source>The conversation store failed: {e}</source>
+        <translation>Samtalelageret feilet: {e}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="248"/>
+        <source>Selected layer {name}.</source>
+        <translation>Valgte laget {name}.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="197"/>
+        <source>Exported to {p}</source>
+        <translation>Eksportert til {p}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="244"/>
+        <source>The layer {name} is no longer in the project.</source>
+        <translation>Laget {name} finnes ikke lenger i prosjektet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="195"/>
+        <source>Could not export: {e}</source>
+        <translation>Kunne ikke eksportere: {e}</translation>
+    </message>
+    <message>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="43"/>
         <source>&lt;b&gt;Conversations&lt;/b&gt;</source>
         <translation>&lt;b&gt;Samtaler&lt;/b&gt;</translation>
@@ -460,6 +390,98 @@
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="89"/>
         <source>{n} turns</source>
         <translation>{n} runder</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="41"/>
+        <source>Which layers are in this project, and what do they hold?</source>
+        <translation>Hvilke lag har dette prosjektet, og hva inneholder de?</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="37"/>
+        <source>What can you do with a QGIS project?</source>
+        <translation>Hva kan du gjøre med et QGIS-prosjekt?</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="38"/>
+        <source>Where is Trondheim? Zoom the map there.</source>
+        <translation>Hvor ligger Trondheim? Zoom kartet dit.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="39"/>
+        <source>How do I add a layer from a GeoPackage?</source>
+        <translation>Hvordan legger jeg til et lag fra en GeoPackage?</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="77"/>
+        <source>Ask GeoGPT about your map</source>
+        <translation>Spør GeoGPT om kartet ditt</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="79"/>
+        <source>It reads the layers of this project, selects and counts features, runs processing tools and SQL, and asks you before it changes data or writes files. It runs on a model server you choose.</source>
+        <translation>Den leser lagene i dette prosjektet, velger ut og teller objekter, kjører prosesseringsverktøy og SQL, og spør deg før den endrer data eller skriver filer. Den kjører på en modellserver du velger.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="90"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="97"/>
+        <source>Copy</source>
+        <translation>Kopier</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="92"/>
+        <source>Copy the command, to paste it into a terminal</source>
+        <translation>Kopier kommandoen for å lime den inn i en terminal</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="98"/>
+        <source>Check again</source>
+        <translation>Sjekk igjen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="100"/>
+        <source>Server settings</source>
+        <translation>Serverinnstillinger</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="140"/>
+        <source>Try asking:</source>
+        <translation>Prøv å spørre:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="144"/>
+        <source>Copied</source>
+        <translation>Kopiert</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="140"/>
+        <source>Once it is ready, try asking:</source>
+        <translation>Når den er klar, kan du prøve å spørre:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="155"/>
+        <source>Put this question in the input box</source>
+        <translation>Sett dette spørsmålet inn i skrivefeltet</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="46"/>
+        <source>Which fields does {l} have, and what do its values look like?</source>
+        <translation>Hvilke felt har {l}, og hvordan ser verdiene ut?</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="48"/>
+        <source>How many {p} are in each of the {a}?</source>
+        <translation>Hvor mange {p} ligger i hver av {a}?</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="50"/>
+        <source>Zoom to {l} and select its five largest features.</source>
+        <translation>Zoom til {l} og velg de fem største objektene.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="52"/>
+        <source>What is the resolution and value range of {l}?</source>
+        <translation>Hva er oppløsningen og verdiområdet til {l}?</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/install_banner.py" line="37"/>
@@ -578,7 +600,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="73"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="155"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="159"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
@@ -662,7 +684,7 @@ Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="175"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="273"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="277"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
@@ -672,78 +694,148 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="93"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="266"/>
+        <source>The model is repeating itself, so its answer was stopped here. A larger model is likely to do better; or ask again in other words.</source>
+        <translation>Modellen gjentar seg selv, så svaret ble stoppet her. En større modell vil trolig gjøre det bedre; eller spør på nytt med andre ord.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="170"/>
+        <source>Dropped the step.</source>
+        <translation>Steget ble forkastet.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="225"/>
+        <source>Done.</source>
+        <translation>Ferdig.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="227"/>
+        <source>Failed.</source>
+        <translation>Mislyktes.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="270"/>
+        <source>The answer reached the length limit of {n} tokens and was cut off. Ask for a shorter answer, or raise the limit in the settings.</source>
+        <translation>Svaret nådde lengdegrensen på {n} tokens og ble kuttet. Be om et kortere svar, eller øk grensen i innstillingene.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="161"/>
+        <source>Approved; continuing…</source>
+        <translation>Godkjent; fortsetter…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="161"/>
+        <source>Rejected; telling the assistant…</source>
+        <translation>Avvist; gir beskjed til assistenten…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="175"/>
+        <source>Left for later</source>
+        <translation>Utsatt til senere</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="120"/>
+        <source>Thinking… ({m})</source>
+        <translation>Tenker… ({m})</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="112"/>
+        <source>Cannot run: missing Python packages: {p}.</source>
+        <translation>Kan ikke kjøre: mangler Python-pakker: {p}.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="120"/>
+        <source>no model</source>
+        <translation>ingen modell</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="199"/>
+        <source>Running {tool}…</source>
+        <translation>Kjører {tool}…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="205"/>
+        <source>Thinking…</source>
+        <translation>Tenker…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="202"/>
+        <source>Running {tool}… {percent:.0f}%</source>
+        <translation>Kjører {tool}… {percent:.0f} %</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="97"/>
         <source>OpenAI-compatible</source>
         <translation>OpenAI-kompatibel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="95"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="99"/>
         <source>Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1</source>
         <translation>Ollama: http://localhost:11434 · OpenAI-kompatibel: URL-en som slutter på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="99"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="103"/>
         <source>The model to use; the list comes from the server</source>
         <translation>Modellen som skal brukes; listen kommer fra tjeneren</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="106"/>
         <source>Reload the server&apos;s model list</source>
         <translation>Last inn modellisten fra tjeneren på nytt</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="103"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="107"/>
         <source>API key</source>
         <translation>API-nøkkel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="106"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="110"/>
         <source>Test connection</source>
         <translation>Test tilkoblingen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="113"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="117"/>
         <source>Server URL, API key and connection test</source>
         <translation>Tjener-URL, API-nøkkel og tilkoblingstest</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="123"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="154"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="127"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="158"/>
         <source>Server URL</source>
         <translation>Tjener-URL</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="153"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="157"/>
         <source>Provider</source>
         <translation>Leverandør</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="339"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="371"/>
         <source>Testing…</source>
         <translation>Tester…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="194"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="198"/>
         <source>type a key to store it in the system keychain</source>
         <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="309"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="318"/>
         <source>The server has no models installed.</source>
         <translation>Tjeneren har ingen modeller installert.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="353"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="385"/>
         <source>a key is stored; type a new one to replace it</source>
         <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="355"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="387"/>
         <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
         <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="331"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="347"/>
         <source>✓ This model can call tools.</source>
         <translation>✓ Denne modellen kan kalle verktøy.</translation>
     </message>
@@ -786,6 +878,76 @@ Bydata = https://example.org/ogcapi</translation>
         <location filename="../geogpt_qgis/gui/server_queries.py" line="81"/>
         <source>The server at {u} has no model list there (HTTP 404). Check the server URL ({h}).</source>
         <translation>Tjeneren på {u} har ingen modelliste der (HTTP 404). Sjekk tjener-URL-en ({h}).</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="71"/>
+        <source>Start your OpenAI-compatible server, or correct its URL (usually ending in /v1) and key in the settings.</source>
+        <translation>Start den OpenAI-kompatible serveren din, eller rett URL-en (slutter vanligvis på /v1) og nøkkelen i innstillingene.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="81"/>
+        <source>Correct the server URL or API key in the settings, then press Check again.</source>
+        <translation>Rett serverens URL eller API-nøkkel i innstillingene, og trykk så Sjekk igjen.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="98"/>
+        <source>Reachable, but no model is installed.</source>
+        <translation>Tilgjengelig, men ingen modell er installert.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="103"/>
+        <source>Download a model that can call tools, then press Check again:</source>
+        <translation>Last ned en modell som kan kalle verktøy, og trykk så Sjekk igjen:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="112"/>
+        <source>Download a model that can, choose it above, and press Check again:</source>
+        <translation>Last ned en modell som kan det, velg den ovenfor og trykk Sjekk igjen:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="65"/>
+        <source>Start Ollama (install it from ollama.com first if needed), then press Check again:</source>
+        <translation>Start Ollama (installer det fra ollama.com først om nødvendig), og trykk så Sjekk igjen:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="91"/>
+        <source>Reachable, but the server lists no model.</source>
+        <translation>Tilgjengelig, men serveren viser ingen modell.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="92"/>
+        <source>Load a model that can call tools in your server, then press Check again.</source>
+        <translation>Last inn en modell som kan kalle verktøy i serveren din, og trykk så Sjekk igjen.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="57"/>
+        <source>Checking the model server at {u}…</source>
+        <translation>Sjekker modellserveren på {u}…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="70"/>
+        <source>Not reachable: no server answers at {u}.</source>
+        <translation>Ikke tilgjengelig: ingen server svarer på {u}.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="96"/>
+        <source>Reachable, but the server has no model named {m}.</source>
+        <translation>Tilgjengelig, men serveren har ingen modell som heter {m}.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="111"/>
+        <source>Reachable, but {m} cannot call tools, which GeoGPT needs.</source>
+        <translation>Tilgjengelig, men {m} kan ikke kalle verktøy, og det trenger GeoGPT.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="118"/>
+        <source>Ready: {m} at {u}.</source>
+        <translation>Klar: {m} på {u}.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="64"/>
+        <source>Not reachable: no Ollama server answers at {u}.</source>
+        <translation>Ikke tilgjengelig: ingen Ollama-server svarer på {u}.</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/sources_view.py" line="32"/>
@@ -853,17 +1015,17 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>kjører… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="70"/>
+        <location filename="../geogpt_qgis/plugin.py" line="71"/>
         <source>GeoGPT chat</source>
         <translation>GeoGPT-chat</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="72"/>
+        <location filename="../geogpt_qgis/plugin.py" line="73"/>
         <source>Show or hide the GeoGPT chat</source>
         <translation>Vis eller skjul GeoGPT-chatten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="101"/>
+        <location filename="../geogpt_qgis/plugin.py" line="102"/>
         <source>GeoGPT&apos;s result layers are saved with the project in {path}</source>
         <translation>GeoGPTs resultatlag er lagret sammen med prosjektet i {path}</translation>
     </message>

@@ -46,6 +46,7 @@ class ChatInput(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.busy = False
+        self.blocked = ""  # why Send is off (the server is known not to be usable), or ""
         self.edit = QPlainTextEdit(self)
         self.edit.setPlaceholderText(tr("Ask about your map… (Enter sends, Shift+Enter for a new line)"))
         self.edit.setMaximumHeight(90)
@@ -82,6 +83,9 @@ class ChatInput(QWidget):
     def send_current(self) -> None:
         """Ask to send what is typed (Enter, or Send); nothing while a run is under way."""
         text = self.edit.toPlainText().strip()
+        if self.blocked and not self.busy:
+            self.status.setText(self.blocked)
+            return
         if text and not self.busy:
             self.send_requested.emit(text)
 
@@ -96,6 +100,17 @@ class ChatInput(QWidget):
         self.send_button.setText(tr("Stop") if busy else tr("Send"))
         self.send_button.setObjectName("geogptStop" if busy else "geogptSend")
         self.status.setText(status)
+        self._show_blocked()
+
+    def set_blocked(self, reason: str) -> None:
+        """Turn Send off with ``reason`` as its tooltip (the model server cannot answer yet); "" turns it on."""
+        self.blocked = reason
+        self._show_blocked()
+
+    def _show_blocked(self) -> None:
+        off = bool(self.blocked) and not self.busy  # Stop always works
+        self.send_button.setEnabled(not off)
+        self.send_button.setToolTip(self.blocked if off else "")
 
     def approval_policy(self) -> str:
         return self.policy.currentData()

@@ -20,7 +20,7 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qgis.core import QgsProject
+from qgis.core import QgsProject, QgsRasterLayer, QgsVectorLayer, QgsWkbTypes
 from qgis.PyQt.QtCore import QTimer, pyqtSignal
 from qgis.PyQt.QtWidgets import QVBoxLayout, QWidget
 
@@ -28,8 +28,10 @@ from geogpt_qgis.agent.conversation import Conversation
 from geogpt_qgis.gui.chat_input import ChatInput
 from geogpt_qgis.gui.chat_view import ChatView
 from geogpt_qgis.gui.conversation_view import ConversationView
+from geogpt_qgis.gui.first_run_card import LINE, POINT, POLYGON, RASTER, TABLE, FirstRunCard, example_questions
 from geogpt_qgis.gui.run_controller import RunController
 from geogpt_qgis.gui.server_picker import ServerPicker
+from geogpt_qgis.gui.server_state import ServerState
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
@@ -80,6 +82,9 @@ class ChatPanel(QWidget):
         self.conversation_bar, self.new_button = self.view.conversation_bar, self.view.conversation_bar.new_button
         self.input, self.send_button, self.status = self.composer.edit, self.composer.send_button, self.composer.status
         self.meter, self.policy = self.composer.meter, self.composer.policy
+        self.first_run = FirstRunCard(self)
+        self.chat.set_placeholder(self.first_run)
+        self._wire_first_run()
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -103,6 +108,28 @@ class ChatPanel(QWidget):
             # Come back to the last conversation (read from the store off this thread).
             QTimer.singleShot(0, lambda: self.view.open_conversation(last, restoring=True))
 
+    def _wire_first_run(self) -> None:
+        """The card follows the server's state and the project's layers; Send is off while no model can answer."""
+        card, picker = self.first_run, self.model_bar
+        picker.state_changed.connect(self._server_state_changed)
+        card.check_requested.connect(picker.refresh_models)
+        card.settings_requested.connect(lambda: picker.settings_button.setChecked(True))
+        card.example_chosen.connect(self._example_chosen)
+        for signal in (self.project.layersAdded, self.project.layersRemoved, self.project.cleared):
+            signal.connect(self._refresh_examples)
+        self._refresh_examples()
+
+    def _server_state_changed(self, state: ServerState) -> None:
+        self.first_run.show_state(state)
+        self.composer.set_blocked(state.headline if state.blocks_sending else "")
+
+    def _example_chosen(self, question: str) -> None:
+        self.input.setPlainText(question)
+        self.input.setFocus()
+
+    def _refresh_examples(self, *_args: object) -> None:
+        self.first_run.set_examples(example_questions(project_layer_kinds(self.project)))
+
     def _project_cleared(self) -> None:
         """The project was closed: a running agent must not touch its layers."""
         self.runs.stop()
@@ -111,8 +138,27 @@ class ChatPanel(QWidget):
         """Stop the agent thread and release everything (plugin unload, QGIS exit)."""
         with contextlib.suppress(TypeError):
             self.project.cleared.disconnect(self._project_cleared)
+        for signal in (self.project.layersAdded, self.project.layersRemoved, self.project.cleared):
+            with contextlib.suppress(TypeError):
+                signal.disconnect(self._refresh_examples)
         self.model_bar.shutdown()
         self.watcher.close()
         if self.install_banner is not None:
             self.install_banner.cancel()  # stops pip
         self.runs.shutdown()  # the conversation service closes its bridge and ends the agent's thread
+
+
+def project_layer_kinds(project: QgsProject) -> list[tuple[str, str]]:
+    """The project's layers as (name, kind) for the example questions, in the layer tree's order."""
+    kinds = {
+        QgsWkbTypes.GeometryType.PointGeometry: POINT,
+        QgsWkbTypes.GeometryType.LineGeometry: LINE,
+        QgsWkbTypes.GeometryType.PolygonGeometry: POLYGON,
+    }
+    found = []
+    for layer in project.layerTreeRoot().layerOrder():
+        if isinstance(layer, QgsVectorLayer):
+            found.append((layer.name(), kinds.get(layer.geometryType(), TABLE)))
+        elif isinstance(layer, QgsRasterLayer):
+            found.append((layer.name(), RASTER))
+    return found

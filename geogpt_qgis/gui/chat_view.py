@@ -68,6 +68,7 @@ class ChatView(QScrollArea):
         self._layout.addStretch(1)
         self.setWidget(container)
         self._current: QWidget | None = None
+        self._placeholder: QWidget | None = None  # shown above the items while there are none
         self._steps: dict[str, ToolStepWidget] = {}
         self._restoring = 0  # generation of the history being shown (see show_transcript)
         self._follow = True
@@ -79,11 +80,23 @@ class ChatView(QScrollArea):
     def _add(self, widget: QWidget) -> QWidget:
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self._current = widget
+        self._show_placeholder(False)
         return widget
 
     def items(self) -> list[QWidget]:
         """The item widgets, oldest first (for tests and export)."""
-        return [self._layout.itemAt(i).widget() for i in range(self._layout.count() - 1)]
+        first = 0 if self._placeholder is None else 1
+        return [self._layout.itemAt(i).widget() for i in range(first, self._layout.count() - 1)]
+
+    def set_placeholder(self, widget: QWidget) -> None:
+        """Show ``widget`` (the first-run card) at the top of the column while the conversation is empty."""
+        self._placeholder = widget
+        self._layout.insertWidget(0, widget)
+        self._show_placeholder(not self.items())
+
+    def _show_placeholder(self, shown: bool) -> None:
+        if self._placeholder is not None:
+            self._placeholder.setVisible(shown)  # a no-op when it already is
 
     def add_user_message(self, text: str) -> QLabel:
         self._follow = True
@@ -188,6 +201,7 @@ class ChatView(QScrollArea):
                     widget.layer_clicked.connect(self.layer_clicked)
                 self._layout.insertWidget(min(anchor, self._layout.count() - 1), widget)
                 made += 1
+            self._show_placeholder(not self.items())
             if remaining:
                 QTimer.singleShot(0, slice_)
             elif done is not None:
@@ -219,6 +233,7 @@ class ChatView(QScrollArea):
             widget.deleteLater()
         self._steps.clear()
         self._current = None
+        self._show_placeholder(True)
 
     def _end_stream(self) -> None:
         if isinstance(self._current, MarkdownView):

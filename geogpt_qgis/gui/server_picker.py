@@ -27,6 +27,7 @@ from qgis.PyQt.QtWidgets import (
 )
 
 from geogpt_qgis.agent.config import ModelConfig, model_config_from_settings
+from geogpt_qgis.gui import server_state as states
 from geogpt_qgis.gui.background import LatestAnswers
 from geogpt_qgis.gui.server_queries import (
     connection_test_text,
@@ -38,6 +39,7 @@ from geogpt_qgis.gui.server_queries import (
     no_tools_warning,
     store_key,
 )
+from geogpt_qgis.gui.server_state import ServerState, ServerStatus
 from geogpt_qgis.gui.settings_events import settings_events
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA, PROVIDER_OPENAI, PlgOptionsManager
@@ -61,12 +63,14 @@ class ServerPicker(QWidget):
     """Provider and model combos, server URL, API key and connection test, over a draft of the settings."""
 
     edited = pyqtSignal()  # the user changed the provider, the URL or the model
+    state_changed = pyqtSignal(object)  # a ServerState: what the server last said about the chosen model
 
     def __init__(self, parent: QWidget | None = None, live: bool = False) -> None:
         super().__init__(parent)
         self.live = live
         self.answers = LatestAnswers(self)
         self._refreshed_once = False
+        self.state = states.checking("")
         self._model_check = QTimer(self)
         self._model_check.setSingleShot(True)
         self._model_check.setInterval(MODEL_CHECK_DELAY_MS)
@@ -289,12 +293,17 @@ class ServerPicker(QWidget):
         self._refreshed_once = True
         provider, url, key = self._provider, self.server_url(), self.typed_key()
         self.refresh_button.setEnabled(False)
+        self._set_state(states.checking(url))
         self.answers.ask("models", lambda: fetch_models(provider, url, key), self._models_arrived)
 
     def _models_arrived(self, models: list[str] | None, error: BaseException | None) -> None:
         self.refresh_button.setEnabled(True)
         if error is not None:
-            set_label(self.model_status, explain_server_error(error, self._provider, self.server_url()), True)
+            detail = explain_server_error(error, self._provider, self.server_url())
+            set_label(self.model_status, detail, True)
+            url = self.server_url()
+            unanswered = getattr(error, "unreachable", False)
+            self._set_state(states.unreachable(self._provider, url) if unanswered else states.failed(detail))
             return
         current = self.model()
         self.model_combo.blockSignals(True)
@@ -307,6 +316,7 @@ class ServerPicker(QWidget):
         self.model_combo.blockSignals(False)
         if not models:
             set_label(self.model_status, tr("The server has no models installed."), True)
+            self._set_state(states.no_model(self._provider))
             return
         set_label(self.model_status, "")
         if not current:
@@ -316,13 +326,19 @@ class ServerPicker(QWidget):
     def check_tool_support(self) -> None:
         """Ask an Ollama server whether the chosen model can call tools; warn if it cannot."""
         self._model_check.stop()
-        model = self.model()
-        if self._provider != PROVIDER_OLLAMA or not model:
+        model, url = self.model(), self.server_url()
+        if not model:
+            self._set_state(states.no_model(self._provider))
             return
-        url = self.server_url()
+        if self._provider != PROVIDER_OLLAMA:  # an OpenAI-compatible server does not say whether a model calls tools
+            if self.state.status not in (ServerStatus.UNREACHABLE, ServerStatus.FAILED):
+                self._set_state(states.ready(model, url))
+            return
+        self._set_state(states.checking(url))
         self.answers.ask("tools", lambda: model_info(url, model), self._tool_support_arrived)
 
     def _tool_support_arrived(self, info, error: BaseException | None) -> None:  # noqa: ANN001 - ModelInfo, lazy
+        self._set_state(self._model_state(info, error))
         if error is None and info is not None and info.supports_tools is False:
             set_label(self.model_status, no_tools_warning(), True)
         elif self.live:
@@ -331,6 +347,22 @@ class ServerPicker(QWidget):
             set_label(self.model_status, tr("✓ This model can call tools."))
         else:
             set_label(self.model_status, "")
+
+    def _model_state(self, info, error: BaseException | None) -> ServerState:  # noqa: ANN001 - ModelInfo, lazy
+        model, url = self.model(), self.server_url()
+        if error is None:
+            cannot = info is not None and info.supports_tools is False
+            return states.no_tools(model) if cannot else states.ready(model, url)
+        if getattr(error, "unreachable", False):
+            return states.unreachable(self._provider, url)
+        if getattr(error, "status_code", None) == 404:
+            return states.no_model(self._provider, model)
+        return states.failed(explain_server_error(error, self._provider, url))
+
+    def _set_state(self, state: ServerState) -> None:
+        if state != self.state:
+            self.state = state
+            self.state_changed.emit(state)
 
     def test_connection(self) -> None:
         """Ask the server shown (with the key typed, else the stored one) for its models; show the outcome."""
