@@ -329,7 +329,15 @@ class Installer:
             error = classify_failure(lines)
             nothing_found = any("(from versions: none)" in line for line in lines)
             proxied = "https_proxy" in self._proxy_env  # a direct connection would prove nothing
-            if error.kind == "pip-failed" and nothing_found and not proxied and not index_reachable(lines):
+            # pip told to use no index (PIP_NO_INDEX: local wheels only) found nothing there, whatever the network.
+            no_index = os.environ.get("PIP_NO_INDEX", "").strip().lower() in {"1", "true", "yes", "on"}
+            if (
+                error.kind == "pip-failed"
+                and nothing_found
+                and not proxied
+                and not no_index
+                and not index_reachable(lines)
+            ):
                 # With retries off pip does not say why it found nothing: the index was not there.
                 error = InstallError("offline", error.detail)
             raise error

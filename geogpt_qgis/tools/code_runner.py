@@ -40,7 +40,7 @@ def compile_snippet(source: str) -> Any:
     """Compile ``source``; a final expression's value is kept in ``_`` (as a console shows it).
 
     Whatever the text, the answer is a compiled snippet or a ``ToolError``:
-    CPython's parser raises ``ValueError`` (NUL bytes), ``UnicodeEncodeError``
+    CPython's parser raises ``ValueError`` (NUL bytes before 3.12), ``UnicodeEncodeError``
     (lone surrogates), ``MemoryError`` or ``RecursionError`` (deep nesting)
     on text it cannot take, and those must reach the model as mistakes too.
     """
@@ -51,7 +51,8 @@ def compile_snippet(source: str) -> Any:
     except SyntaxError as exc:
         line = (exc.text or "").rstrip("\n")[:200]
         pointer = f"\n{line}\n{' ' * min(max((exc.offset or 1) - 1, 0), 200)}^" if line else ""
-        raise ToolError(f"the code does not parse: {exc.msg} (line {exc.lineno}){pointer}") from None
+        where = f" (line {exc.lineno})" if exc.lineno else ""  # Python 3.12+: NUL bytes are a SyntaxError, no line
+        raise ToolError(f"the code does not parse: {exc.msg}{where}{pointer}") from None
     except (ValueError, MemoryError, RecursionError) as exc:
         problem = f"{type(exc).__name__}: {str(exc)[:200]}"
         raise ToolError(f"the code cannot be parsed ({problem}); send plain Python") from None

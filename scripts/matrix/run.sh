@@ -68,6 +68,9 @@ mount_chroot() {
     mkdir -p "$root/mnt/src"
     mount --bind "$REPO" "$root/mnt/src"
     mount -o remount,bind,ro "$root/mnt/src"
+    # pip's cache, shared by the chroots: a wheel compiled in one (llama-cpp-python) is reused by the others.
+    mkdir -p "$CACHE/pip" "$root/mnt/pip-cache"
+    mount --bind "$CACHE/pip" "$root/mnt/pip-cache"
     # The certificate authorities this machine added to its own trust store (none on most machines; a
     # TLS-inspecting proxy's elsewhere), so that pip in the chroot reaches PyPI as pip on the host does.
     if [ -d /usr/local/share/ca-certificates ]; then
@@ -93,11 +96,12 @@ in_chroot() {  # in_chroot ROOT [--net] COMMAND...: run COMMAND (a shell script)
         set -euo pipefail
         root=$1; repo=$2; net=$3; shift 3
         '"$(declare -f mount_chroot)"'
-        REPO=$repo
+        REPO=$repo CACHE='"$CACHE"'
         [ "$net" = --net ] && ip link set lo up  # the namespace'"'"'s own loopback starts down
         mount_chroot "$root"
         exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-            HOME=/root LANG=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive /bin/bash -c "$1"
+            HOME=/root LANG=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive PIP_CACHE_DIR=/mnt/pip-cache \
+            /bin/bash -c "$1"
     ' matrix "$root" "$REPO" "${net[*]:-shared}" "$*"
 }
 
@@ -116,10 +120,14 @@ build_root() {
         >"$CACHE/logs/$name-debootstrap.log" 2>&1 || die "$name: debootstrap failed, see $CACHE/logs/$name-debootstrap.log"
     {
         echo "deb $MIRROR $suite main"
-        echo "deb $MIRROR $suite-updates main"
-        echo "deb ${MIRROR%/debian}/debian-security $suite-security main"
+        if [ "$suite" != sid ]; then  # sid has neither updates nor security suites
+            echo "deb $MIRROR $suite-updates main"
+            echo "deb ${MIRROR%/debian}/debian-security $suite-security main"
+        fi
         [ "$target" != "$suite" ] && echo "deb $MIRROR $target main"
     } >"$tmp/etc/apt/sources.list"
+    # A mirror that lags behind (sid's Release files are valid for a week only) is still what we want.
+    echo 'Acquire::Check-Valid-Until "false";' >"$tmp/etc/apt/apt.conf.d/90matrix-mirror"
     printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d"  # no service starts while installing
     chmod +x "$tmp/usr/sbin/policy-rc.d"
     in_chroot "$tmp" "apt-get update -q && apt-get install -y -q -t $target $packages" \
@@ -145,7 +153,11 @@ prepare() {
             --exclude=/.qgis-settings --exclude=/.qgis-profile --exclude=__pycache__ --exclude=.pytest_cache \
             --exclude=.ruff_cache --exclude='/demo/*.gpkg*' --exclude='/demo/*.qgz' --exclude=/dist --exclude=/build \
             --exclude=/bench/results.json --exclude=/evals/results.json /mnt/src/ $SRC/
-        cd $SRC && make setup
+        cd $SRC
+        # What make test needs before pytest, less lint (the same on every version): setup, and the model server.
+        make setup
+        # One chroot compiles llama-cpp-python at a time; the next takes the wheel from the shared pip cache.
+        if grep -q '^llama:' Makefile; then flock /mnt/pip-cache/.llama.lock make llama; fi
         .venv/bin/python -m tests.support.wheelhouse
     "
 }

@@ -1,7 +1,8 @@
 """Algorithm ids that changed between QGIS versions, mapped both ways.
 
 QGIS ports Python algorithms to C++ and gives them a ``native:`` id; the old
-``qgis:`` id then disappears (QGIS adds no alias for these).  A model trained
+``qgis:`` id then disappears from listings and searches (3.40 and 3.44 still
+answer it in ``algorithmById``, as an alias of the new one).  A model trained
 on older manuals, a saved prompt or an eval asks for the id it knows, so a
 requested id missing from the running registry is looked up here and replaced
 by its counterpart when that one is registered, in either direction (a new id
