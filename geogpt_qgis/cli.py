@@ -83,6 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--conversation", metavar="ID", help="continue this conversation of the store")
     ask.add_argument("--quiet", action="store_true", help="do not print tool steps")
+    serve = commands.add_parser("mcp", help="serve a project's tools to an MCP client over stdio")
+    serve.add_argument("project", help="the QGIS project (.qgz/.qgs) whose tools to serve")
+    serve.add_argument(
+        "--approval",
+        choices=(POLICY_NEVER, POLICY_TRUST),
+        default=POLICY_NEVER,
+        help="steps that change data, write files or run code: refuse them (default: no one is here to ask), "
+        "or trust every client with them",
+    )
     return parser
 
 
@@ -371,4 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "ask":
         return run_ask(args)
+    if args.command == "mcp":
+        from geogpt_qgis.mcp_server.stdio import serve_project
+
+        return serve_project(args.project, args.approval, ScrubbedStream(sys.stderr))  # type: ignore[arg-type]
     return EXIT_USAGE

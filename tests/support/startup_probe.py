@@ -30,6 +30,10 @@ HEAVY = (
     "pydantic",
     "aiosqlite",
     "shapely",
+    "mcp",  # the MCP server's SDK and what it brings: only when a server starts
+    "mcp_types",
+    "starlette",
+    "uvicorn",
     "urllib.request",
     "http.client",
 )

@@ -1,0 +1,151 @@
+"""The dock agent's tools as MCP tools: the same toolkit, schemas, checks, approvals and error texts.
+
+An MCP client is one more caller of ``agent.toolkit.Toolkit``: its calls are
+checked by the same argument validation, a gated call is previewed by the same
+``approval_request`` and only runs with a ``Decision`` (from an ``Approver``),
+and the text returned is the text the dock's model would read.  Errors the
+caller made (unknown tool, bad arguments, a mistake the tool found) come back
+as tool results with ``isError`` set, so a client's model can correct itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from geogpt_qgis.core.approval import REJECT, ApprovalRequest, Decision, rejection_message
+from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
+from geogpt_qgis.core.progress import current_progress
+
+if TYPE_CHECKING:
+    from geogpt_qgis.agent.toolkit import Toolkit, ToolOutcome
+    from geogpt_qgis.tools.base import ToolContext, ToolFamily
+
+# ``Decision.automatic`` when nobody could be asked (the headless stdio server).
+NO_ONE_TO_ASK = "no-one-to-ask"
+
+ProgressSink = Callable[[float, str], None]
+
+
+class Approver(Protocol):
+    """Decides a gated call for an MCP client: the person at QGIS, or a fixed policy."""
+
+    def __call__(self, request: ApprovalRequest, client: str) -> Awaitable[Decision]: ...
+
+
+@dataclass(frozen=True)
+class CallAnswer:
+    """What an MCP call returns: the tool's text, whether it is an error, and the artifact (as JSON)."""
+
+    text: str
+    is_error: bool
+    artifact: dict[str, Any] | None = None
+
+
+async def refuse_without_a_person(request: ApprovalRequest, client: str) -> Decision:
+    """The headless server's approver: nobody is there to approve, so gated calls never run."""
+    return Decision(REJECT, automatic=NO_ONE_TO_ASK)
+
+
+def refusal_text(decision: Decision, request: ApprovalRequest) -> str:
+    """What the client reads when a gated call did not run."""
+    if decision.automatic == NO_ONE_TO_ASK:
+        return (
+            f"Not done: {request.action.lower()} needs the approval of the person using QGIS, and this MCP server "
+            "(python -m geogpt_qgis mcp, headless) has no one to ask. Connect to the MCP server inside the QGIS "
+            "plugin (Settings > Options > GeoGPT), whose dock asks the user, or restart this one with "
+            "--approval trust to let such steps run."
+        )
+    return rejection_message(decision, request)
+
+
+class McpTools:
+    """The active tool families of a project, served to MCP clients."""
+
+    def __init__(self, ctx: ToolContext, approver: Approver = refuse_without_a_person) -> None:
+        from geogpt_qgis.tools.registry import build_families
+
+        self.ctx = ctx
+        self.approver = approver
+        self.families: list[ToolFamily] = build_families(ctx)
+        self._toolkits: dict[tuple, Toolkit] = {}
+
+    async def toolkit(self) -> Toolkit:
+        """The toolkit of the families available now (a saved PostGIS connection, say), as the agent builds it."""
+        from geogpt_qgis.agent.toolkit import Toolkit
+        from geogpt_qgis.tools.registry import active_families
+
+        families = await asyncio.to_thread(active_families, self.families)
+        tools = [tool for family in families for tool in family.tools()]
+        key = tuple((id(tool.__self__), tool.__name__) for tool in tools)  # type: ignore[attr-defined]
+        toolkit = self._toolkits.get(key)
+        if toolkit is None:
+            toolkit = self._toolkits[key] = await asyncio.to_thread(Toolkit, tools)
+        return toolkit
+
+    async def catalogue(self) -> list[dict[str, Any]]:
+        """Name, description, input schema and whether it may need approval, for every tool offered."""
+        toolkit = await self.toolkit()
+        entries = []
+        for schema, tool in zip(toolkit.bounded_schemas, toolkit.tools, strict=True):
+            function = schema["function"]
+            parameters = dict(function.get("parameters") or {"type": "object", "properties": {}})
+            parameters.setdefault("properties", {})
+            entries.append(
+                {
+                    "name": function["name"],
+                    "description": function.get("description", ""),
+                    "inputSchema": parameters,
+                    "gated": _is_gated(tool),
+                }
+            )
+        return entries
+
+    async def call(self, name: str, arguments: Any, client: str, progress: ProgressSink | None = None) -> CallAnswer:
+        """Run one call for ``client``; a gated call runs only when the approver approves it.
+
+        The call gets its own cancel token: when the client goes away (the
+        request is cancelled), main-thread steps not started yet are skipped.
+        """
+        toolkit = await self.toolkit()
+        arguments = {} if arguments is None else arguments
+        cancel = CancelToken()
+        cancel_token = current_cancel_token.set(cancel)
+        progress_token = current_progress.set(progress)
+        try:
+            request = await toolkit.approval_request(f"mcp-{id(cancel)}", name, arguments)
+            if isinstance(request, ApprovalRequest):
+                decision = await self.approver(request, client)
+                if not decision.approved:
+                    return CallAnswer(refusal_text(decision, request), True)
+                if decision.edited is not None and request.editable and isinstance(arguments, dict):
+                    arguments = {**arguments, request.editable: decision.edited}
+                    note = (
+                        f"Note: the user edited the {request.editable} before approving; "
+                        f"this version ran:\n{decision.edited}\n\n"
+                    )
+                    answer = _answer(await toolkit.run(name, arguments, decision))
+                    return CallAnswer(note + answer.text, answer.is_error, answer.artifact)
+            else:
+                decision = None
+                if request is not None:  # the preview broke: answered with its error, never run
+                    return _answer(request)
+            return _answer(await toolkit.run(name, arguments, decision))
+        except (asyncio.CancelledError, RunCancelled):
+            cancel.cancel()
+            raise
+        finally:
+            current_progress.reset(progress_token)
+            current_cancel_token.reset(cancel_token)
+
+
+def _answer(outcome: ToolOutcome) -> CallAnswer:
+    artifact = None if outcome.artifact.empty else outcome.artifact.to_dict()
+    return CallAnswer(outcome.text, not outcome.ok, artifact)
+
+
+def _is_gated(tool: Any) -> bool:
+    function = getattr(tool.func, "__wrapped__", None)
+    return getattr(function, "approval_preview", None) is not None
