@@ -61,16 +61,35 @@ def refusal_text(decision: Decision, request: ApprovalRequest) -> str:
     return rejection_message(decision, request)
 
 
-class McpTools:
-    """The active tool families of a project, served to MCP clients."""
+# Calls that run at once, and calls that may wait for one of them; past both, a call is told the server is busy.
+MAX_RUNNING = 2
+MAX_WAITING = 8
 
-    def __init__(self, ctx: ToolContext, approver: Approver = refuse_without_a_person) -> None:
+
+class McpTools:
+    """The active tool families of a project, served to MCP clients.
+
+    At most ``max_running`` calls run at once (QGIS's main thread serves them
+    all through the bridge); ``max_waiting`` more wait in line, and a call past
+    that is answered at once with a "busy" error rather than queued without end.
+    """
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        approver: Approver = refuse_without_a_person,
+        max_running: int = MAX_RUNNING,
+        max_waiting: int = MAX_WAITING,
+    ) -> None:
         from geogpt_qgis.tools.registry import build_families
 
         self.ctx = ctx
         self.approver = approver
         self.families: list[ToolFamily] = build_families(ctx)
         self._toolkits: dict[tuple, Toolkit] = {}
+        self.max_running, self.max_waiting = max_running, max_waiting
+        self._admitted = 0
+        self._slots: asyncio.Semaphore | None = None  # made on the server's loop, at the first call
 
     async def toolkit(self) -> Toolkit:
         """The toolkit of the families available now (a saved PostGIS connection, say), as the agent builds it."""
@@ -104,7 +123,25 @@ class McpTools:
         return entries
 
     async def call(self, name: str, arguments: Any, client: str, progress: ProgressSink | None = None) -> CallAnswer:
-        """Run one call for ``client``; a gated call runs only when the approver approves it.
+        """Run one call for ``client`` when a slot is free; "busy" at once when too many are running and waiting."""
+        limit = self.max_running + self.max_waiting
+        if self._admitted >= limit:
+            return CallAnswer(
+                f"Error: the GeoGPT MCP server is busy: {limit} calls are running or waiting, the most it takes. "
+                "Try again when one has finished.",
+                True,
+            )
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_running)
+        self._admitted += 1
+        try:
+            async with self._slots:
+                return await self._call(name, arguments, client, progress)
+        finally:
+            self._admitted -= 1
+
+    async def _call(self, name: str, arguments: Any, client: str, progress: ProgressSink | None) -> CallAnswer:
+        """Run one call; a gated call runs only when the approver approves it.
 
         The call gets its own cancel token: when the client goes away (the
         request is cancelled), main-thread steps not started yet are skipped.

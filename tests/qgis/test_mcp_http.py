@@ -1,0 +1,166 @@
+"""The in-plugin MCP server over Streamable HTTP, in real QGIS, driven by the ``mcp`` SDK's own client.
+
+The server runs on its thread; this test's main thread is QGIS's, kept
+turning (``call_in_thread``) so the tools' bridge can serve it, as in QGIS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import httpx
+import pytest
+
+from geogpt_qgis.core.approval import REJECT, Decision
+from tests.support.runs import call_in_thread
+
+TOKEN = "test-token-mcp-0123456789abcdef"
+
+
+@pytest.fixture
+def serve(tool_ctx):
+    """Start a server for the demo project with the given approver and limits; stopped afterwards."""
+    from geogpt_qgis.mcp_server.http import HttpServer
+    from geogpt_qgis.mcp_server.tools import McpTools
+
+    started = []
+
+    def start(approver=None, **limits):
+        tools = McpTools(tool_ctx, approver, **limits) if approver else McpTools(tool_ctx, **limits)
+        server = HttpServer(tools, TOKEN, "127.0.0.1", 0)
+        server.start()
+        started.append(server)
+        assert server.wait_started()
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+        assert not server.running
+
+
+def client(url: str, token: str = TOKEN):
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60)
+
+
+def texts(result) -> str:
+    return "".join(block.text for block in result.content)
+
+
+def run(coroutine_function):
+    """Run the client's coroutine on a thread while the main thread serves the bridge."""
+    return call_in_thread(lambda: asyncio.run(coroutine_function()), timeout=60)
+
+
+def test_the_sdk_client_lists_tools_and_calls_them_over_http(serve, tool_ctx):
+    from geogpt_qgis.tools.project import ProjectTools
+
+    server = serve()
+    expected = ProjectTools(tool_ctx).list_layers()
+
+    async def talk():
+        async with client(server.url) as session:
+            listed = await session.list_tools()
+            layers = await session.call_tool("list_layers", {})
+            described = await session.call_tool("describe_layer", {"layer": "schools"})
+            unknown = await session.call_tool("remove_layers", {})
+            return listed, layers, described, unknown
+
+    listed, layers, described, unknown = run(talk)
+    assert {"list_layers", "describe_layer", "remove_layer"} <= {tool.name for tool in listed.tools}
+    assert not layers.is_error and texts(layers) == expected
+    assert "Fields (" in texts(described)
+    assert unknown.is_error and "Did you mean remove_layer" in texts(unknown)
+    assert server.url == f"http://127.0.0.1:{server.port}/mcp"
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", f"bearer {TOKEN}", TOKEN])
+def test_a_missing_or_wrong_token_gets_401_and_nothing_runs(serve, tool_ctx, authorization):
+    approvals = []
+
+    async def approver(request, client):
+        approvals.append(request)
+        return Decision(REJECT)
+
+    server = serve(approver)
+    count = len(tool_ctx.project.mapLayers())
+    params = {"name": "remove_layer", "arguments": {"layer": "schools"}}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    answer = call_in_thread(httpx.post, server.url, json=call, headers=headers, timeout=10)
+    assert answer.status_code == 401
+    assert "bearer token" in answer.json()["error"] and answer.headers["www-authenticate"].startswith("Bearer")
+    assert approvals == [] and len(tool_ctx.project.mapLayers()) == count
+
+
+def test_an_oversized_request_is_refused_before_it_is_read(serve):
+    server = serve(max_running=1)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "x" * 1_200_000})
+    answer = call_in_thread(httpx.post, server.url, content=body, headers=headers, timeout=10)
+    assert answer.status_code == 413 and "larger than this server accepts" in answer.json()["error"]
+
+
+def test_past_the_queue_a_call_is_told_the_server_is_busy(serve, tool_ctx):
+    release, entered = threading.Event(), threading.Event()  # across the server's and the client's loops
+
+    async def slow_person(request, client):
+        entered.set()
+        await asyncio.to_thread(release.wait, 20)
+        return Decision(REJECT, reason="not today")
+
+    server = serve(slow_person, max_running=1, max_waiting=0)
+
+    async def talk():
+        async with client(server.url) as first, client(server.url) as second:
+            waiting = asyncio.create_task(first.call_tool("remove_layer", {"layer": "schools"}))
+            assert await asyncio.to_thread(entered.wait, 20)
+            busy = await second.call_tool("list_layers", {})
+            release.set()
+            return await waiting, busy
+
+    refused, busy = run(talk)
+    assert busy.is_error and "is busy" in texts(busy) and "Try again" in texts(busy)
+    assert refused.is_error and "not today" in texts(refused)
+    assert "schools" in {layer.name() for layer in tool_ctx.project.mapLayers().values()}
+
+
+def test_a_client_that_hangs_up_mid_call_leaves_nothing_half_done(serve, tool_ctx):
+    entered, cancelled = threading.Event(), threading.Event()
+
+    async def never_answers(request, client):
+        entered.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return Decision(REJECT)
+
+    server = serve(never_answers)
+
+    async def hang_up():
+        async with client(server.url) as session:
+            call = asyncio.create_task(session.call_tool("remove_layer", {"layer": "schools"}))
+            assert await asyncio.to_thread(entered.wait, 20)
+            call.cancel()
+        # the client is gone: the server's call is cancelled
+
+    run(hang_up)
+    assert cancelled.wait(10)
+    assert "schools" in {layer.name() for layer in tool_ctx.project.mapLayers().values()}
+
+    async def again():  # and the server still serves
+        async with client(server.url) as session:
+            return await session.call_tool("list_layers", {})
+
+    assert not run(again).is_error
