@@ -10,6 +10,7 @@ from geogpt_qgis.tools.base import ToolContext, ToolFamily
 from geogpt_qgis.tools.capabilities import CapabilityTools
 from geogpt_qgis.tools.code import CodeTools
 from geogpt_qgis.tools.edits import EditTools
+from geogpt_qgis.tools.examples import ExampleTools
 from geogpt_qgis.tools.insights import InsightTools
 from geogpt_qgis.tools.ogc.family import OgcTools
 from geogpt_qgis.tools.postgis.family import PostgisTools
@@ -24,6 +25,7 @@ FAMILY_TYPES: tuple[type[ToolFamily], ...] = (
     OgcTools,
     CodeTools,
     InsightTools,
+    ExampleTools,
 )
 
 

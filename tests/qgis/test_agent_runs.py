@@ -23,6 +23,7 @@ from tests.support.net import free_port
 from tests.support.runs import (
     CODE_TOOL_NAMES,
     EDIT_TOOL_NAMES,
+    EXAMPLE_TOOL_NAMES,
     INSIGHT_TOOL_NAMES,
     PROCESSING_TOOL_NAMES,
     PROJECT_TOOL_NAMES,
@@ -74,7 +75,7 @@ def test_a_question_runs_real_tools_and_streams_the_answer(provider, model_serve
     assert first[0]["role"] == "system" and "expert GIS analyst" in first[0]["content"]
     assert "Open project" not in first[0]["content"]  # the system prompt never changes; the project's state is a note
     assert [m["role"] for m in first] == ["system", "user"]
-    assert first[1]["content"].startswith("[Open project: 'Elvbury demo town'; CRS EPSG:25832; 7 layers")
+    assert first[1]["content"].startswith("[Open project: 'Elvbury demo town'; CRS EPSG:25832; 9 layers")
     assert first[1]["content"].endswith("]\n\nHow many primary schools are there? Select them.")
     assert sent_tool_names(requests[0]) == [
         *PROJECT_TOOL_NAMES,
@@ -82,6 +83,7 @@ def test_a_question_runs_real_tools_and_streams_the_answer(provider, model_serve
         *PROCESSING_TOOL_NAMES,
         *CODE_TOOL_NAMES,
         *INSIGHT_TOOL_NAMES,
+        *EXAMPLE_TOOL_NAMES,
         "describe_capabilities",
     ]
     # Each tool result went back to the model in the next request.

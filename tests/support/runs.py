@@ -26,6 +26,7 @@ PROCESSING_TOOL_NAMES = ["search_algorithms", "describe_algorithm", "run_algorit
 EDIT_TOOL_NAMES = ["remove_layer", "edit_features"]
 CODE_TOOL_NAMES = ["run_pyqgis"]
 INSIGHT_TOOL_NAMES = ["find_places", "make_chart"]
+EXAMPLE_TOOL_NAMES = ["find_examples"]
 
 
 REPO = Path(__file__).resolve().parents[2]
