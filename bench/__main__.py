@@ -15,6 +15,8 @@
 - Prompt budget (``bench.prompt_budget``): the tokens of system prompt and
   tool schemas in one call (Tekken tokens, and the agent's own estimate), with
   every tool family and without.
+- Rasters (``bench.rasters``): describe_layer on a 10,000 x 10,000 compressed
+  GeoTIFF (a Float32 surface and a Byte land cover, no overviews), goal <= 1 s.
 - Conversations (``bench.conversations``): the per-step cost of checkpointing as
   a conversation grows to 200 messages, the store's size, and opening that
   conversation in the dock (total time, main-thread stall).
@@ -110,6 +112,15 @@ def postgis_section(results: dict) -> None:
     )
 
 
+def rasters_section(results: dict) -> None:
+    r = results["rasters"] = run_child("bench.rasters")
+    print(
+        f"rasters: describe_layer on a {r['size']:,} x {r['size']:,} GeoTIFF: Float32 {r['dem']['median_seconds']} s, "
+        f"Byte classes {r['cover']['median_seconds']} s (medians of {r['rounds']}; goal <= {r['goal_seconds']:g} s); "
+        f"{r['dem']['statistics']}"
+    )
+
+
 def conversations_section(results: dict) -> None:
     c = results["conversations"] = run_child("bench.conversations")
     steps = c["checkpoint_step"]
@@ -168,6 +179,7 @@ SECTIONS = (
     ("responsiveness", responsiveness_section),
     ("processing", processing_section),
     ("postgis", postgis_section),
+    ("rasters", rasters_section),
     ("conversations", conversations_section),
     ("prompt budget", prompt_budget_section),
     ("prompt cache", prompt_cache_section),

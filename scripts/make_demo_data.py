@@ -4,7 +4,10 @@ Deterministic: the same script gives the same features, byte for byte in the
 attribute values and coordinates, on every run (a fixed random seed, a fixed
 timestamp for the GeoPackage).  The town lies in ETRS89 / UTM zone 32N
 (EPSG:25832) and holds districts, roads, two rivers, schools, hospitals,
-parks and land use.  Tests, benchmarks and the demo all use it.
+parks and land use, and beside the GeoPackage two aligned 10 m GeoTIFFs:
+a DEM (rivers in its valleys, steep hills in the north-west) and a land
+cover made from the vector layers (parks are grass, the rivers water).
+Tests, benchmarks and the demo all use it.
 
     .venv/bin/python scripts/make_demo_data.py demo/
 """
@@ -453,20 +456,187 @@ def _style_project(gpkg: Path, project_path: Path) -> None:
     for layer in (landuse, districts, parks, rivers, roads, hospitals, schools):
         project.addMapLayer(layer, False)
         project.layerTreeRoot().insertLayer(0, layer)
+    for raster in _styled_rasters(gpkg.parent):  # at the bottom, unticked: the vector map looks as before
+        project.addMapLayer(raster, False)
+        project.layerTreeRoot().addLayer(raster).setItemVisibilityChecked(False)
     if not project.write(str(project_path)):
         raise RuntimeError(f"cannot write {project_path}: {project.error()}")
     project.clear()
 
 
+# --- Rasters beside the GeoPackage: a DEM and a land-cover grid -----------------------------------------------
+
+DEM_NAME = "elvbury_dem.tif"
+LANDCOVER_NAME = "elvbury_landcover.tif"
+PIXEL = 10.0  # metres; 800 x 600 pixels over the town
+DEM_NODATA = -9999.0
+LANDCOVER_NODATA = 0
+# code, label, colour: the land-cover classes (the GeoTIFF's colour table and category names, the project's palette)
+LANDCOVER_CLASSES = [
+    (1, "Water", "#3a87d6"),
+    (2, "Grass", "#8fce7f"),
+    (3, "Forest", "#2f7d32"),
+    (4, "Farmland", "#eef3c8"),
+    (5, "Residential", "#e8c9b0"),
+    (6, "Commercial", "#e39a9a"),
+    (7, "Industrial", "#a99cc9"),
+]
+LANDUSE_TO_CLASS = {"residential": 5, "commercial": 6, "retail": 6, "industrial": 7, "forest": 3, "farmland": 4}
+
+
+def _pixel_centres() -> tuple[Any, Any]:
+    """Town-relative x and y (metres) of every pixel centre, rows from the north."""
+    import numpy as np
+
+    cols, rows = int(WIDTH / PIXEL), int(HEIGHT / PIXEL)
+    x = (np.arange(cols, dtype=np.float64) + 0.5) * PIXEL
+    y = HEIGHT - (np.arange(rows, dtype=np.float64) + 0.5) * PIXEL
+    return np.meshgrid(x, y)
+
+
+def build_dem() -> Any:
+    """Elevation in metres (float32, rows from the north): analytic, so deterministic without a random stream.
+
+    A plain rising gently to the north, steep hills in the north-west (Hillcrest, the forest; slopes
+    over 15 degrees), and valleys carved along the Elva and the Mill Brook (the same curves as the
+    river lines), whose floors fall towards the harbour in the east.  The north-eastern corner lies
+    outside the survey: nodata.
+    """
+    import numpy as np
+
+    x, y = _pixel_centres()
+    plain = 18.0 + 0.006 * y + 4.0 * np.sin(x / 700.0) * np.cos(y / 900.0)
+    hills = 230.0 * np.exp(-(((x - 900.0) / 520.0) ** 2 + ((y - 5300.0) / 430.0) ** 2))
+    hills += 120.0 * np.exp(-(((x - 2100.0) / 420.0) ** 2 + ((y - 5600.0) / 360.0) ** 2))
+    terrain = plain + hills
+    elva_y = 2900 + 380 * np.sin(x / 950.0) + 120 * np.sin(x / 310.0)
+    d_elva = np.abs(y - elva_y)
+    brook_x = 5300 + 260 * np.sin(y / 640.0)
+    d_brook = np.where(y > elva_y, np.abs(x - brook_x), np.inf)
+    floor_elva = 2.0 + 0.0015 * (WIDTH - x)
+    floor_brook = floor_elva + 0.004 * np.clip(y - elva_y, 0, None)
+    for distance, floor in ((d_elva, floor_elva), (d_brook, floor_brook)):
+        keep = 1.0 - np.exp(-((distance / 420.0) ** 2))
+        terrain = np.minimum(terrain, floor + (terrain - floor) * keep)
+    dem = np.round(terrain, 1).astype(np.float32)
+    dem[(x > 7400.0) & (y > 5600.0) & (x - 7400.0 > 5800.0 - y)] = DEM_NODATA
+    return dem
+
+
+def build_landcover(layers: list[Layer]) -> Any:
+    """Land-cover codes (uint8, rows from the north) from the town's own layers, so they agree.
+
+    The land use gives the base classes, parks are burnt in as grass and the rivers' water as water
+    (the same buffers the vector layers keep free), in that order.
+    """
+    import numpy as np
+    from osgeo import gdal, ogr, osr
+
+    gdal.UseExceptions()
+    cols, rows = int(WIDTH / PIXEL), int(HEIGHT / PIXEL)
+    target = gdal.GetDriverByName("MEM").Create("", cols, rows, 1, gdal.GDT_Byte)
+    target.SetGeoTransform((X0, PIXEL, 0.0, Y0 + HEIGHT, 0.0, -PIXEL))
+    by_name = {layer.name: layer for layer in layers}
+    rivers = [geom for geom, _ in by_name["rivers"].rows]
+    elva, brook = rivers
+    water = unary_union([elva.buffer(30), brook.buffer(12)])
+    burns: list[tuple[BaseGeometry, int]] = [
+        (geom, LANDUSE_TO_CLASS[attrs["class"]]) for geom, attrs in by_name["landuse"].rows
+    ]
+    burns += [(geom, 2) for geom, _ in by_name["parks"].rows]
+    burns.append((water, 1))
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(EPSG)
+    target.SetProjection(srs.ExportToWkt())
+    source = ogr.GetDriverByName("Memory").CreateDataSource("burn")
+    layer = source.CreateLayer("burn", srs, geom_type=ogr.wkbUnknown)
+    layer.CreateField(ogr.FieldDefn("code", ogr.OFTInteger))
+    for geom, code in burns:
+        feature = ogr.Feature(layer.GetLayerDefn())
+        feature.SetField("code", code)
+        feature.SetGeometry(ogr.CreateGeometryFromWkb(geom.wkb))
+        layer.CreateFeature(feature)
+    gdal.RasterizeLayer(target, [1], layer, options=["ATTRIBUTE=code"])
+    grid = target.GetRasterBand(1).ReadAsArray().astype(np.uint8)
+    grid[grid == LANDCOVER_NODATA] = 5  # slivers between dissolved land-use pieces: the town's fabric
+    return grid
+
+
+def write_rasters(layers: list[Layer], folder: Path) -> tuple[Path, Path]:
+    """The DEM and the land cover as deflated GeoTIFFs in EPSG:25832, aligned with each other (same grid)."""
+    from osgeo import gdal, osr
+
+    gdal.UseExceptions()
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(EPSG)
+    written = []
+    for name, array, data_type, nodata, predictor in (
+        (DEM_NAME, build_dem(), gdal.GDT_Float32, DEM_NODATA, "3"),
+        (LANDCOVER_NAME, build_landcover(layers), gdal.GDT_Byte, LANDCOVER_NODATA, "2"),
+    ):
+        path = folder / name
+        for stale in (path, path.with_name(path.name + ".aux.xml")):
+            if stale.exists():
+                stale.unlink()
+        rows, cols = array.shape
+        options = ["COMPRESS=DEFLATE", f"PREDICTOR={predictor}", "TILED=YES"]
+        out = gdal.GetDriverByName("GTiff").Create(str(path), cols, rows, 1, data_type, options=options)
+        out.SetGeoTransform((X0, PIXEL, 0.0, Y0 + HEIGHT, 0.0, -PIXEL))
+        out.SetProjection(srs.ExportToWkt())
+        band = out.GetRasterBand(1)
+        band.SetNoDataValue(nodata)
+        if name == LANDCOVER_NAME:
+            table = gdal.ColorTable()
+            for code, _, colour in LANDCOVER_CLASSES:
+                table.SetColorEntry(code, (*(int(colour[i : i + 2], 16) for i in (1, 3, 5)), 255))
+            band.SetColorTable(table)
+        band.WriteArray(array)
+        out = None  # close and flush
+        written.append(path)
+    return written[0], written[1]
+
+
+def _styled_rasters(folder: Path) -> list[Any]:
+    """The DEM (pseudocolour terrain ramp) and the land cover (paletted, with class labels) as project layers."""
+    from qgis.core import (
+        QgsColorRampShader,
+        QgsGradientColorRamp,
+        QgsPalettedRasterRenderer,
+        QgsRasterLayer,
+        QgsRasterShader,
+        QgsSingleBandPseudoColorRenderer,
+    )
+    from qgis.PyQt.QtGui import QColor
+
+    dem = QgsRasterLayer(str(folder / DEM_NAME), "elevation", "gdal")
+    landcover = QgsRasterLayer(str(folder / LANDCOVER_NAME), "landcover", "gdal")
+    if not (dem.isValid() and landcover.isValid()):
+        raise RuntimeError(f"cannot load the GeoTIFFs in {folder}")
+    low, high = 0.0, 300.0
+    ramp = QgsGradientColorRamp(QColor("#3b7d3b"), QColor("#f4f1e8"))
+    shader_function = QgsColorRampShader(low, high, ramp)
+    shader_function.classifyColorRamp(5)
+    shader = QgsRasterShader(low, high)
+    shader.setRasterShaderFunction(shader_function)
+    renderer = QgsSingleBandPseudoColorRenderer(dem.dataProvider(), 1, shader)
+    renderer.setClassificationMin(low)
+    renderer.setClassificationMax(high)
+    dem.setRenderer(renderer)
+    classes = [QgsPalettedRasterRenderer.Class(code, QColor(hex_), label) for code, label, hex_ in LANDCOVER_CLASSES]
+    landcover.setRenderer(QgsPalettedRasterRenderer(landcover.dataProvider(), 1, classes))
+    return [dem, landcover]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("outdir", type=Path, help="folder for elvbury.gpkg and elvbury.qgz")
-    parser.add_argument("--no-project", action="store_true", help="write only the GeoPackage")
+    parser.add_argument("outdir", type=Path, help="folder for elvbury.gpkg, its GeoTIFFs and elvbury.qgz")
+    parser.add_argument("--no-project", action="store_true", help="write only the GeoPackage and GeoTIFFs")
     args = parser.parse_args(argv)
     args.outdir.mkdir(parents=True, exist_ok=True)
     layers = build_town()
     gpkg = args.outdir / GPKG_NAME
     write_geopackage(layers, gpkg)
+    write_rasters(layers, args.outdir)
     if not args.no_project:
         write_project(gpkg.resolve(), args.outdir / PROJECT_NAME)
     counts = ", ".join(f"{layer.name} {len(layer.rows)}" for layer in layers)

@@ -48,6 +48,8 @@ from geogpt_qgis.tools.layers import (
     resolve_layer,
     resolve_vector_layer,
 )
+from geogpt_qgis.tools.raster_sample import plan_sample, read_samples
+from geogpt_qgis.tools.rasters import RasterReadPlan, describe_raster, grid_line, plan_raster_read
 from geogpt_qgis.tools.safety.expressions import expression_request, require_safe_expression
 
 SAMPLE_SIZE = 5000
@@ -100,14 +102,20 @@ class ProjectTools(ToolFamily):
             headers, rows
         )
 
-    def describe_layer(self, layer: str) -> ToolResult:
-        """Describe a layer: fields, types, common values, CRS, extent, count.
+    def describe_layer(self, layer: str, at: str = "") -> ToolResult:
+        """Describe a layer: fields, values, CRS, extent, count; raster bands, stats.
 
         Args:
             layer: Layer name or id.
+            at: Raster values at 'x y;..' (project CRS or 'EPSG:4326 x y') or a layer's points.
         """
+        if at.strip():
+            sample = self.ctx.on_main(plan_sample, self.ctx.project, layer, at)
+            return ToolResult(read_samples(sample, self.ctx.cancel), ToolArtifact(layers=(sample.raster.name,)))
         name, header, plan = self.ctx.on_main(self._describe_header, layer)
         read = ToolArtifact(layers=(name,))
+        if isinstance(plan, RasterReadPlan):
+            return ToolResult("\n".join([header, *describe_raster(plan, self.ctx.cancel)]), read)
         if plan is None:
             return ToolResult(header, read)
         rows = read_sample(plan, SAMPLE_SIZE, self.ctx.cancel)
@@ -140,8 +148,10 @@ class ProjectTools(ToolFamily):
             f"Provider: {layer.providerType()}",
         ]
         if isinstance(layer, QgsRasterLayer):
-            lines += _raster_lines(layer)
-            return layer.name(), "\n".join(lines), None
+            raster = plan_raster_read(layer)
+            lines[0] = f"Layer {layer.name()!r} (id {layer.id()}): raster, {visible}"
+            lines.insert(1, grid_line(raster))
+            return layer.name(), "\n".join(lines), raster
         if not isinstance(layer, QgsVectorLayer):
             return layer.name(), "\n".join(lines), None
         if layer.subsetString():
@@ -426,19 +436,6 @@ def _check_evaluates(layer: QgsVectorLayer, expression: QgsExpression, context: 
         expression.evaluate(context)
         if expression.hasEvalError():
             raise ToolError(f"the expression fails on {layer.name()!r}: {expression.evalErrorString()}")
-
-
-def _raster_lines(layer: QgsRasterLayer) -> list[str]:
-    provider = layer.dataProvider()
-    bands = [f"{i}: {layer.bandName(i)}" for i in range(1, layer.bandCount() + 1)]
-    lines = [
-        f"Size: {layer.width()} x {layer.height()} pixels, pixel size "
-        f"{layer.rasterUnitsPerPixelX():g} x {layer.rasterUnitsPerPixelY():g}",
-        f"Bands ({layer.bandCount()}): " + "; ".join(bands[:12]),
-    ]
-    if provider is not None and layer.bandCount() >= 1 and provider.sourceHasNoDataValue(1):
-        lines.append(f"No-data value (band 1): {provider.sourceNoDataValue(1):g}")
-    return lines
 
 
 def describe_map_layer_briefly(layer: QgsMapLayer) -> str:

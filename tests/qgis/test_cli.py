@@ -81,7 +81,8 @@ def test_answer_streams_to_stdout_steps_to_stderr_and_the_project_is_saved(model
     saved = QgsProject()
     assert saved.read(str(out))
     names = sorted(layer.name() for layer in saved.mapLayers().values())
-    assert names == ["districts", "green_spaces", "hospitals", "landuse", "rivers", "roads", "schools"]
+    expected = ["districts", "elevation", "green_spaces", "hospitals", "landcover", "landuse", "rivers", "roads"]
+    assert names == [*expected, "schools"]
     saved.clear()
     request = model_server.chat_requests()[0]
     assert request.body["options"]["num_ctx"] == 8192  # set explicitly, from the settings' default
@@ -175,11 +176,11 @@ def test_risky_steps_follow_the_approval_option(policy, removed, model_server, p
     names = [layer.name() for layer in saved.mapLayers().values()]
     saved.clear()
     if removed:
-        assert "parks" not in names and len(names) == 6
+        assert "parks" not in names and len(names) == 8
         assert told == "Removed layer 'parks' from the project."
         assert "Approved automatically (you trust this conversation)" in done.stderr
     else:
-        assert "parks" in names and len(names) == 7
+        assert "parks" in names and len(names) == 9
         assert "not allowed by the user's approval policy (never allow)" in told
         assert "Not allowed by your approval policy: Remove layer 'parks'" in done.stderr
 

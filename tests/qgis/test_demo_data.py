@@ -8,7 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from qgis.core import QgsCategorizedSymbolRenderer, QgsProject
+import numpy as np
+from osgeo import gdal, ogr
+from qgis.core import (
+    QgsCategorizedSymbolRenderer,
+    QgsPalettedRasterRenderer,
+    QgsProject,
+    QgsRasterLayer,
+    QgsSingleBandPseudoColorRenderer,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "make_demo_data.py"
@@ -29,11 +37,50 @@ def _generate(folder: Path, *extra: str) -> Path:
     return folder / "elvbury.gpkg"
 
 
+RASTERS = {"elevation": "elvbury_dem.tif", "landcover": "elvbury_landcover.tif"}
+
+
 def test_generation_is_deterministic_and_small(tmp_path):
     first = _generate(tmp_path / "a", "--no-project")
-    second = _generate(tmp_path / "b", "--no-project")
-    assert hashlib.sha256(first.read_bytes()).hexdigest() == hashlib.sha256(second.read_bytes()).hexdigest()
+    _generate(tmp_path / "b", "--no-project")
+    for name in ("elvbury.gpkg", *RASTERS.values()):
+        digests = {hashlib.sha256((run / name).read_bytes()).hexdigest() for run in (tmp_path / "a", tmp_path / "b")}
+        assert len(digests) == 1, name
     assert 100_000 < first.stat().st_size < 1_000_000
+    assert sum((first.parent / name).stat().st_size for name in RASTERS.values()) < 1_000_000
+
+
+def _read(path: Path) -> tuple[np.ndarray, tuple[float, ...], float]:
+    dataset = gdal.Open(str(path))
+    band = dataset.GetRasterBand(1)
+    return band.ReadAsArray(), dataset.GetGeoTransform(), band.GetNoDataValue()
+
+
+def _pixels_under(gpkg: Path, table: str, transform: tuple[float, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """The pixels whose centres lie in (polygons) or under (lines) the table's features (GDAL's rasterizer)."""
+    target = gdal.GetDriverByName("MEM").Create("", shape[1], shape[0], 1, gdal.GDT_Byte)
+    target.SetGeoTransform(transform)
+    source = ogr.Open(str(gpkg))
+    gdal.RasterizeLayer(target, [1], source.GetLayerByName(table), burn_values=[1])
+    return target.GetRasterBand(1).ReadAsArray() == 1
+
+
+def test_rasters_agree_with_the_vector_layers(tmp_path):
+    gpkg = _generate(tmp_path, "--no-project")
+    dem, transform, nodata = _read(tmp_path / RASTERS["elevation"])
+    cover, cover_transform, _ = _read(tmp_path / RASTERS["landcover"])
+    assert dem.shape == cover.shape == (600, 800) and transform == cover_transform
+    assert transform == (560_000.0, 10.0, 0.0, 6_206_000.0, 0.0, -10.0)
+    valid = dem != nodata
+    assert 0 < (~valid).sum() < 0.01 * dem.size  # a corner outside the survey
+    river = _pixels_under(gpkg, "rivers", transform, dem.shape) & valid
+    assert np.median(dem[river]) < np.percentile(dem[valid], 10)  # the rivers run in the valleys
+    parks = _pixels_under(gpkg, "parks", transform, dem.shape)
+    assert (cover[parks] == 2).mean() > 0.99  # parks are grass
+    assert (cover[river] == 1).mean() > 0.95  # the rivers are water
+    slope = np.degrees(np.arctan(np.hypot(*np.gradient(np.where(valid, dem, np.nan), 10.0))))
+    assert 0.005 < np.nanmean(slope > 15) < 0.2  # some steep hillsides
+    assert set(np.unique(cover)) == set(range(1, 8))
 
 
 def test_layers_fields_crs_and_contents(tmp_path):
@@ -62,11 +109,18 @@ def test_the_project_opens_styled_with_every_layer(qgis_app, tmp_path):
     assert project.crs().authid() == "EPSG:25832"
     assert project.title() == "Elvbury demo town"
     layers = {layer.name(): layer for layer in project.mapLayers().values()}
-    assert set(layers) == set(EXPECTED_FIELDS)
+    assert set(layers) == set(EXPECTED_FIELDS) | set(RASTERS)
     assert all(layer.isValid() for layer in layers.values())
+    assert isinstance(layers["elevation"], QgsRasterLayer) and isinstance(layers["landcover"], QgsRasterLayer)
+    assert isinstance(layers["elevation"].renderer(), QgsSingleBandPseudoColorRenderer)
+    palette = layers["landcover"].renderer()
+    assert isinstance(palette, QgsPalettedRasterRenderer)
+    assert {c.value: c.label for c in palette.classes()}[2] == "Grass"
+    assert not any(project.layerTreeRoot().findLayer(layers[name].id()).isVisible() for name in RASTERS)
     for name in ("schools", "roads", "landuse"):
         assert isinstance(layers[name].renderer(), QgsCategorizedSymbolRenderer)
     assert layers["districts"].labelsEnabled()
     order = [node.layer().name() for node in project.layerTreeRoot().findLayers()]
-    assert order == ["schools", "hospitals", "roads", "rivers", "parks", "districts", "landuse"]
+    vectors = ["schools", "hospitals", "roads", "rivers", "parks", "districts", "landuse"]
+    assert order == [*vectors, "elevation", "landcover"]
     project.clear()

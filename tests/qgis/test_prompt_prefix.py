@@ -53,7 +53,7 @@ def test_five_turns_with_layers_added_between_them_only_ever_append(provider, mo
     system = requests[0]["messages"][0]
     assert system["role"] == "system" and "wells" not in system["content"] and "Open project" not in system["content"]
     users = [m["content"] for m in requests[-1]["messages"] if m["role"] == "user"]
-    assert users[0].startswith("[Open project: 'Elvbury demo town'; CRS EPSG:25832; 7 layers")
+    assert users[0].startswith("[Open project: 'Elvbury demo town'; CRS EPSG:25832; 9 layers")
     for turn in range(1, 5):
         assert users[turn].startswith(
             f"[Since your last answer, the user added layer 'wells_{turn}' (Point, 0 features)"

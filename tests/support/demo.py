@@ -11,19 +11,21 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO / "demo"
 GPKG = DEMO_DIR / "elvbury.gpkg"
 PROJECT = DEMO_DIR / "elvbury.qgz"
+DEM = DEMO_DIR / "elvbury_dem.tif"
+LANDCOVER = DEMO_DIR / "elvbury_landcover.tif"
 
 
 def ensure_demo() -> Path:
     """Generate the demo data if it is missing (``make demo`` normally did it)."""
-    if not (GPKG.is_file() and PROJECT.is_file()):
+    if not all(path.is_file() for path in (GPKG, PROJECT, DEM, LANDCOVER)):
         subprocess.run([sys.executable, str(REPO / "scripts" / "make_demo_data.py"), str(DEMO_DIR)], check=True)
     return DEMO_DIR
 
 
 def copy_demo(target: Path) -> Path:
-    """Copy the demo project and GeoPackage into ``target``; return the project path."""
+    """Copy the demo project, GeoPackage and GeoTIFFs into ``target``; return the project path."""
     ensure_demo()
     target.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(GPKG, target / GPKG.name)
-    shutil.copy2(PROJECT, target / PROJECT.name)
+    for path in (GPKG, PROJECT, DEM, LANDCOVER):
+        shutil.copy2(path, target / path.name)
     return target / PROJECT.name

@@ -1,0 +1,166 @@
+"""describe_layer on rasters (issue 24): every figure checked against GDAL's arrays and numpy, not the tool's code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from osgeo import gdal, osr
+from qgis.core import QgsRasterLayer
+
+from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.rasters import EXACT_PIXELS
+from tests.support.runs import call_in_thread
+
+
+@pytest.fixture
+def tools(tool_ctx) -> ProjectTools:
+    return ProjectTools(tool_ctx)
+
+
+def _array(demo_project, name: str) -> tuple[np.ndarray, float]:
+    layer = demo_project.mapLayersByName(name)[0]
+    dataset = gdal.Open(layer.source())  # kept while the band is read: GDAL frees a band with its dataset
+    band = dataset.GetRasterBand(1)
+    return band.ReadAsArray(), band.GetNoDataValue()
+
+
+def _figures(text: str) -> dict[str, float]:
+    return {key: float(value) for key, value in re.findall(r"\b(min|max|mean|std) (-?[\d.e+]+)", text)}
+
+
+def test_the_demo_dem_is_described_with_exact_statistics_and_units(tools, demo_project):
+    text = call_in_thread(tools.describe_layer, "elevation")
+    dem, nodata = _array(demo_project, "elevation")
+    valid = dem[dem != nodata].astype(np.float64)
+    figures = _figures(text)
+    for key, expected in (("min", valid.min()), ("max", valid.max()), ("mean", valid.mean()), ("std", valid.std())):
+        assert figures[key] == pytest.approx(expected, rel=1e-3), (key, text)
+    assert "Layer 'elevation'" in text and ": raster, hidden" in text
+    assert "Size: 800 x 600 pixels, 1 band; pixel 10 x 10 m" in text
+    assert "CRS: EPSG:25832 (ETRS89 / UTM zone 32N), units: meters, projected" in text
+    assert "Band 1 (Float32, nodata -9999)" in text
+    share = 100 * (dem == nodata).mean()
+    assert f"; {share:.2g}% nodata" in text
+    assert f"Statistics: exact, from all {dem.size:,} pixels." in text
+    assert len(text) < 600  # compact: the model pays for every character
+
+
+def test_land_cover_classes_have_their_labels_and_area_shares(tools, demo_project):
+    text = call_in_thread(tools.describe_layer, "landcover")
+    cover, _ = _array(demo_project, "landcover")
+    codes, counts = np.unique(cover[cover != 0], return_counts=True)
+    assert f"categorical, {len(codes)} classes" in text
+    labels = {1: "Water", 2: "Grass", 3: "Forest", 4: "Farmland", 5: "Residential", 6: "Commercial", 7: "Industrial"}
+    for code, count in zip(codes.tolist(), counts.tolist(), strict=True):
+        assert f"{code} {labels[code]!r} {100 * count / counts.sum():.1f}%" in text
+    shares = re.findall(r"(\d+) '\w+' ([\d.]+)%", text)
+    assert [float(b) for _, b in shares] == sorted((float(b) for _, b in shares), reverse=True)  # largest first
+
+
+def _write(path: Path, array: np.ndarray, epsg: int, pixel: float, **extra) -> Path:
+    kinds = {np.dtype("uint8"): gdal.GDT_Byte, np.dtype("float32"): gdal.GDT_Float32}
+    options = ["TILED=YES", "COMPRESS=DEFLATE"] if extra.get("tiled") else []
+    dataset = gdal.GetDriverByName("GTiff").Create(
+        str(path), array.shape[1], array.shape[0], 1, kinds[array.dtype], options=options
+    )
+    dataset.SetGeoTransform((10.0, pixel, 0.0, 60.0, 0.0, -pixel))
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(epsg)
+    dataset.SetProjection(srs.ExportToWkt())
+    band = dataset.GetRasterBand(1)
+    if "nodata" in extra:
+        band.SetNoDataValue(extra["nodata"])
+    if "names" in extra:
+        band.SetCategoryNames(extra["names"])
+    band.WriteArray(array)
+    dataset = None
+    return path
+
+
+def test_a_large_raster_is_approximate_and_says_so(tools, demo_project, tmp_path):
+    side = int(EXACT_PIXELS**0.5) + 1000  # 12 x 12 blocks of 256 x 256: some are skipped
+    rows = np.arange(side, dtype=np.float32)[:, None]
+    surface = (rows * 0.5 + np.arange(side, dtype=np.float32)[None, :] * 0.25).astype(np.float32)
+    path = _write(tmp_path / "big.tif", surface, 25832, 1.0, tiled=True)
+    demo_project.addMapLayer(QgsRasterLayer(str(path), "big"))
+    text = call_in_thread(tools.describe_layer, "big")
+    match = re.search(r"Statistics: approximate, from ([\d,]+) of the ([\d,]+) pixels", text)
+    assert match, text
+    assert int(match.group(2).replace(",", "")) == side * side
+    assert 500_000 <= int(match.group(1).replace(",", "")) < side * side
+    figures = _figures(text)
+    assert figures["mean"] == pytest.approx(float(surface.astype(np.float64).mean()), rel=0.05)
+    assert surface.min() <= figures["min"] and figures["max"] <= surface.max()
+
+
+def test_geographic_pixels_are_in_degrees_and_gdal_category_names_label_classes(tools, demo_project, tmp_path):
+    codes = np.array([[1, 1, 2, 0], [2, 2, 2, 0]], dtype=np.uint8)
+    path = _write(tmp_path / "wgs.tif", codes, 4326, 0.001, nodata=0, names=["", "Lake", "Meadow"])
+    demo_project.addMapLayer(QgsRasterLayer(str(path), "wgs"))
+    text = call_in_thread(tools.describe_layer, "wgs")
+    assert "pixel 0.001 x 0.001 deg" in text, text
+    assert "geographic" in text
+    assert "categorical, 2 classes; 25% nodata; share of valid pixels: 2 'Meadow' 66.7%, 1 'Lake' 33.3%" in text
+
+
+def test_a_raster_passed_where_a_vector_is_needed_is_refused_plainly(tools, demo_project):
+    from geogpt_qgis.tools.base import ToolError
+
+    with pytest.raises(ToolError, match="'elevation' is a raster layer; this needs a vector layer"):
+        call_in_thread(tools.read_features, "elevation")
+
+
+def _pixel(array: np.ndarray, x: float, y: float) -> float:
+    """The demo grid: origin (560000, 6206000), 10 m pixels, rows from the north."""
+    return array[int((6_206_000 - y) // 10), int((x - 560_000) // 10)].item()
+
+
+def test_sample_at_a_point_layer_gives_each_feature_its_value(tools, demo_project):
+    text = call_in_thread(tools.describe_layer, "elevation", "hospitals")
+    dem, _ = _array(demo_project, "elevation")
+    hospitals = demo_project.mapLayersByName("hospitals")[0]
+    assert text.startswith("Values of 'elevation' at 4 points (features of 'hospitals'):")
+    for feature in hospitals.getFeatures():
+        point = feature.geometry().asPoint()
+        assert (
+            f"| {feature['name']} | {point.x():.6g} | {point.y():.6g} | {_pixel(dem, point.x(), point.y()):.6g} |"
+            in (text)
+        )
+
+
+def test_sample_coordinates_in_another_crs_with_nodata_outside_and_class_labels(tools, demo_project):
+    from qgis.core import QgsCoordinateReferenceSystem, QgsCoordinateTransform, QgsPointXY, QgsProject
+
+    cover, _ = _array(demo_project, "landcover")
+    dem, _ = _array(demo_project, "elevation")
+    to_wgs84 = QgsCoordinateTransform(
+        QgsCoordinateReferenceSystem("EPSG:25832"), QgsCoordinateReferenceSystem("EPSG:4326"), QgsProject.instance()
+    )
+    inside = to_wgs84.transform(QgsPointXY(563_005, 6_202_905))
+    at = f"EPSG:4326 {inside.x():.8f} {inside.y():.8f}; 0 0"
+    text = call_in_thread(tools.describe_layer, "landcover", at)
+    code = _pixel(cover, 563_005, 6_202_905)
+    labels = {1: "Water", 2: "Grass", 3: "Forest", 4: "Farmland", 5: "Residential", 6: "Commercial", 7: "Industrial"}
+    assert f"| point 1 | {inside.x():.6g} | {inside.y():.6g} | {code} {labels[code]} |" in text
+    assert "| point 2 | 0 | 0 | outside the raster |" in text
+    corner = call_in_thread(tools.describe_layer, "elevation", "567990,6205990")  # the unsurveyed corner
+    assert dem[0, -1] == -9999 and "| nodata (no value here) |" in corner
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("schools", "563000 6202000"), "layer 'schools' is a vector layer; this needs a raster layer"),
+        (("elevation", "landcover"), "layer 'landcover' is a raster layer; this needs a vector layer"),
+        (("elevation", "EPSG:999999 1 2"), "unknown CRS 'EPSG:999999'"),
+        (("elevation", "roads"), "more than 50 points; sample at most 50"),
+    ],
+)
+def test_sampling_mistakes_are_explained(tools, demo_project, args, message):
+    from geogpt_qgis.tools.base import ToolError
+
+    with pytest.raises(ToolError, match=re.escape(message)):
+        call_in_thread(tools.describe_layer, *args)
