@@ -4,74 +4,79 @@
 <context>
     <name>GeoGPT</name>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="61"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="63"/>
         <source>Reason, if you reject (the assistant reads it)</source>
         <translation>Begrunnelse hvis du avviser (assistenten leser den)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="62"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="64"/>
         <source>Approve</source>
         <translation>Godkjenn</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="63"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="65"/>
         <source>Approve all in this conversation</source>
         <translation>Godkjenn alt i denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="64"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="66"/>
         <source>Reject</source>
         <translation>Avvis</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="65"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="67"/>
         <source>Drop</source>
         <translation>Forkast</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="66"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="68"/>
         <source>Give up this step without continuing the conversation</source>
         <translation>Gi opp dette steget uten å fortsette samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="115"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="168"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="55"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="57"/>
         <source>You may edit this before approving</source>
         <translation>Du kan redigere dette før du godkjenner</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="93"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="78"/>
+        <source>Approve all</source>
+        <translation>Godkjenn alle</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="106"/>
         <source>Approved (edited)</source>
         <translation>Godkjent (redigert)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="93"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="106"/>
         <source>Approved</source>
         <translation>Godkjent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="98"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="111"/>
         <source>Rejected</source>
         <translation>Avvist</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="46"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="48"/>
         <source>Approval needed: {action}</source>
         <translation>Godkjenning kreves: {action}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="50"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="52"/>
         <source>Affects:</source>
         <translation>Berører:</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chart_view.py" line="74"/>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="54"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="57"/>
         <source>Open</source>
         <translation>Åpne</translation>
     </message>
@@ -91,42 +96,42 @@
         <translation>Diagrambildet mangler: {p}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="51"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="61"/>
         <source>Ask about your map… (Enter sends, Shift+Enter for a new line)</source>
         <translation>Spør om kartet ditt… (Enter sender, Shift+Enter gir ny linje)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="54"/>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="100"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="64"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="112"/>
         <source>Send</source>
         <translation>Send</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="62"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="74"/>
         <location filename="../geogpt_qgis/gui/options_page.py" line="98"/>
         <source>Before running code, changing data or writing files</source>
         <translation>Før kode kjøres, data endres eller filer skrives</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="64"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="76"/>
         <location filename="../geogpt_qgis/gui/options_page.py" line="93"/>
         <source>Ask before changes</source>
         <translation>Spør før endringer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="65"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="77"/>
         <location filename="../geogpt_qgis/gui/options_page.py" line="94"/>
         <source>Trust this conversation</source>
         <translation>Stol på denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="66"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="78"/>
         <location filename="../geogpt_qgis/gui/options_page.py" line="95"/>
         <source>Never allow changes</source>
         <translation>Tillat aldri endringer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="100"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="112"/>
         <source>Stop</source>
         <translation>Stopp</translation>
     </message>
@@ -208,45 +213,45 @@
         <translation>; {n} eldre meldinger oppsummert for å få plass</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="28"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="29"/>
         <source>Conversations</source>
         <translation>Samtaler</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="30"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="31"/>
         <source>Your conversations: resume, rename, delete, export</source>
         <translation>Samtalene dine: fortsett, gi nytt navn, slett, eksporter</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="32"/>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="55"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="33"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="54"/>
         <source>New conversation</source>
         <translation>Ny samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="36"/>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="55"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="37"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="58"/>
         <source>Rename…</source>
         <translation>Gi nytt navn…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="37"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="38"/>
         <source>Export to Markdown…</source>
         <translation>Eksporter til Markdown…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="38"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="39"/>
         <source>Run log…</source>
         <translation>Kjørelogg…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="40"/>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="57"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="41"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="60"/>
         <source>Delete</source>
         <translation>Slett</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="43"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="44"/>
         <source>More for this conversation</source>
         <translation>Mer for denne samtalen</translation>
     </message>
@@ -337,57 +342,57 @@
         <translation>Kunne ikke eksportere: {e}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="43"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="45"/>
         <source>&lt;b&gt;Conversations&lt;/b&gt;</source>
         <translation>&lt;b&gt;Samtaler&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="44"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="47"/>
         <source>Only this project</source>
         <translation>Bare dette prosjektet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="45"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="48"/>
         <source>Show only the conversations started in the project that is open now</source>
         <translation>Vis bare samtalene som ble startet i prosjektet som er åpent nå</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="52"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="55"/>
         <source>No conversations yet.</source>
         <translation>Ingen samtaler ennå.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="56"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="59"/>
         <source>Export…</source>
         <translation>Eksporter…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="58"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="61"/>
         <source>Back to chat</source>
         <translation>Tilbake til chatten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="88"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="97"/>
         <source>no saved project</source>
         <translation>ikke noe lagret prosjekt</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="89"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="98"/>
         <source>1 turn</source>
         <translation>1 runde</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="90"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="99"/>
         <source> (current)</source>
         <translation> (gjeldende)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="93"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="102"/>
         <source>made before the project was saved</source>
         <translation>laget før prosjektet ble lagret</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="89"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="98"/>
         <source>{n} turns</source>
         <translation>{n} runder</translation>
     </message>
@@ -600,7 +605,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="73"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="159"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="160"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
@@ -684,7 +689,7 @@ Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="175"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="277"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="278"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
@@ -764,78 +769,79 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Kjører {tool}… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="97"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="98"/>
         <source>OpenAI-compatible</source>
         <translation>OpenAI-kompatibel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="99"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="100"/>
         <source>Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1</source>
         <translation>Ollama: http://localhost:11434 · OpenAI-kompatibel: URL-en som slutter på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="103"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="104"/>
         <source>The model to use; the list comes from the server</source>
         <translation>Modellen som skal brukes; listen kommer fra tjeneren</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="106"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="107"/>
         <source>Reload the server&apos;s model list</source>
         <translation>Last inn modellisten fra tjeneren på nytt</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="107"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="108"/>
         <source>API key</source>
         <translation>API-nøkkel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="110"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="111"/>
         <source>Test connection</source>
         <translation>Test tilkoblingen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="117"/>
-        <source>Server URL, API key and connection test</source>
-        <translation>Tjener-URL, API-nøkkel og tilkoblingstest</translation>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="118"/>
+        <source>Provider, server URL, API key and connection test</source>
+        <translation>Leverandør, server-URL, API-nøkkel og tilkoblingstest</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/server_picker.py" line="127"/>
         <location filename="../geogpt_qgis/gui/server_picker.py" line="158"/>
-        <source>Server URL</source>
-        <translation>Tjener-URL</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="157"/>
         <source>Provider</source>
         <translation>Leverandør</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="371"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="128"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="159"/>
+        <source>Server URL</source>
+        <translation>Tjener-URL</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="372"/>
         <source>Testing…</source>
         <translation>Tester…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="198"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="199"/>
         <source>type a key to store it in the system keychain</source>
         <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="318"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="319"/>
         <source>The server has no models installed.</source>
         <translation>Tjeneren har ingen modeller installert.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="385"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="386"/>
         <source>a key is stored; type a new one to replace it</source>
         <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="387"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="388"/>
         <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
         <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="347"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="348"/>
         <source>✓ This model can call tools.</source>
         <translation>✓ Denne modellen kan kalle verktøy.</translation>
     </message>
@@ -1015,17 +1021,17 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>kjører… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="71"/>
+        <location filename="../geogpt_qgis/plugin.py" line="79"/>
         <source>GeoGPT chat</source>
         <translation>GeoGPT-chat</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="73"/>
+        <location filename="../geogpt_qgis/plugin.py" line="81"/>
         <source>Show or hide the GeoGPT chat</source>
         <translation>Vis eller skjul GeoGPT-chatten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="102"/>
+        <location filename="../geogpt_qgis/plugin.py" line="110"/>
         <source>GeoGPT&apos;s result layers are saved with the project in {path}</source>
         <translation>GeoGPTs resultatlag er lagret sammen med prosjektet i {path}</translation>
     </message>
@@ -1053,6 +1059,10 @@ Bydata = https://example.org/ogcapi</translation>
         <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="145"/>
         <source>QGIS did not answer in time; the master password dialog may still be open.</source>
         <translation>QGIS svarte ikke i tide; dialogen for hovedpassordet kan fortsatt være åpen.</translation>
+    </message>
+    <message>
+        <source>Server URL, API key and connection test</source>
+        <translation type="obsolete">Tjener-URL, API-nøkkel og tilkoblingstest</translation>
     </message>
     <message>
         <source>stored in the system keychain; type to replace</source>

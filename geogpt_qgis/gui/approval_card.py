@@ -18,12 +18,14 @@ from qgis.PyQt.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
 from geogpt_qgis.core.approval import APPROVE, REJECT, ApprovalRequest
 from geogpt_qgis.gui.highlighter import CodeHighlighter
+from geogpt_qgis.gui.responsive import ResponsiveRow
 from geogpt_qgis.toolbelt.i18n import tr
 
 EDITOR_MAX_HEIGHT = 260
@@ -66,15 +68,26 @@ class ApprovalCard(QFrame):
         self.drop_button.setToolTip(tr("Give up this step without continuing the conversation"))
         self.outcome = QLabel()
         self.outcome.setVisible(False)
+        # Two short rows rather than one long one: the card fits a 300 px dock.
+        self.approve_button.setDefault(True)
         buttons = QHBoxLayout()
-        for button in (self.approve_button, self.trust_button, self.reject_button, self.drop_button):
+        for button in (self.approve_button, self.reject_button):
             buttons.addWidget(button)
+        buttons.addStretch(1)
+        more = ResponsiveRow()
+        more.add(self.trust_button, short=tr("Approve all"))
+        more.add(self.drop_button)
+        more.row.addStretch(1)
+        for label in (self.title, self.affected, self.outcome):
+            label.setWordWrap(True)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.affected)
         layout.addWidget(self.editor)
         layout.addWidget(self.reason)
         layout.addLayout(buttons)
+        layout.addWidget(more)
         layout.addWidget(self.outcome)
         self.approve_button.clicked.connect(lambda: self._approve(trust=False))
         self.trust_button.clicked.connect(lambda: self._approve(trust=True))
@@ -112,4 +125,5 @@ class ApprovalCard(QFrame):
 
 
 def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """HTML-escaped, with a break allowed after each slash (a long path wraps instead of widening the card)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("/", "/\u200b")

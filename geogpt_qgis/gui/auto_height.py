@@ -14,7 +14,8 @@ class AutoHeightTextBrowser(QTextBrowser):
         self.max_height = max_height
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setOpenExternalLinks(True)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Text wraps to the width; only what cannot wrap (a wide table, a long word) scrolls, inside this box.
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.setVerticalScrollBarPolicy(
             Qt.ScrollBarPolicy.ScrollBarAsNeeded if max_height else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
         )
@@ -25,6 +26,8 @@ class AutoHeightTextBrowser(QTextBrowser):
 
     def _fit_height(self, *_args: object) -> None:
         height = int(self.document().size().height()) + 2 * self.frameWidth() + 4
+        if self.document().size().width() > self.viewport().width() + 1:  # the box's own scroll bar shows
+            height += self.horizontalScrollBar().sizeHint().height()
         if self.max_height:
             height = min(height, self.max_height)
         height = max(height, 18)

@@ -10,10 +10,20 @@ from collections.abc import Callable
 
 from qgis.PyQt.QtCore import QEvent, QObject, Qt, pyqtSignal
 from qgis.PyQt.QtGui import QKeyEvent
-from qgis.PyQt.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from qgis.PyQt.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from geogpt_qgis.core.approval import POLICY_ASK, POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.gui.context_meter import ContextMeter
+from geogpt_qgis.gui.responsive import narrow_combo
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 
@@ -56,8 +66,10 @@ class ChatInput(QWidget):
         self.send_button.clicked.connect(self._send_or_stop)
         self.status = QLabel(self)
         self.status.setObjectName("geogptStatus")
+        self.status.setWordWrap(True)  # its own line, wrapped: a long status never widens the dock
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.meter = ContextMeter(self)
-        self.policy = QComboBox(self)
+        self.policy = narrow_combo(QComboBox(self), 6)
         self.policy.setObjectName("geogptPolicy")
         self.policy.setToolTip(tr("Before running code, changing data or writing files"))
         for key, label in (
@@ -71,13 +83,13 @@ class ChatInput(QWidget):
             lambda: PlgOptionsManager.set_value("approval_policy", self.policy.currentData())
         )
         buttons = QHBoxLayout()
-        buttons.addWidget(self.status, 1)
         buttons.addWidget(self.meter)
-        buttons.addWidget(self.policy)
+        buttons.addWidget(self.policy, 1)
         buttons.addWidget(self.send_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.edit)
+        layout.addWidget(self.status)
         layout.addLayout(buttons)
 
     def send_current(self) -> None:

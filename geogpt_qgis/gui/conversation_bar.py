@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from qgis.PyQt.QtCore import Qt, pyqtSignal
-from qgis.PyQt.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSizePolicy, QToolButton, QWidget
+from qgis.PyQt.QtWidgets import QLabel, QMenu, QPushButton, QSizePolicy, QToolButton, QWidget
 
+from geogpt_qgis.gui.responsive import ResponsiveRow
 from geogpt_qgis.toolbelt.i18n import tr
 
 
-class ConversationBar(QWidget):
+class ConversationBar(ResponsiveRow):
     """Title, the conversation list toggle, New, and a menu: rename, export, run log, delete."""
 
     list_toggled = pyqtSignal(bool)
@@ -43,12 +44,10 @@ class ConversationBar(QWidget):
         self.more_button.setToolTip(tr("More for this conversation"))
         self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.more_button.setMenu(self.menu)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.title, 1)
-        layout.addWidget(self.list_button)
-        layout.addWidget(self.new_button)
-        layout.addWidget(self.more_button)
+        self.add(self.title, 1)
+        self.add(self.list_button, short="☰")  # narrow dock: short labels, the full ones in the tooltips
+        self.add(self.new_button, short="+")
+        self.add(self.more_button)
         self.set_title("")
 
     def set_title(self, title: str) -> None:

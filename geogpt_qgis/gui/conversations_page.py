@@ -18,10 +18,12 @@ from qgis.PyQt.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
+from geogpt_qgis.gui.responsive import ResponsiveRow
 from geogpt_qgis.toolbelt.i18n import tr
 
 THREAD_ROLE = Qt.ItemDataRole.UserRole
@@ -41,6 +43,7 @@ class ConversationsPage(QWidget):
         super().__init__(parent)
         self.setObjectName("geogptConversations")
         self.heading = QLabel(tr("<b>Conversations</b>"))
+        self.heading.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.only_project = QCheckBox(tr("Only this project"))
         self.only_project.setToolTip(tr("Show only the conversations started in the project that is open now"))
         self.only_project.toggled.connect(self.refresh_requested)
@@ -67,17 +70,23 @@ class ConversationsPage(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.heading, 1)
         top.addWidget(self.only_project)
-        actions = QHBoxLayout()
-        for button in (self.open_button, self.rename_button, self.export_button, self.delete_button):
-            actions.addWidget(button)
-        actions.addStretch(1)
-        actions.addWidget(self.back_button)
+        # A narrow dock shows short labels (the full ones in the tooltips).
+        actions = ResponsiveRow()
+        for button, short in (
+            (self.open_button, None),
+            (self.rename_button, "✎"),
+            (self.export_button, "⇩"),
+            (self.delete_button, "✕"),
+        ):
+            actions.add(button, short=short)
+        actions.row.addStretch(1)
+        actions.add(self.back_button, short="←")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
         layout.addWidget(self.list, 1)
         layout.addWidget(self.empty)
-        layout.addLayout(actions)
+        layout.addWidget(actions)
         self._update_buttons()
 
     def show_conversations(self, conversations: list, current: str | None = None) -> None:

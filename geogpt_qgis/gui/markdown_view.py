@@ -10,7 +10,14 @@ its text (the chat's scroll area scrolls, not each message).
 from __future__ import annotations
 
 from qgis.PyQt.QtCore import Qt
-from qgis.PyQt.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextDocumentFragment
+from qgis.PyQt.QtGui import (
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextDocumentFragment,
+    QTextOption,
+)
 from qgis.PyQt.QtWidgets import QWidget
 
 from geogpt_qgis.core.markdown_stream import MarkdownBlockSplitter
@@ -34,6 +41,8 @@ class MarkdownView(AutoHeightTextBrowser):
         )
         self.setObjectName("geogptMarkdown")  # styled by the chat column's one style sheet
         self.viewport().setAutoFillBackground(False)
+        # Words are never cut: a table whose words do not fit the width scrolls sideways in this box instead.
+        self.setWordWrapMode(QTextOption.WrapMode.WordWrap)
         self._splitter = MarkdownBlockSplitter()
         self._tail_start = 0  # document position where the plain-text tail begins
         self._tail_open = False

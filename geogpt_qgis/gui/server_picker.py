@@ -29,6 +29,7 @@ from qgis.PyQt.QtWidgets import (
 from geogpt_qgis.agent.config import ModelConfig, model_config_from_settings
 from geogpt_qgis.gui import server_state as states
 from geogpt_qgis.gui.background import LatestAnswers
+from geogpt_qgis.gui.responsive import narrow_combo
 from geogpt_qgis.gui.server_queries import (
     connection_test_text,
     explain_server_error,
@@ -92,12 +93,12 @@ class ServerPicker(QWidget):
 
     # -- layout --------------------------------------------------------------
     def _build_widgets(self) -> None:
-        self.provider_combo = QComboBox()
+        self.provider_combo = narrow_combo(QComboBox(), 6)
         self.provider_combo.addItem("Ollama", PROVIDER_OLLAMA)
         self.provider_combo.addItem(tr("OpenAI-compatible"), PROVIDER_OPENAI)
         self.url_edit = QLineEdit()
         self.url_edit.setToolTip(tr("Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1"))
-        self.model_combo = QComboBox()
+        self.model_combo = narrow_combo(QComboBox())
         self.model_combo.setEditable(True)
         self.model_combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.model_combo.setToolTip(tr("The model to use; the list comes from the server"))
@@ -110,20 +111,20 @@ class ServerPicker(QWidget):
         self.test_button = QPushButton(tr("Test connection"))
 
     def _lay_out_compact(self) -> None:
-        """The dock: one row (provider, model, reload, fold-out button), the rest folded; one status line."""
+        """The dock: one row (model, reload, fold-out button), the rest (provider too) folded; one status line."""
         self.settings_button = QToolButton()
         self.settings_button.setText("⚙")
         self.settings_button.setCheckable(True)
-        self.settings_button.setToolTip(tr("Server URL, API key and connection test"))
+        self.settings_button.setToolTip(tr("Provider, server URL, API key and connection test"))
         top = QHBoxLayout()
         top.setContentsMargins(0, 0, 0, 0)
-        for widget, stretch in ((self.provider_combo, 0), (self.model_combo, 1)):
-            top.addWidget(widget, stretch)
+        top.addWidget(self.model_combo, 1)
         top.addWidget(self.refresh_button)
         top.addWidget(self.settings_button)
         self.panel = QWidget()
         form = QFormLayout(self.panel)
         form.setContentsMargins(0, 0, 0, 0)
+        form.addRow(tr("Provider"), self.provider_combo)
         form.addRow(tr("Server URL"), self.url_edit)
         form.addRow(self.key_label, self.key_edit)
         form.addRow(self.test_button)
