@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from geogpt_qgis.gui.dock import ChatDock
     from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
+    from geogpt_qgis.mcp_server.service import McpService
 
 MENU = "&GeoGPT"
 STORE_FILE = "conversations.sqlite"
@@ -41,6 +42,7 @@ class GeoGptPlugin:
         self.dock: ChatDock | None = None
         self.action: QAction | None = None
         self.options_factory: GeoGptOptionsFactory | None = None
+        self.mcp_service: McpService | None = None
         self._teardown = contextlib.ExitStack()
 
     def initGui(self) -> None:
@@ -67,6 +69,14 @@ class GeoGptPlugin:
         self.iface.registerOptionsWidgetFactory(options_factory)
         self.options_factory = options_factory
         self._teardown.callback(self._remove_options_page)
+
+        # The MCP server (off unless switched on in the options); the SDK is imported only when it starts.
+        from geogpt_qgis.mcp_server.service import McpService
+
+        self.mcp_service = McpService(self.iface)  # no parent: unload drops it with the plugin's reference
+        self.mcp_service.register()
+        self._teardown.callback(self._stop_mcp_server)
+        self.mcp_service.apply(settings)
 
         action = QAction(QIcon(str(icon_path("geogpt.svg"))), tr("GeoGPT chat"), main_window)
         action.setObjectName("GeoGptChatAction")
@@ -117,6 +127,11 @@ class GeoGptPlugin:
         if self.options_factory is not None:
             self.iface.unregisterOptionsWidgetFactory(self.options_factory)
             self.options_factory = None
+
+    def _stop_mcp_server(self) -> None:
+        if self.mcp_service is not None:
+            self.mcp_service.shutdown()
+            self.mcp_service = None
 
     def _remove_dock(self) -> None:
         if self.dock is not None:

@@ -78,6 +78,10 @@ class HttpServer:
         return self._port
 
     @property
+    def token(self) -> str:
+        return self._token
+
+    @property
     def url(self) -> str:
         return server_url(self.host, self._port)
 

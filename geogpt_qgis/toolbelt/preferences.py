@@ -45,6 +45,10 @@ class PlgSettings:
     # Before code, SQL writes, deletions and file writes: "ask", "trust" (this conversation) or "never".
     approval_policy: str = "ask"
     code_timeout: float = 30.0
+    # The MCP server inside the plugin (mcp_server/): off unless switched on; loopback unless an address is typed.
+    mcp_enabled: bool = False
+    mcp_host: str = "127.0.0.1"
+    mcp_port: int = 8765
     last_thread_id: str = ""
 
     @property

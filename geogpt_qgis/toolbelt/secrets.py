@@ -172,3 +172,27 @@ def register_connection_passwords() -> int:
         uri = QgsDataSourceUri(connection.uri())
         registered += secrets_scrub.register_password(uri.password(), uri.username(), uri.database())
     return registered
+
+
+# Where the in-plugin MCP server's bearer token is kept (the same stores as the API keys, never QSettings).
+MCP_SERVER_ACCOUNT = "mcp://geogpt-qgis/server-token"
+
+
+def mcp_server_token(renew: bool = False) -> str:
+    """The bearer token MCP clients must send to the in-plugin server: stored, or made and stored on first start.
+
+    ``renew`` replaces it (clients configured with the old one are refused
+    from then on).  Off the main thread, as the other keys.
+    """
+    from secrets import token_urlsafe
+
+    account = account_for(MCP_SERVER_ACCOUNT)
+    if not renew:
+        for read in (_keychain_get, _auth_db_get):
+            stored = read(account)
+            if stored:
+                secrets_scrub.register(stored)
+                return stored
+    token = token_urlsafe(32)
+    set_api_key(MCP_SERVER_ACCOUNT, token)
+    return token

@@ -164,3 +164,48 @@ def test_a_client_that_hangs_up_mid_call_leaves_nothing_half_done(serve, tool_ct
             return await session.call_tool("list_layers", {})
 
     assert not run(again).is_error
+
+
+def test_the_plugins_service_follows_the_settings_with_a_stored_token(demo_project, qgis_iface):
+    from geogpt_qgis.mcp_server.service import McpService
+    from geogpt_qgis.toolbelt.preferences import PlgSettings
+    from geogpt_qgis.toolbelt.secrets import mcp_server_token
+    from tests.support.runs import wait_until
+
+    service = McpService(qgis_iface)
+    states = []
+    service.state_changed.connect(states.append)
+    settings = PlgSettings(mcp_enabled=False, mcp_port=0, approval_policy="never")
+    try:
+        service.apply(settings)
+        assert not service.state.running and states == []  # off by default: nothing starts
+        settings.mcp_enabled = True
+        service.apply(settings)
+        wait_until(lambda: service.state.running, 30)
+        state = service.state
+        assert state.url.startswith("http://127.0.0.1:") and state.url.endswith("/mcp") and not state.warning
+        assert len(state.token) >= 40 and call_in_thread(mcp_server_token) == state.token  # kept, not remade
+
+        async def talk():
+            async with client(state.url, state.token) as session:
+                layers = await session.call_tool("list_layers", {})
+                removed = await session.call_tool("remove_layer", {"layer": "schools"})
+                return layers, removed
+
+        layers, removed = run(talk)
+        assert not layers.is_error and " layers (project CRS" in texts(layers)
+        assert removed.is_error and "approval policy (never allow)" in texts(removed)
+        assert "schools" in {layer.name() for layer in demo_project.mapLayers().values()}
+        service.stop()
+        assert states[-1] == service.state and not service.state.running
+
+        def refused() -> bool:
+            try:
+                httpx.post(state.url, json={}, timeout=2)
+            except httpx.ConnectError:
+                return True
+            return False
+
+        wait_until(lambda: call_in_thread(refused), 10)
+    finally:
+        service.shutdown()

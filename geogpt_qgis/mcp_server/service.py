@@ -1,0 +1,150 @@
+"""The in-plugin MCP server's life in QGIS: started from the settings, stopped on unload, status for the options page.
+
+The Qt shell around ``http.HttpServer``.  It lives on the main thread, where
+it makes the tools' ``MainThreadBridge``; everything slow (the token from the
+keychain, importing the SDK and the tools, binding the socket) happens on a
+background thread, and the result comes back through ``gui.background``.
+The plugin registers its one service (``current_service``) so the options
+page can restart it when the settings change.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from qgis.PyQt.QtCore import QObject, pyqtSignal
+
+from geogpt_qgis.core.approval import POLICY_NEVER, REJECT, ApprovalRequest, Decision
+
+if TYPE_CHECKING:
+    from qgis.gui import QgisInterface
+
+    from geogpt_qgis.mcp_server.http import HttpServer
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
+    from geogpt_qgis.toolbelt.preferences import PlgSettings
+
+log = logging.getLogger(__name__)
+
+_current: McpService | None = None
+
+
+def current_service() -> McpService | None:
+    """The plugin's MCP service, while the plugin is loaded."""
+    return _current
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """What the options page shows: off, serving (URL, token, any warning) or why it could not start."""
+
+    running: bool
+    url: str = ""
+    token: str = ""
+    warning: str = ""
+    error: str = ""
+
+
+def policy_approver(policy: str) -> Any:
+    """Until a gated MCP call can raise the dock's approval card: the policy's "never", else a clear refusal."""
+    from geogpt_qgis.mcp_server.tools import NO_ONE_TO_ASK
+
+    async def approver(request: ApprovalRequest, client: str) -> Decision:
+        if policy == POLICY_NEVER:
+            return Decision(REJECT, automatic=POLICY_NEVER)
+        return Decision(REJECT, automatic=NO_ONE_TO_ASK)
+
+    return approver
+
+
+class McpService(QObject):
+    """Starts and stops the Streamable HTTP server as the settings say; ``state_changed`` tells the options page."""
+
+    state_changed = pyqtSignal(object)  # ServerState
+
+    def __init__(self, iface: QgisInterface | None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.iface = iface
+        self.state = ServerState(False)
+        self._server: HttpServer | None = None
+        self._bridge: MainThreadBridge | None = None
+        self._generation = 0  # a start that finishes after a newer apply/stop is discarded
+
+    def register(self) -> None:
+        global _current
+        _current = self
+
+    def apply(self, settings: PlgSettings) -> None:
+        """Stop any server, then start one if the settings switch it on (main thread; returns at once)."""
+        self.stop()
+        if not settings.mcp_enabled:
+            return
+        from qgis.core import QgsProject
+
+        from geogpt_qgis.gui.background import run_in_background
+        from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
+        from geogpt_qgis.tools.base import ToolContext
+
+        self._bridge = MainThreadBridge()
+        ctx = ToolContext(project=QgsProject.instance(), bridge=self._bridge, iface=self.iface)
+        host, port, policy = settings.mcp_host, settings.mcp_port, settings.approval_policy
+        generation = self._generation
+
+        def start() -> HttpServer:
+            from geogpt_qgis.mcp_server.http import HttpServer
+            from geogpt_qgis.mcp_server.tools import McpTools
+            from geogpt_qgis.toolbelt.secrets import mcp_server_token
+
+            server = HttpServer(McpTools(ctx, policy_approver(policy)), mcp_server_token(), host, port)
+            server.start()
+            server.wait_started()
+            return server
+
+        run_in_background(start, lambda server, error: self._started(generation, server, error))
+
+    def _started(self, generation: int, server: HttpServer | None, error: BaseException | None) -> None:
+        if generation != self._generation:  # stopped (or restarted) meanwhile
+            if server is not None:
+                _stop_later(server)
+            return
+        if error is not None or server is None:
+            why = f"{type(error).__name__}: {error}" if error is not None else "unknown error"
+            log.warning("The MCP server could not start: %s", why)
+            self._set(ServerState(False, error=why))
+            return
+        self._server = server
+        if server.warning:
+            log.warning("%s", server.warning)
+        self._set(ServerState(True, server.url, server.token, server.warning or ""))
+
+    def stop(self) -> None:
+        """Stop the server (if any): calls under way are cancelled; main-thread steps not started are skipped."""
+        self._generation += 1
+        if self._bridge is not None:
+            self._bridge.close()
+            self._bridge = None
+        if self._server is not None:
+            _stop_later(self._server)
+            self._server = None
+        if self.state.running or self.state.error:
+            self._set(ServerState(False))
+
+    def shutdown(self) -> None:
+        """Unload: stop, and forget the registration."""
+        global _current
+        self.stop()
+        if _current is self:
+            _current = None
+
+    def _set(self, state: ServerState) -> None:
+        self.state = state
+        self.state_changed.emit(state)
+
+
+def _stop_later(server: HttpServer) -> None:
+    """End ``server`` without making the main thread wait for its thread."""
+    import threading
+
+    server.stop(timeout=0)
+    threading.Thread(target=server.stop, name="geogpt-mcp-stop", daemon=True).start()
