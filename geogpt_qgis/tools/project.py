@@ -49,6 +49,7 @@ from geogpt_qgis.tools.layers import (
     resolve_vector_layer,
 )
 from geogpt_qgis.tools.raster_sample import plan_sample, read_samples
+from geogpt_qgis.tools.raster_zonal import is_polygon_layer, zonal_summary
 from geogpt_qgis.tools.rasters import RasterReadPlan, describe_raster, grid_line, plan_raster_read
 from geogpt_qgis.tools.safety.expressions import expression_request, require_safe_expression
 
@@ -107,8 +108,10 @@ class ProjectTools(ToolFamily):
 
         Args:
             layer: Layer name or id.
-            at: Raster values at 'x y;..' (project CRS or 'EPSG:4326 x y') or a layer's points.
+            at: Raster values at 'x y;..' (project CRS or 'EPSG:4326 x y'), a layer's points or zones.
         """
+        if at.strip() and self.ctx.on_main(is_polygon_layer, self.ctx.project, at):
+            return zonal_summary(self.ctx, layer, at)
         if at.strip():
             sample = self.ctx.on_main(plan_sample, self.ctx.project, layer, at)
             return ToolResult(read_samples(sample, self.ctx.cancel), ToolArtifact(layers=(sample.raster.name,)))

@@ -164,3 +164,68 @@ def test_sampling_mistakes_are_explained(tools, demo_project, args, message):
 
     with pytest.raises(ToolError, match=re.escape(message)):
         call_in_thread(tools.describe_layer, *args)
+
+
+def _district_masks(demo_project, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Each district's pixels (centre inside), by GDAL's rasterizer over the GeoPackage: independent of QGIS."""
+    from osgeo import ogr
+
+    gpkg = Path(demo_project.fileName()).with_name("elvbury.gpkg")
+    source = ogr.Open(str(gpkg))
+    layer = source.GetLayerByName("districts")
+    names = [feature.GetField("name") for feature in layer]
+    masks = {}
+    for name in names:
+        target = gdal.GetDriverByName("MEM").Create("", shape[1], shape[0], 1, gdal.GDT_Byte)
+        target.SetGeoTransform((560_000.0, 10.0, 0.0, 6_206_000.0, 0.0, -10.0))
+        layer.SetAttributeFilter(f"name = '{name}'")
+        gdal.RasterizeLayer(target, [1], layer, burn_values=[1])
+        masks[name] = target.GetRasterBand(1).ReadAsArray() == 1
+    return masks
+
+
+def test_zonal_means_per_district_match_numpy_and_the_result_layer_is_added(tools, demo_project):
+    text = call_in_thread(tools.describe_layer, "elevation", "districts")
+    dem, nodata = _array(demo_project, "elevation")
+    rows = {line.split(" | ")[0].strip("| "): line.strip("|").split("|") for line in text.splitlines()[4:]}
+    assert text.startswith("native:zonalstatisticsfb finished.")
+    for name, mask in _district_masks(demo_project, dem.shape).items():
+        values = dem[mask & (dem != nodata)].astype(np.float64)
+        cells = [cell.strip() for cell in rows[name]]
+        assert abs(int(cells[1]) - values.size) <= 0.002 * values.size, (name, cells)
+        assert float(cells[2]) == pytest.approx(values.mean(), rel=2e-3), (name, cells)
+        assert float(cells[4]) == pytest.approx(values.max(), abs=0.05)
+    added = demo_project.mapLayersByName("districts_elevation_zonal")
+    assert len(added) == 1 and {"z_mean", "z_count"} <= set(added[0].fields().names())
+
+
+def test_land_cover_shares_per_district_with_labels_and_hectares(tools, demo_project):
+    text = call_in_thread(tools.describe_layer, "landcover", "districts")
+    cover, _ = _array(demo_project, "landcover")
+    labels = {1: "Water", 2: "Grass", 3: "Forest", 4: "Farmland", 5: "Residential", 6: "Commercial", 7: "Industrial"}
+    assert "(areas from pixel counts x 100 m2)" in text
+    for name, mask in _district_masks(demo_project, cover.shape).items():
+        line = next(row for row in text.splitlines() if row.startswith(f"| {name} |"))
+        codes, counts = np.unique(cover[mask], return_counts=True)
+        top = int(codes[counts.argmax()])
+        share = 100 * counts.max() / counts.sum()
+        match = re.search(rf"\| {top} {labels[top]} ([\d.]+)% ([\d.]+) ha", line)
+        assert match, (name, line)
+        assert float(match.group(1)) == pytest.approx(share, abs=0.15)
+        assert float(match.group(2)) == pytest.approx(counts.max() * 100 / 10_000, rel=0.01)
+
+
+def test_zones_in_another_crs_are_reprojected_not_misread(tools, demo_project):
+    import processing
+
+    reprojected = processing.run(
+        "native:reprojectlayer", {"INPUT": "districts", "TARGET_CRS": "EPSG:4326", "OUTPUT": "memory:"}
+    )["OUTPUT"]
+    reprojected.setName("districts_wgs84")
+    demo_project.addMapLayer(reprojected)
+    text = call_in_thread(tools.describe_layer, "elevation", "districts_wgs84")
+    dem, nodata = _array(demo_project, "elevation")
+    mask = _district_masks(demo_project, dem.shape)["Hillcrest"]
+    line = next(row for row in text.splitlines() if row.startswith("| Hillcrest |"))
+    mean = float(line.strip("|").split("|")[2])
+    assert mean == pytest.approx(dem[mask & (dem != nodata)].astype(np.float64).mean(), rel=0.01)
