@@ -35,7 +35,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/approval_card.py" line="115"/>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="168"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="171"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
     </message>
@@ -108,25 +108,25 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="74"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="98"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="99"/>
         <source>Before running code, changing data or writing files</source>
         <translation>Før kode kjøres, data endres eller filer skrives</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="76"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="93"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="94"/>
         <source>Ask before changes</source>
         <translation>Spør før endringer</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="77"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="94"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="95"/>
         <source>Trust this conversation</source>
         <translation>Stol på denne samtalen</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="78"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="95"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="96"/>
         <source>Never allow changes</source>
         <translation>Tillat aldri endringer</translation>
     </message>
@@ -141,19 +141,19 @@
         <translation>Python-pakkene er installert: bare spør i vei.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="290"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="295"/>
         <location filename="../geogpt_qgis/gui/chat_view.py" line="129"/>
         <source>Thinking</source>
         <translation>Tenker</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="223"/>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="226"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="228"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="233"/>
         <source>Stopped.</source>
         <translation>Stoppet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="225"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="230"/>
         <source>The run failed.</source>
         <translation>Kjøringen mislyktes.</translation>
     </message>
@@ -247,6 +247,7 @@
     <message>
         <location filename="../geogpt_qgis/gui/conversation_bar.py" line="41"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="60"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="114"/>
         <source>Delete</source>
         <translation>Slett</translation>
     </message>
@@ -302,7 +303,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/conversation_view.py" line="152"/>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="228"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="235"/>
         <source>Waiting for your approval.</source>
         <translation>Venter på din godkjenning.</translation>
     </message>
@@ -429,6 +430,7 @@
     <message>
         <location filename="../geogpt_qgis/gui/first_run_card.py" line="90"/>
         <location filename="../geogpt_qgis/gui/first_run_card.py" line="97"/>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="54"/>
         <source>Copy</source>
         <translation>Kopier</translation>
     </message>
@@ -604,167 +606,262 @@
         <translation>Kopier som Markdown</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="73"/>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="40"/>
+        <source>MCP server (other assistants)</source>
+        <translation>MCP-tjener (andre assistenter)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="41"/>
+        <source>Serve GeoGPT&apos;s tools to MCP clients (desktop assistants, editors)</source>
+        <translation>Gi MCP-klienter (skrivebordsassistenter, editorer) tilgang til GeoGPTs verktøy</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="43"/>
+        <source>127.0.0.1 keeps the server on this machine</source>
+        <translation>127.0.0.1 holder tjeneren på denne maskinen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="58"/>
+        <source>Copy configuration</source>
+        <translation>Kopier konfigurasjonen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="66"/>
+        <source>Address</source>
+        <translation>Adresse</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="67"/>
+        <source>Port</source>
+        <translation>Port</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="69"/>
+        <source>URL</source>
+        <translation>URL</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="70"/>
+        <source>Token</source>
+        <translation>Token</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="71"/>
+        <source>Client configuration</source>
+        <translation>Klientkonfigurasjon</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="116"/>
+        <source>The server is off.</source>
+        <translation>Tjeneren er av.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="115"/>
+        <source>&lt;the token, shown once the server runs&gt;</source>
+        <translation>&lt;tokenet, vises når tjeneren kjører&gt;</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="110"/>
+        <source>Serving at {}</source>
+        <translation>Kjører på {}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="116"/>
+        <source>Could not start: {}</source>
+        <translation>Kunne ikke starte: {}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="100"/>
+        <source>Refused: {}</source>
+        <translation>Avvist: {}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="74"/>
         <location filename="../geogpt_qgis/gui/server_picker.py" line="160"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="80"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="81"/>
         <source>Lower is more predictable; GeoGPT works best at 0-0.3</source>
         <translation>Lavere gir mer forutsigbare svar; GeoGPT fungerer best på 0–0,3</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="84"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="89"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="85"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="90"/>
         <source> tokens</source>
         <translation> tokens</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="85"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="86"/>
         <source>The most the model is sent at once; capped by the model&apos;s own window</source>
         <translation>Det meste modellen får tilsendt på én gang; begrenset av modellens eget kontekstvindu</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="90"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="91"/>
         <source>The longest reply the model may write; a model stuck in a loop stops there</source>
         <translation>Det lengste svaret modellen kan skrive; en modell som går i sløyfe, stopper der</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="99"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="100"/>
         <source>Agent</source>
         <translation>Agent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="101"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="102"/>
         <source>Temperature</source>
         <translation>Temperatur</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="103"/>
         <source>Context limit</source>
         <translation>Kontekstgrense</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="103"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="104"/>
         <source>Answer length limit</source>
         <translation>Grense for svarlengde</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="104"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="105"/>
         <source>Approval</source>
         <translation>Godkjenning</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="107"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="108"/>
         <source>One per line: Name = URL, e.g.
 City data = https://example.org/ogcapi</source>
         <translation>Én per linje: Navn = URL, f.eks.
 Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="113"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="114"/>
         <source>Data sources</source>
         <translation>Datakilder</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="115"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="116"/>
         <source>OGC API Features servers</source>
         <translation>OGC API Features-tjenere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="117"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="118"/>
         <source>PostgreSQL connections the agent may use</source>
         <translation>PostgreSQL-tilkoblinger agenten kan bruke</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="119"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="120"/>
         <source>Debug logging (Log Messages panel, GeoGPT tab)</source>
         <translation>Feilsøkingslogging (panelet Loggmeldinger, fanen GeoGPT)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="120"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="121"/>
         <source>Troubleshooting</source>
         <translation>Feilsøking</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="175"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="189"/>
         <location filename="../geogpt_qgis/gui/server_picker.py" line="278"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="205"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="219"/>
         <source>Line {n}: {u!r} is not an http(s) URL.</source>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="266"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="80"/>
+        <source>Good answer: keep its method as a worked example for the assistant</source>
+        <translation>Godt svar: ta vare på framgangsmåten som et løst eksempel for assistenten</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="110"/>
+        <source>My worked examples</source>
+        <translation>Mine løste eksempler</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="101"/>
+        <source>Kept as a worked example</source>
+        <translation>Lagret som løst eksempel</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="93"/>
+        <source>Nothing to keep: the answer used no tool</source>
+        <translation>Ingenting å lagre: svaret brukte ikke noe verktøy</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="99"/>
+        <source>Could not save the example</source>
+        <translation>Kunne ikke lagre eksempelet</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="273"/>
         <source>The model is repeating itself, so its answer was stopped here. A larger model is likely to do better; or ask again in other words.</source>
         <translation>Modellen gjentar seg selv, så svaret ble stoppet her. En større modell vil trolig gjøre det bedre; eller spør på nytt med andre ord.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="170"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="173"/>
         <source>Dropped the step.</source>
         <translation>Steget ble forkastet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="225"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="232"/>
         <source>Done.</source>
         <translation>Ferdig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="227"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="234"/>
         <source>Failed.</source>
         <translation>Mislyktes.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="270"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="277"/>
         <source>The answer reached the length limit of {n} tokens and was cut off. Ask for a shorter answer, or raise the limit in the settings.</source>
         <translation>Svaret nådde lengdegrensen på {n} tokens og ble kuttet. Be om et kortere svar, eller øk grensen i innstillingene.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="161"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="164"/>
         <source>Approved; continuing…</source>
         <translation>Godkjent; fortsetter…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="161"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="164"/>
         <source>Rejected; telling the assistant…</source>
         <translation>Avvist; gir beskjed til assistenten…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="175"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="178"/>
         <source>Left for later</source>
         <translation>Utsatt til senere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="120"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="123"/>
         <source>Thinking… ({m})</source>
         <translation>Tenker… ({m})</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="112"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="114"/>
         <source>Cannot run: missing Python packages: {p}.</source>
         <translation>Kan ikke kjøre: mangler Python-pakker: {p}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="120"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="123"/>
         <source>no model</source>
         <translation>ingen modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="199"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="203"/>
         <source>Running {tool}…</source>
         <translation>Kjører {tool}…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="205"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="209"/>
         <source>Thinking…</source>
         <translation>Tenker…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="202"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="206"/>
         <source>Running {tool}… {percent:.0f}%</source>
         <translation>Kjører {tool}… {percent:.0f} %</translation>
     </message>
@@ -1021,17 +1118,17 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>kjører… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="79"/>
+        <location filename="../geogpt_qgis/plugin.py" line="81"/>
         <source>GeoGPT chat</source>
         <translation>GeoGPT-chat</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="81"/>
+        <location filename="../geogpt_qgis/plugin.py" line="83"/>
         <source>Show or hide the GeoGPT chat</source>
         <translation>Vis eller skjul GeoGPT-chatten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="110"/>
+        <location filename="../geogpt_qgis/plugin.py" line="112"/>
         <source>GeoGPT&apos;s result layers are saved with the project in {path}</source>
         <translation>GeoGPTs resultatlag er lagret sammen med prosjektet i {path}</translation>
     </message>

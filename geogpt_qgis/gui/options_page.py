@@ -34,6 +34,7 @@ from geogpt_qgis.__about__ import TITLE
 from geogpt_qgis.core.approval import POLICY_ASK, POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.gui.background import run_in_background
 from geogpt_qgis.gui.connections_chooser import ConnectionsChooser
+from geogpt_qgis.gui.recipe_feedback import MyRecipesBox
 from geogpt_qgis.gui.server_picker import ERROR_STYLE, ServerPicker, set_label
 from geogpt_qgis.gui.server_queries import key_saved_text, store_key
 from geogpt_qgis.gui.settings_events import settings_events
@@ -119,10 +120,15 @@ class OptionsPage(QgsOptionsPageWidget):
         self.debug_check = QCheckBox(tr("Debug logging (Log Messages panel, GeoGPT tab)"))
         debug_box = QGroupBox(tr("Troubleshooting"))
         QVBoxLayout(debug_box).addWidget(self.debug_check)
+        from geogpt_qgis.gui.mcp_options import McpOptionsBox
+
+        self.mcp_box = McpOptionsBox()
+
+        self.my_recipes = MyRecipesBox()
 
         content = QWidget()
         column = QVBoxLayout(content)
-        for box in (model_box, agent_box, data_box, debug_box):
+        for box in (model_box, agent_box, data_box, self.my_recipes, self.mcp_box, debug_box):
             column.addWidget(box)
         column.addStretch(1)
         scroll = QScrollArea()
@@ -145,6 +151,8 @@ class OptionsPage(QgsOptionsPageWidget):
         self.ogc_edit.setPlainText(s.ogc_servers)
         self.connections.load(s.postgis_connections)
         self.debug_check.setChecked(s.debug_mode)
+        self.mcp_box.load(s)
+        self.my_recipes.reload()
 
     def apply(self) -> None:
         """Write the page's settings (OK in the options dialog), store a typed key, and tell the dock."""
@@ -157,6 +165,7 @@ class OptionsPage(QgsOptionsPageWidget):
             "ogc_servers": self.ogc_edit.toPlainText().strip(),
             "postgis_connections": self.connections.setting(),
             "debug_mode": self.debug_check.isChecked(),
+            **self.mcp_box.values(),
         }
         for key, value in values.items():
             PlgOptionsManager.set_value(key, value)
@@ -164,6 +173,11 @@ class OptionsPage(QgsOptionsPageWidget):
         logger.debug("settings saved from the options page")
         self._save_key()
         settings_events().changed.emit()
+        from geogpt_qgis.mcp_server.service import current_service
+
+        service = current_service()
+        if service is not None:  # switched on or off, moved: the server follows (off the main thread)
+            service.apply(PlgOptionsManager.get_plg_settings())
 
     def _save_key(self) -> None:
         """Store a typed key; the report outlives the page (OK closes the dialog)."""

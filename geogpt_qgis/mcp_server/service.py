@@ -70,16 +70,21 @@ class McpService(QObject):
         self._server: HttpServer | None = None
         self._bridge: MainThreadBridge | None = None
         self._generation = 0  # a start that finishes after a newer apply/stop is discarded
+        self._applied: tuple | None = None  # the settings the server runs (or is starting) with
 
     def register(self) -> None:
         global _current
         _current = self
 
     def apply(self, settings: PlgSettings) -> None:
-        """Stop any server, then start one if the settings switch it on (main thread; returns at once)."""
+        """Restart the server if its settings changed; start it if they switch it on (main thread; returns at once)."""
+        wanted = (settings.mcp_enabled, settings.mcp_host, settings.mcp_port, settings.approval_policy)
+        if wanted == self._applied and not self.state.error:
+            return  # running (or starting) as asked: calls under way are not cut off by an unrelated OK
         self.stop()
         if not settings.mcp_enabled:
             return
+        self._applied = wanted
         from qgis.core import QgsProject
 
         from geogpt_qgis.gui.background import run_in_background
@@ -121,6 +126,7 @@ class McpService(QObject):
     def stop(self) -> None:
         """Stop the server (if any): calls under way are cancelled; main-thread steps not started are skipped."""
         self._generation += 1
+        self._applied = None
         if self._bridge is not None:
             self._bridge.close()
             self._bridge = None
