@@ -49,6 +49,7 @@ from geogpt_qgis.tools.processing.compat import (
 from geogpt_qgis.tools.processing.crs import utm_crs_for_layer
 from geogpt_qgis.tools.processing.curves import coarse_note, curve_parameter
 from geogpt_qgis.tools.processing.describe import parameter_type_label
+from geogpt_qgis.tools.processing.raster_checks import check_raster_inputs
 from geogpt_qgis.tools.safety.algorithms import TEMPORARY_WORDS, is_temporary_destination
 from geogpt_qgis.tools.thread_guard import assert_main_thread
 
@@ -126,6 +127,7 @@ def resolve_parameters(
     _check_fields(algorithm, definitions, prepared, resolved_layers)
     _accurate_curves(algorithm, definitions, prepared)
     _plan_reprojections(definitions, prepared, resolved_layers)
+    check_raster_inputs(algorithm, prepared.values, resolved_layers)
     return prepared
 
 

@@ -1,0 +1,96 @@
+"""Checks on raster inputs of algorithms: band numbers that exist, and the CRS guard for terrain.
+
+A band number beyond the raster's bands is refused naming the valid range
+(QGIS's own message is "Incorrect parameter value for BAND").
+
+The CRS guard: a slope is never computed on a geographic DEM with degrees as metres.
+
+Slope, aspect, hillshade and the roughness indices divide height differences
+by the distance between pixel centres in the raster's map units.  On a DEM in
+EPSG:4326 that distance is in degrees while the heights are in metres, so the
+slope comes out almost vertical everywhere, silently.  The algorithms are
+recognised by their name in the registry (the part after the provider: the
+same for native:, gdal:, qgis: and grass ones); a call whose input raster is
+geographic is refused with the way out (reproject to the UTM zone first),
+unless it sets the GDAL tools' own SCALE to convert degrees (e.g. 111120).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qgis.core import QgsMapLayer, QgsProcessingAlgorithm, QgsRasterLayer
+
+from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.processing.crs import utm_crs_for_layer
+
+TERRAIN_NAMES = frozenset(
+    {
+        "slope",
+        "aspect",
+        "hillshade",
+        "ruggednessindex",
+        "roughness",
+        "relief",
+        "tpitopographicpositionindex",
+        "triterrainruggednessindex",
+        "r.slope.aspect",
+        "r.relief",
+    }
+)
+
+
+def is_terrain_algorithm(algorithm_id: str) -> bool:
+    return algorithm_id.split(":", 1)[-1].lower() in TERRAIN_NAMES
+
+
+def check_raster_inputs(
+    algorithm: QgsProcessingAlgorithm, values: dict[str, Any], layers: dict[str, QgsMapLayer | None]
+) -> None:
+    """Band numbers, then the terrain CRS guard (main thread); a ``ToolError`` the model can act on."""
+    check_bands(algorithm, values, layers)
+    check_terrain_crs(algorithm, values, layers)
+
+
+def check_bands(
+    algorithm: QgsProcessingAlgorithm, values: dict[str, Any], layers: dict[str, QgsMapLayer | None]
+) -> None:
+    for definition in algorithm.parameterDefinitions():
+        if definition.type() != "band" or values.get(definition.name()) in (None, ""):
+            continue
+        layer = layers.get(definition.parentLayerParameterName())
+        if not isinstance(layer, QgsRasterLayer):
+            continue
+        chosen = values[definition.name()]
+        for band in chosen if isinstance(chosen, list) else [chosen]:
+            try:
+                number = int(band)
+            except (TypeError, ValueError):
+                raise ToolError(f"{definition.name()}: a band is a number, not {band!r}") from None
+            count = layer.bandCount()
+            if not 1 <= number <= count:
+                span = "only band 1" if count == 1 else f"bands 1-{count}"
+                raise ToolError(
+                    f"{definition.name()}={number} is out of range: {layer.name()!r} has {span}. Nothing was run."
+                )
+
+
+def check_terrain_crs(
+    algorithm: QgsProcessingAlgorithm, values: dict[str, Any], layers: dict[str, QgsMapLayer | None]
+) -> None:
+    """Refuse a terrain algorithm on a geographic raster (main thread); the error says how to do it right."""
+    if not is_terrain_algorithm(algorithm.id()):
+        return
+    scale = values.get("SCALE")
+    if scale not in (None, "") and float(scale) != 1.0:
+        return  # the caller converted degrees to metres itself
+    for name, layer in layers.items():
+        if not isinstance(layer, QgsRasterLayer) or not layer.crs().isValid() or not layer.crs().isGeographic():
+            continue
+        target, description = utm_crs_for_layer(layer)
+        raise ToolError(
+            f"{name}: {layer.name()!r} is in {layer.crs().authid()} (degrees), so {algorithm.id()} would take its "
+            "pixel spacing in degrees as metres and give wrong results. Nothing was computed. Reproject it first: "
+            f"run gdal:warpreproject with INPUT={layer.name()!r}, TARGET_CRS={target.authid()} ({description}), "
+            "then run this on the result."
+        )
