@@ -82,7 +82,7 @@ def check_terrain_crs(
     if not is_terrain_algorithm(algorithm.id()):
         return
     scale = values.get("SCALE")
-    if scale not in (None, "") and float(scale) != 1.0:
+    if isinstance(scale, (int, float, str)) and str(scale).strip() and float(scale) != 1.0:
         return  # the caller converted degrees to metres itself
     for name, layer in layers.items():
         if not isinstance(layer, QgsRasterLayer) or not layer.crs().isValid() or not layer.crs().isGeographic():
