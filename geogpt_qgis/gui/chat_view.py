@@ -166,6 +166,11 @@ class ChatView(QScrollArea):
         view.layer_clicked.connect(self.layer_clicked)
         return self._add(view)
 
+    def add_item(self, widget: QWidget) -> QWidget:
+        """Any other widget under the last item (a thumbs-up under an answer, say)."""
+        self._end_stream()
+        return self._add(widget)
+
     def add_approval_card(self, request: dict[str, Any]) -> ApprovalCard:
         self._end_stream()
         card = ApprovalCard(request)

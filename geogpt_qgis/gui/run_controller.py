@@ -28,6 +28,7 @@ from geogpt_qgis.core.events import (
     ToolProgress,
     ToolStarted,
 )
+from geogpt_qgis.gui.recipe_feedback import LikeButton, TurnCalls
 from geogpt_qgis.gui.sources_view import TurnSources
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
@@ -71,6 +72,7 @@ class RunController(QObject):
         self.awaiting: ApprovalCard | None = None  # the approval the conversation waits for
         self.render_seconds = 0.0  # main-thread time spent on run events (benchmarked)
         self.turn_sources = TurnSources()  # the tool calls behind the answer being written
+        self.turn_calls = TurnCalls()  # the question and its successful calls, for a thumbs-up
         self._pending_text: list[str] = []
         self._flush_timer = QTimer(self)
         self._flush_timer.setSingleShot(True)
@@ -115,6 +117,7 @@ class RunController(QObject):
             self.titled.emit(text)
         config = self.picker.current_config()
         self.turn_sources.reset()
+        self.turn_calls.start(text)
         self.run_id = self.conversation.submit(text, config, self.composer.approval_policy(), note)
         PlgOptionsManager.set_value("last_thread_id", self.conversation.thread_id)
         self.composer.set_busy(True, tr("Thinking… ({m})").format(m=config.model or tr("no model")))
@@ -191,6 +194,7 @@ class RunController(QObject):
 
     def _handle(self, event: object) -> None:
         self.turn_sources.record(event)
+        self.turn_calls.record(event)
         status = self.composer.status
         if isinstance(event, ReasoningDelta):
             self.chat.append_reasoning(event.text)
@@ -220,6 +224,9 @@ class RunController(QObject):
         self.chat.end_turn(event.status, event.error)
         if event.status == "finished":
             self._show_sources()
+            if self.turn_calls.calls:
+                project = self.conversation.ctx.project
+                self.chat.add_item(LikeButton(self.turn_calls.question, self.turn_calls.calls, project))
         self.run_id = None
         labels = {
             "finished": tr("Done."),

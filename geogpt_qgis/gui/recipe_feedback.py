@@ -1,0 +1,141 @@
+"""Recipes grown from the user's work: a thumbs-up under an answer, and the list of them in the options page.
+
+``TurnCalls`` keeps the question and the calls that succeeded in the turn on
+screen; ``LikeButton`` (under a finished answer) turns them into a recipe
+(``core.recipe_learning``: the project's names become placeholders) and
+stores it in the profile's library (``tools.recipe_store``), where
+``find_examples`` finds it. ``MyRecipesBox`` lists them and deletes them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from qgis.PyQt.QtCore import Qt, pyqtSignal
+from qgis.PyQt.QtWidgets import (
+    QGroupBox,
+    QHBoxLayout,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from geogpt_qgis.core.events import ToolFinished, ToolStarted
+from geogpt_qgis.core.recipes import Call, Recipe
+from geogpt_qgis.toolbelt.i18n import tr
+
+log = logging.getLogger(__name__)
+
+
+class TurnCalls:
+    """The user's question and the calls that succeeded while its answer was written."""
+
+    def __init__(self) -> None:
+        self.question = ""
+        self._started: dict[str, Call] = {}
+        self.calls: list[Call] = []
+
+    def start(self, question: str) -> None:
+        self.question = question
+        self._started.clear()
+        self.calls = []
+
+    def record(self, event: object) -> None:
+        if isinstance(event, ToolStarted):
+            self._started[event.call_id] = (event.name, dict(event.args))
+        elif isinstance(event, ToolFinished) and event.ok and event.call_id in self._started:
+            self.calls.append(self._started.pop(event.call_id))
+
+
+def project_names(project: Any) -> tuple[dict[str, str], set[str]]:
+    """The project's layer names with their shape, and its field names (main thread)."""
+    from qgis.core import QgsVectorLayer, QgsWkbTypes
+
+    shapes = {"Point": "point", "Line": "line", "Polygon": "polygon"}
+    layers: dict[str, str] = {}
+    fields: set[str] = set()
+    for layer in project.mapLayers().values():
+        shape = ""
+        if isinstance(layer, QgsVectorLayer):
+            shape = shapes.get(QgsWkbTypes.geometryDisplayString(layer.geometryType()), "")
+            fields.update(layer.fields().names())
+        layers[layer.name()] = shape
+    return layers, fields
+
+
+class LikeButton(QToolButton):
+    """👍 under an answer: keep the run as a worked example in the profile's own library."""
+
+    saved = pyqtSignal(str)  # the recipe's id
+
+    def __init__(self, question: str, calls: list[Call], project: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("geogptLike")
+        self.question, self.calls, self.project = question, list(calls), project
+        self.setText("👍")
+        self.setToolTip(tr("Good answer: keep its method as a worked example for the assistant"))
+        self.setAutoRaise(True)
+        self.clicked.connect(self.keep)
+
+    def keep(self) -> Recipe | None:
+        """Store the run as a recipe (once); ``None`` when it has no call worth keeping."""
+        from geogpt_qgis.core.recipe_learning import generalise
+        from geogpt_qgis.tools.recipe_store import add_recipe
+
+        layers, fields = project_names(self.project)
+        recipe = generalise(self.question, self.calls, layers, fields)
+        self.setEnabled(False)
+        if recipe is None:
+            self.setText("👍 " + tr("Nothing to keep: the answer used no tool"))
+            return None
+        try:
+            add_recipe(recipe)
+        except OSError as exc:
+            log.warning("the example could not be saved: %s", exc)
+            self.setText("👍 " + tr("Could not save the example"))
+            return None
+        self.setText("👍 " + tr("Kept as a worked example"))
+        self.saved.emit(recipe.id)
+        return recipe
+
+
+class MyRecipesBox(QGroupBox):
+    """The options page's list of the user's own recipes, with Delete."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(tr("My worked examples"), parent)
+        self.list = QListWidget()
+        self.list.setObjectName("geogptMyRecipes")
+        self.list.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
+        self.delete_button = QPushButton(tr("Delete"))
+        self.delete_button.clicked.connect(self.delete_selected)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.delete_button)
+        column = QVBoxLayout(self)
+        column.addWidget(self.list)
+        column.addLayout(row)
+        self.reload()
+
+    def reload(self) -> None:
+        from geogpt_qgis.tools.recipe_store import user_recipes
+
+        self.list.clear()
+        for recipe in user_recipes():
+            item = QListWidgetItem(recipe.question)
+            item.setData(Qt.ItemDataRole.UserRole, recipe.id)
+            item.setToolTip("\n".join(name for name, _ in recipe.calls))
+            self.list.addItem(item)
+        self.delete_button.setEnabled(self.list.count() > 0)
+
+    def delete_selected(self) -> int:
+        """Delete the selected recipes from the profile's library; how many went."""
+        from geogpt_qgis.tools.recipe_store import delete_recipe
+
+        gone = sum(delete_recipe(item.data(Qt.ItemDataRole.UserRole)) for item in self.list.selectedItems())
+        self.reload()
+        return gone
