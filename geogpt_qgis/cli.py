@@ -199,7 +199,8 @@ def _run_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from qgis.core import QgsApplication, QgsProject
 
-    app = QgsApplication([], False, user_profile_folder())
+    # Platform "desktop": 3.40+ ignores the profile folder for any other platform name (its default is now "").
+    app = QgsApplication([], False, user_profile_folder(), "desktop")
     app.initQgis()
     from geogpt_qgis.tools.processing.catalog import ensure_processing
 
@@ -235,7 +236,7 @@ def user_profile_folder() -> str:
     key of the plugin are never seen.  The profile is the user's default one
     (``profiles.ini``), under ``$QGIS_CUSTOM_CONFIG_PATH`` when that is set, as
     QGIS does.  The folder goes to ``QgsApplication`` as its profile argument
-    (3.22 and 3.40+ both take it), and QSettings is pointed at it.
+    (3.22 and 3.40+ both take it, with the platform name "desktop"), and QSettings is pointed at it.
     """
     from qgis.core import QgsApplication, QgsUserProfileManager
     from qgis.PyQt.QtCore import QCoreApplication, QSettings, QStandardPaths

@@ -21,7 +21,7 @@ def main() -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from qgis.core import QgsApplication
 
-    app = QgsApplication([], True, str(profile))
+    app = QgsApplication([], True, str(profile), "desktop")  # 3.40+ honours the profile only for "desktop"
     app.initQgis()
     import qgis.utils
     from qgis.PyQt.QtWidgets import QApplication, QDockWidget
