@@ -65,7 +65,7 @@ class Conversation:
         self.store_path = store_path
         self.worker = AgentWorker(parent)
         # run id, event object (a ``core.events`` dataclass); delivered on the main thread
-        self.event = self.worker.event
+        self.event = self.worker.run_event
         self.thread_id = uuid.uuid4().hex  # the conversation the next message goes to (main thread)
         self._ids = itertools.count(1)
         self._runs: dict[int, tuple[Future, CancelToken]] = {}

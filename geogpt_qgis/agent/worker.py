@@ -2,8 +2,11 @@
 
 The conversation service (``conversation.Conversation``) hands it coroutines
 (``call``) and posts the events of its runs (``post``), from any thread; the
-``event`` signal delivers them on the main thread, in order, and nothing of a
-run after its ``RunFinished``.  LangChain and LangGraph are imported on this
+``run_event`` signal delivers them on the main thread, in order, and nothing of a
+run after its ``RunFinished``.  (Not named ``event``: that would hide
+``QObject.event``, the virtual Qt calls with every event sent to the object, and
+the first one, a language change passed on from the dock or a deferred delete,
+would call the signal and abort QGIS.)  LangChain and LangGraph are imported on this
 thread at the first run (``preload_agent_stack``), so neither QGIS start-up
 nor the main thread pays for them.
 """
@@ -28,7 +31,7 @@ class AgentWorker(QThread):
     """Owns the event loop; runs what it is given on it and brings run events back to the main thread."""
 
     # run id, event object (a ``core.events`` dataclass); delivered on the main thread
-    event = pyqtSignal(int, object)
+    run_event = pyqtSignal(int, object)
     # the same, posted from any thread; ``_deliver`` filters it on the main thread
     _posted = pyqtSignal(int, object)
 
@@ -82,7 +85,7 @@ class AgentWorker(QThread):
         self._at_exit.append(closer)
 
     def post(self, run_id: int, event: Event) -> None:
-        """Post an event from any thread; it reaches ``event`` on the main thread, in order."""
+        """Post an event from any thread; it reaches ``run_event`` on the main thread, in order."""
         self._posted.emit(run_id, event)
 
     def _deliver(self, run_id: int, event: Event) -> None:
@@ -95,7 +98,7 @@ class AgentWorker(QThread):
             return
         if isinstance(event, RunFinished):
             self._closed_runs.add(run_id)
-        self.event.emit(run_id, event)
+        self.run_event.emit(run_id, event)
 
     def shutdown(self, timeout_ms: int = 3000) -> None:
         """End the thread: its tasks are cancelled, then the closers run (used on unload and exit)."""
