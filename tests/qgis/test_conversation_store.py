@@ -14,6 +14,7 @@ import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.conversation import Conversation
+from geogpt_qgis.agent.memory import is_note
 from tests.support.demo import copy_demo
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import RunRecorder, wait_until
@@ -99,7 +100,9 @@ def test_only_the_newest_checkpoint_is_kept(model_server, tmp_path, tool_ctx, de
             model_server.script([Turn(tool_calls=[ToolCall("list_layers", {})]), Turn(text=f"answer {i}")])
             assert recorder.wait(worker.submit(f"question {i}", config_for(model_server)), 30).status == "finished"
         history = result_of(worker.history())
-        assert len(history) == 5 * 4
+        # The project-state note heads the history, then 4 messages a question (asked, call, result, answer).
+        assert is_note(history[0]) and not any(is_note(m) for m in history[1:])
+        assert len(history) == 1 + 5 * 4
     finally:
         worker.shutdown()
     with sqlite3.connect(store) as db:

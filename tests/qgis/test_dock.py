@@ -164,7 +164,9 @@ def test_new_conversation_clears_the_view_and_the_memory(panel, model_server):
     type_and_send(panel, "Who am I?")
     wait_until(lambda: panel.statuses == ["finished", "finished"], 10)
     sent = [m["content"] for m in model_server.chat_requests()[-1].body["messages"][1:]]
-    assert sent == ["Who am I?"]
+    # Only the new question, which carries the project's state ahead of it (the first of a conversation does).
+    assert len(sent) == 1 and "Ann" not in sent[0]
+    assert sent[0].startswith("[Open project: 'Elvbury demo town'") and sent[0].endswith("]\n\nWho am I?")
 
 
 def test_missing_packages_are_named_and_nothing_runs(panel, model_server, monkeypatch):
