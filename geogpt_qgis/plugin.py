@@ -26,6 +26,7 @@ from geogpt_qgis.toolbelt.qt_actions import QAction
 if TYPE_CHECKING:
     from qgis.gui import QgisInterface
 
+    from geogpt_qgis.gui.chat_view import ChatView
     from geogpt_qgis.gui.dock import ChatDock
     from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
     from geogpt_qgis.mcp_server.service import McpService
@@ -73,7 +74,8 @@ class GeoGptPlugin:
         # The MCP server (off unless switched on in the options); the SDK is imported only when it starts.
         from geogpt_qgis.mcp_server.service import McpService
 
-        self.mcp_service = McpService(self.iface)  # no parent: unload drops it with the plugin's reference
+        # No parent: unload drops it with the plugin's reference.  Gated MCP calls ask in the dock's chat.
+        self.mcp_service = McpService(self.iface, self._dock_chat)
         self.mcp_service.register()
         self._teardown.callback(self._stop_mcp_server)
         self.mcp_service.apply(settings)
@@ -127,6 +129,14 @@ class GeoGptPlugin:
         if self.options_factory is not None:
             self.iface.unregisterOptionsWidgetFactory(self.options_factory)
             self.options_factory = None
+
+    def _dock_chat(self) -> ChatView | None:
+        """The dock's chat, shown and raised, for an MCP client's approval card (main thread)."""
+        if self.dock is None:
+            return None
+        self.dock.setVisible(True)
+        self.dock.raise_()
+        return self.dock.panel.chat
 
     def _stop_mcp_server(self) -> None:
         if self.mcp_service is not None:

@@ -1118,17 +1118,27 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>kjører… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="81"/>
+        <location filename="../geogpt_qgis/mcp_server/dock_approvals.py" line="115"/>
+        <source>Withdrawn: the MCP client hung up</source>
+        <translation>Trukket tilbake: MCP-klienten koblet fra</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/mcp_server/dock_approvals.py" line="104"/>
+        <source>Approval needed for {client} (MCP): {action}</source>
+        <translation>Godkjenning trengs for {client} (MCP): {action}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/plugin.py" line="83"/>
         <source>GeoGPT chat</source>
         <translation>GeoGPT-chat</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="83"/>
+        <location filename="../geogpt_qgis/plugin.py" line="85"/>
         <source>Show or hide the GeoGPT chat</source>
         <translation>Vis eller skjul GeoGPT-chatten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="112"/>
+        <location filename="../geogpt_qgis/plugin.py" line="114"/>
         <source>GeoGPT&apos;s result layers are saved with the project in {path}</source>
         <translation>GeoGPTs resultatlag er lagret sammen med prosjektet i {path}</translation>
     </message>

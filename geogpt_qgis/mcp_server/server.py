@@ -37,12 +37,6 @@ def client_name(ctx: Any) -> str:
     return name[:80] or UNKNOWN_CLIENT
 
 
-def progress_token(ctx: Any) -> str | int | None:
-    meta = getattr(ctx, "meta", None) or {}
-    token = meta.get("progress_token", meta.get("progressToken")) if isinstance(meta, dict) else None
-    return token if isinstance(token, str | int) else None
-
-
 def build_server(tools: McpTools) -> Server:
     """A server offering ``tools`` and the project's resources (the SDK is imported here, lazily)."""
     import mcp_types as types
@@ -95,14 +89,11 @@ def build_server(tools: McpTools) -> Server:
 
 
 def _progress_sink(ctx: Any, loop: asyncio.AbstractEventLoop) -> Any:
-    """A ``core.progress`` sink sending MCP progress notifications, when the client asked for them."""
-    token = progress_token(ctx)
-    if token is None:
-        return None
+    """A ``core.progress`` sink sending MCP progress notifications (the SDK drops them when no token was sent)."""
 
     def sink(percent: float, message: str) -> None:
-        # Called from the tool's thread: the notification is sent on the server's loop.
-        send = ctx.session.send_progress_notification(token, percent, 100.0, message or None)
+        # From a tool's thread or the server's loop: the notification is always sent on the server's loop.
+        send = ctx.session.report_progress(percent, 100.0, message or None)
         asyncio.run_coroutine_threadsafe(send, loop)
 
     return sink

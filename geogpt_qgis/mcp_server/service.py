@@ -19,8 +19,11 @@ from qgis.PyQt.QtCore import QObject, pyqtSignal
 from geogpt_qgis.core.approval import POLICY_NEVER, REJECT, ApprovalRequest, Decision
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from qgis.gui import QgisInterface
 
+    from geogpt_qgis.gui.chat_view import ChatView
     from geogpt_qgis.mcp_server.http import HttpServer
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.toolbelt.preferences import PlgSettings
@@ -47,7 +50,7 @@ class ServerState:
 
 
 def policy_approver(policy: str) -> Any:
-    """Until a gated MCP call can raise the dock's approval card: the policy's "never", else a clear refusal."""
+    """Without the dock (no chat to show a card in): the policy's "never", else a clear refusal."""
     from geogpt_qgis.mcp_server.tools import NO_ONE_TO_ASK
 
     async def approver(request: ApprovalRequest, client: str) -> Decision:
@@ -63,9 +66,17 @@ class McpService(QObject):
 
     state_changed = pyqtSignal(object)  # ServerState
 
-    def __init__(self, iface: QgisInterface | None, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        iface: QgisInterface | None,
+        chat: Callable[[], ChatView | None] | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        """``chat`` gives the dock's chat, where approval cards go (``None``: gated calls are refused)."""
         super().__init__(parent)
         self.iface = iface
+        self._chat = chat
+        self._approvals: QObject | None = None
         self.state = ServerState(False)
         self._server: HttpServer | None = None
         self._bridge: MainThreadBridge | None = None
@@ -95,13 +106,18 @@ class McpService(QObject):
         ctx = ToolContext(project=QgsProject.instance(), bridge=self._bridge, iface=self.iface)
         host, port, policy = settings.mcp_host, settings.mcp_port, settings.approval_policy
         generation = self._generation
+        approver: Any = policy_approver(policy)
+        if self._chat is not None:
+            from geogpt_qgis.mcp_server.dock_approvals import DockApprovals
+
+            approver = self._approvals = DockApprovals(self._chat, policy)
 
         def start() -> HttpServer:
             from geogpt_qgis.mcp_server.http import HttpServer
             from geogpt_qgis.mcp_server.tools import McpTools
             from geogpt_qgis.toolbelt.secrets import mcp_server_token
 
-            server = HttpServer(McpTools(ctx, policy_approver(policy)), mcp_server_token(), host, port)
+            server = HttpServer(McpTools(ctx, approver), mcp_server_token(), host, port)
             server.start()
             server.wait_started()
             return server

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from geogpt_qgis.agent.toolkit import Toolkit, ToolOutcome
     from geogpt_qgis.tools.base import ToolContext, ToolFamily
 
-# ``Decision.automatic`` when nobody could be asked (the headless stdio server).
+# ``Decision.automatic`` when nobody could be asked (the headless stdio server), or the dock is not there.
 NO_ONE_TO_ASK = "no-one-to-ask"
+NO_DOCK = "no-dock"
 
 ProgressSink = Callable[[float, str], None]
 
@@ -57,6 +58,11 @@ def refusal_text(decision: Decision, request: ApprovalRequest) -> str:
             "(python -m geogpt_qgis mcp, headless) has no one to ask. Connect to the MCP server inside the QGIS "
             "plugin (Settings > Options > GeoGPT), whose dock asks the user, or restart this one with "
             "--approval trust to let such steps run."
+        )
+    if decision.automatic == NO_DOCK:
+        return (
+            f"Not done: {request.action.lower()} needs the approval of the person using QGIS, and the GeoGPT dock, "
+            "where they approve, is not open. Ask them to open it (Plugins > GeoGPT), then try again."
         )
     return rejection_message(decision, request)
 
