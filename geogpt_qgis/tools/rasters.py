@@ -99,6 +99,27 @@ def describe_raster(plan: RasterReadPlan, cancel: CancelToken) -> list[str]:
     return lines
 
 
+def band_summary(plan: RasterReadPlan, cancel: CancelToken) -> tuple[float | None, float | None, list[float]]:
+    """Band 1's min, max and (an integer band of at most ``MAX_CLASSES`` values) its values (worker thread)."""
+    import numpy as np
+    from osgeo import gdal
+
+    gdal.UseExceptions()
+    cancel.raise_if_cancelled()
+    dataset = gdal.OpenEx(plan.source, gdal.OF_RASTER | gdal.OF_READONLY)
+    band = dataset.GetRasterBand(1)
+    values, _ = _read_values(band, dataset.RasterXSize, dataset.RasterYSize)
+    valid = values[~np.isnan(values)] if values.dtype.kind == "f" else values
+    nodata = band.GetNoDataValue()
+    if nodata is not None:
+        valid = valid[valid != nodata]
+    if valid.size == 0:
+        return None, None, []
+    codes = np.unique(valid) if values.dtype.kind in "iu" else np.array([])
+    classes = [float(c) for c in codes] if 0 < codes.size <= MAX_CLASSES else []
+    return float(valid.min()), float(valid.max()), classes
+
+
 def _read_values(band: Any, width: int, height: int) -> tuple[Any, str]:
     """The band's pixels, or a sample of them, flattened; and a phrase saying which."""
     import numpy as np

@@ -99,3 +99,32 @@ def test_weak_model_mistakes_with_rasters_are_explained(tools, demo_project, alg
     with pytest.raises(ToolError, match=message):
         call_in_thread(tools.run_algorithm, algorithm, {**parameters, "OUTPUT": "TEMPORARY_OUTPUT"})
     assert set(demo_project.mapLayers()) == before
+
+
+def test_raster_outputs_are_styled_and_summarised(tools, demo_project):
+    from qgis.core import QgsPalettedRasterRenderer, QgsSingleBandGrayRenderer, QgsSingleBandPseudoColorRenderer
+
+    def added(prefix: str) -> QgsRasterLayer:
+        return next(layer for layer in demo_project.mapLayers().values() if layer.name().startswith(prefix))
+
+    text = call_in_thread(tools.run_algorithm, "native:slope", {"INPUT": "elevation", "OUTPUT": "TEMPORARY_OUTPUT"})
+    slope = added("elevation_slope")
+    dataset = gdal.Open(slope.source())
+    values = dataset.GetRasterBand(1).ReadAsArray()
+    valid = values[values != dataset.GetRasterBand(1).GetNoDataValue()].astype(np.float64)
+    assert f"band 1 (Float32, nodata -9999): min 0, max {valid.max():.4g}, mean {valid.mean():.4g}" in text
+    assert "statistics: exact, from all 480,000 pixels." in text
+    renderer = slope.renderer()
+    assert isinstance(renderer, QgsSingleBandPseudoColorRenderer)
+    assert renderer.classificationMax() == pytest.approx(valid.max(), rel=1e-6)
+
+    call_in_thread(tools.run_algorithm, "native:hillshade", {"INPUT": "elevation", "OUTPUT": "TEMPORARY_OUTPUT"})
+    assert isinstance(added("elevation_hillshade").renderer(), QgsSingleBandGrayRenderer)
+
+    table = [0, 40, 1, 40, 1000, 2]
+    parameters = {"INPUT_RASTER": "elevation", "RASTER_BAND": 1, "TABLE": table, "DATA_TYPE": 0, "NO_DATA": 0}
+    text = call_in_thread(tools.run_algorithm, "native:reclassifybytable", {**parameters, "OUTPUT": "TEMPORARY_OUTPUT"})
+    classes = next(layer for layer in demo_project.mapLayers().values() if "reclass" in layer.name())
+    assert isinstance(classes.renderer(), QgsPalettedRasterRenderer), text
+    assert [c.value for c in classes.renderer().classes()] == [1, 2]
+    assert "categorical, 2 classes" in text

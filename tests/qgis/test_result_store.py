@@ -46,13 +46,15 @@ BUFFER = {"INPUT": "rivers", "DISTANCE": 100, "SEGMENTS": 32}  # explicit segmen
 # Reads a saved project in a fresh QGIS and prints every layer's provider, file, features (WKT) and colour.
 REOPEN = """
 import json, sys
-from qgis.core import QgsApplication, QgsProject, QgsProviderRegistry
+from qgis.core import QgsApplication, QgsProject, QgsProviderRegistry, QgsVectorLayer
 app = QgsApplication([], False)
 app.initQgis()
 project = QgsProject.instance()
 assert project.read(sys.argv[1]), project.error()
 out = {}
 for layer in project.mapLayers().values():
+    if not isinstance(layer, QgsVectorLayer):  # the demo's GeoTIFFs
+        continue
     parts = QgsProviderRegistry.instance().decodeUri(layer.providerType(), layer.source())
     symbol = layer.renderer().symbol() if hasattr(layer.renderer(), "symbol") else None
     out[layer.name()] = {

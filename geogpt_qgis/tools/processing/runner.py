@@ -56,6 +56,7 @@ from geogpt_qgis.tools.processing.naming import slug, suggest_name, unique_name
 from geogpt_qgis.tools.processing.output_checks import check_layer, check_reprojection
 from geogpt_qgis.tools.processing.params import TEMPORARY_OUTPUT, PreparedParameters, resolve_parameters
 from geogpt_qgis.tools.processing.steps import group_intermediates
+from geogpt_qgis.tools.raster_outputs import finish_raster_outputs
 from geogpt_qgis.tools.result_store import ResultStore, StagedResult, is_temporary, stage_result
 from geogpt_qgis.tools.result_store import release as release_staged
 from geogpt_qgis.tools.safety.algorithms import require_approval
@@ -116,7 +117,8 @@ class ProcessingRunner:
                 layers=tuple(plan.prepared.input_layers),
                 algorithm=algorithm_label(plan.algorithm_id, parameters),
             )
-            return ToolResult(published.text, used)
+            raster_lines = finish_raster_outputs(self.ctx, plan.algorithm_id, published.artifact.added)
+            return ToolResult("\n".join([published.text, *raster_lines]), used)
         finally:
             poller.stop()
             release()
