@@ -92,7 +92,7 @@ in_chroot() {  # in_chroot ROOT [--net] COMMAND...: run COMMAND (a shell script)
     local root=$1 net=()
     shift
     if [ "$1" = --net ]; then net=(--net); shift; fi
-    unshare --mount --pid --ipc --fork "${net[@]}" /bin/bash -c '
+    unshare --mount --pid --ipc --fork --kill-child "${net[@]}" /bin/bash -c '
         set -euo pipefail
         root=$1; repo=$2; net=$3; shift 3
         '"$(declare -f mount_chroot)"'

@@ -35,6 +35,8 @@ state: dict[str, object] = {}
 
 def finish(code: int = 0) -> None:
     OUT.write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    # As QGIS's own File > Exit does: the project closes before the application (3.40+ aborts otherwise).
+    QgsProject.instance().clear()
     QgsApplication.exit(code)
 
 
