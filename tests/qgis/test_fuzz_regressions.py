@@ -36,7 +36,11 @@ def run_call(toolkit: Toolkit, name: str, args: dict) -> tuple[bool, str, float]
 
 
 def layer_state(project) -> list[tuple[str, int]]:
-    return sorted((layer.name(), layer.featureCount()) for layer in project.mapLayers().values())
+    # Rasters (the demo's GeoTIFFs) have no feature count: -1 stands for "a raster, still there".
+    return sorted(
+        (layer.name(), layer.featureCount() if hasattr(layer, "featureCount") else -1)
+        for layer in project.mapLayers().values()
+    )
 
 
 # -- unbounded text -------------------------------------------------------------------------
