@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +19,9 @@ import pytest
 from geogpt_qgis.agent.toolkit import Toolkit, ToolOutcome
 from geogpt_qgis.core.recipes import PLACEHOLDER, Recipe, load
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from geogpt_qgis.tools.base import ToolContext
 from geogpt_qgis.tools.registry import build_families
+from tests.support.demo import copy_demo
 from tests.support.postgis import saved_connection
 from tests.support.runs import call_in_thread
 
@@ -40,14 +43,34 @@ def test_the_library_covers_every_family_with_at_least_60_recipes():
         assert recipe.expect, f"{recipe.id}: says nothing about its result"
 
 
+@pytest.fixture(scope="module")
+def town(qgis_app, tmp_path_factory) -> Iterator[tuple[ToolContext, Toolkit]]:
+    """One copy of the demo town and one toolkit for every recipe (their results never collide: each call's
+    artifact names the layer it added), with the demo database saved as a QGIS connection."""
+    from qgis.core import QgsProject
+
+    from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
+
+    project = QgsProject.instance()
+    project.clear()
+    assert project.read(str(copy_demo(tmp_path_factory.mktemp("town")))), project.error()
+    bridge = MainThreadBridge()
+    ctx = ToolContext(project=project, bridge=bridge)
+    try:
+        with saved_connection("elvbury"):
+            yield ctx, Toolkit([tool for family in build_families(ctx) for tool in family.tools()])
+    finally:
+        bridge.close()
+        project.clear()
+
+
 @pytest.fixture
-def toolkit(tool_ctx, request) -> Toolkit:
+def toolkit(town, request) -> Toolkit:
     recipe: Recipe = request.node.callspec.params["recipe"]
     if recipe.family == "ogc":
         server = request.getfixturevalue("ogc_server")
         PlgOptionsManager.set_value("ogc_servers", f"Elvbury = {server.url}")
-    functions = [tool for family in build_families(tool_ctx) for tool in family.tools()]
-    return Toolkit(functions)
+    return town[1]
 
 
 def run(toolkit: Toolkit, name: str, args: dict[str, Any]) -> ToolOutcome:
@@ -66,9 +89,9 @@ def sql_rows(text: str) -> int:
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=[r.id for r in RECIPES])
-def test_recipe_runs_on_the_demo_town(recipe: Recipe, toolkit: Toolkit, tool_ctx):
-    with saved_connection("elvbury"):
-        outcomes = [run(toolkit, name, args) for name, args in recipe.bound_calls()]
+def test_recipe_runs_on_the_demo_town(recipe: Recipe, toolkit: Toolkit, town):
+    project = town[0].project
+    outcomes = [run(toolkit, name, args) for name, args in recipe.bound_calls()]
     for (name, _), outcome in zip(recipe.calls, outcomes, strict=True):
         assert outcome.ok, f"{recipe.id}: {name} failed: {outcome.text}"
     last = outcomes[-1]
@@ -82,7 +105,7 @@ def test_recipe_runs_on_the_demo_town(recipe: Recipe, toolkit: Toolkit, tool_ctx
     if "features" in want or "features_at_least" in want:
         added = last.artifact.added if last.artifact else ()
         assert added, f"{recipe.id}: no layer added: {last.text[:300]}"
-        made = tool_ctx.project.mapLayer(added[-1].layer_id) or tool_ctx.project.mapLayersByName(added[-1].name)[0]
+        made = project.mapLayer(added[-1].layer_id) or project.mapLayersByName(added[-1].name)[0]
         count = made.featureCount()
         assert count == want.get("features", count) and count >= want.get("features_at_least", 1), recipe.id
     if "sql_rows" in want:
