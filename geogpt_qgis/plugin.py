@@ -75,7 +75,7 @@ class GeoGptPlugin:
         from geogpt_qgis.mcp_server.service import McpService
 
         # No parent: unload drops it with the plugin's reference.  Gated MCP calls ask in the dock's chat.
-        self.mcp_service = McpService(self.iface, self._dock_chat)
+        self.mcp_service = McpService(self.iface, self._dock_chat, profile_data_dir() / STORE_FILE)
         self.mcp_service.register()
         self._teardown.callback(self._stop_mcp_server)
         self.mcp_service.apply(settings)

@@ -20,6 +20,7 @@ from geogpt_qgis.core.approval import POLICY_NEVER, REJECT, ApprovalRequest, Dec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from qgis.gui import QgisInterface
 
@@ -70,11 +71,14 @@ class McpService(QObject):
         self,
         iface: QgisInterface | None,
         chat: Callable[[], ChatView | None] | None = None,
+        store_path: Path | None = None,
         parent: QObject | None = None,
     ) -> None:
-        """``chat`` gives the dock's chat, where approval cards go (``None``: gated calls are refused)."""
+        """``chat`` gives the dock's chat, where approval cards go (``None``: gated calls are refused);
+        ``store_path`` the conversation store whose run log records every call (``None``: not recorded)."""
         super().__init__(parent)
         self.iface = iface
+        self.store_path = store_path
         self._chat = chat
         self._approvals: QObject | None = None
         self.state = ServerState(False)
@@ -106,6 +110,7 @@ class McpService(QObject):
         ctx = ToolContext(project=QgsProject.instance(), bridge=self._bridge, iface=self.iface)
         host, port, policy = settings.mcp_host, settings.mcp_port, settings.approval_policy
         generation = self._generation
+        store_path, project_file = self.store_path, QgsProject.instance().fileName()
         approver: Any = policy_approver(policy)
         if self._chat is not None:
             from geogpt_qgis.mcp_server.dock_approvals import DockApprovals
@@ -114,10 +119,12 @@ class McpService(QObject):
 
         def start() -> HttpServer:
             from geogpt_qgis.mcp_server.http import HttpServer
+            from geogpt_qgis.mcp_server.run_log import McpRunLog
             from geogpt_qgis.mcp_server.tools import McpTools
             from geogpt_qgis.toolbelt.secrets import mcp_server_token
 
-            server = HttpServer(McpTools(ctx, approver), mcp_server_token(), host, port)
+            run_log = McpRunLog(store_path, project_file) if store_path is not None else None
+            server = HttpServer(McpTools(ctx, approver, run_log=run_log), mcp_server_token(), host, port)
             server.start()
             server.wait_started()
             return server

@@ -11,16 +11,20 @@ as tool results with ``isError`` set, so a client's model can correct itself.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from geogpt_qgis.core.approval import REJECT, ApprovalRequest, Decision, rejection_message
+from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.core.progress import current_progress
 
 if TYPE_CHECKING:
+    from geogpt_qgis.agent.store import RunLog
     from geogpt_qgis.agent.toolkit import Toolkit, ToolOutcome
+    from geogpt_qgis.mcp_server.run_log import McpRunLog
     from geogpt_qgis.tools.base import ToolContext, ToolFamily
 
 # ``Decision.automatic`` when nobody could be asked (the headless stdio server), or the dock is not there.
@@ -86,6 +90,7 @@ class McpTools:
         approver: Approver = refuse_without_a_person,
         max_running: int = MAX_RUNNING,
         max_waiting: int = MAX_WAITING,
+        run_log: McpRunLog | None = None,
     ) -> None:
         from geogpt_qgis.tools.registry import build_families
 
@@ -94,6 +99,7 @@ class McpTools:
         self.families: list[ToolFamily] = build_families(ctx)
         self._toolkits: dict[tuple, Toolkit] = {}
         self.max_running, self.max_waiting = max_running, max_waiting
+        self.run_log = run_log
         self._admitted = 0
         self._slots: asyncio.Semaphore | None = None  # made on the server's loop, at the first call
 
@@ -142,11 +148,35 @@ class McpTools:
         self._admitted += 1
         try:
             async with self._slots:
-                return await self._call(name, arguments, client, progress)
+                if self.run_log is None:
+                    return await self._call(name, arguments, client, progress)
+                return await self._logged(name, arguments, client, progress)
         finally:
             self._admitted -= 1
 
-    async def _call(self, name: str, arguments: Any, client: str, progress: ProgressSink | None) -> CallAnswer:
+    async def _logged(self, name: str, arguments: Any, client: str, progress: ProgressSink | None) -> CallAnswer:
+        """``_call``, recorded in the run log as a run of its own (the client's name in its label)."""
+        assert self.run_log is not None  # noqa: S101 - checked by the caller
+        from geogpt_qgis.core.events import ToolFinished, ToolStarted
+
+        log = await self.run_log.start(client, name)
+        call_id = f"mcp-{id(log)}"
+        started = time.perf_counter()
+        await log.record(ToolStarted(call_id, name, arguments if isinstance(arguments, dict) else {}))
+        try:
+            answer = await self._call(name, arguments, client, progress, log)
+        except BaseException:
+            await asyncio.shield(log.finish("cancelled", "the MCP client went away"))
+            raise
+        seconds = time.perf_counter() - started
+        artifact = ToolArtifact.from_dict(answer.artifact) if answer.artifact else EMPTY
+        await log.record(ToolFinished(call_id, name, not answer.is_error, answer.text, seconds, artifact))
+        await log.finish("finished" if not answer.is_error else "failed", None)
+        return answer
+
+    async def _call(
+        self, name: str, arguments: Any, client: str, progress: ProgressSink | None, log: RunLog | None = None
+    ) -> CallAnswer:
         """Run one call; a gated call runs only when the approver approves it.
 
         The call gets its own cancel token: when the client goes away (the
@@ -160,6 +190,10 @@ class McpTools:
         try:
             request = await toolkit.approval_request(f"mcp-{id(cancel)}", name, arguments)
             if isinstance(request, ApprovalRequest):
+                if log is not None:
+                    from geogpt_qgis.core.events import ApprovalRequested
+
+                    await log.record(ApprovalRequested(request.to_dict()))
                 decision = await self.approver(request, client)
                 if not decision.approved:
                     return CallAnswer(refusal_text(decision, request), True)

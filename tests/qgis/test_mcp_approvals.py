@@ -7,6 +7,7 @@ the chat view and approval card on this (QGIS's main) thread.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -130,3 +131,44 @@ def test_the_policy_and_a_missing_dock_refuse_without_a_card(chat, serve_with, t
     wait_until(lambda: not thread.is_alive(), 30)
     assert outcome["result"].is_error and expected in texts(outcome["result"])
     assert cards(chat) == [] and "schools" in layer_names(tool_ctx.project)
+
+
+def test_every_call_is_in_the_run_log_with_the_clients_name(chat, tool_ctx, tmp_path):
+    import sqlite3
+
+    from geogpt_qgis.core.run_log import RunRecord, format_runs
+    from geogpt_qgis.mcp_server.dock_approvals import DockApprovals
+    from geogpt_qgis.mcp_server.http import HttpServer
+    from geogpt_qgis.mcp_server.run_log import McpRunLog, client_thread_id
+    from geogpt_qgis.mcp_server.tools import McpTools
+
+    store = tmp_path / "conversations.sqlite"
+    tools = McpTools(tool_ctx, DockApprovals(lambda: chat, "never"), run_log=McpRunLog(store, "demo.qgz"))
+    server = HttpServer(tools, TOKEN, "127.0.0.1", 0)
+    server.start()
+    try:
+        assert server.wait_started()
+        for name, arguments in (("list_layers", {}), ("remove_layer", {"layer": "schools"})):
+            outcome: dict = {}
+            thread = call_in_background(server.url, name, arguments, outcome)
+            wait_until(lambda: not thread.is_alive(), 30)  # noqa: B023 - waited for within the loop
+            assert "result" in outcome, outcome
+    finally:
+        server.stop()
+    with sqlite3.connect(store) as db:
+        title = db.execute("SELECT title FROM geogpt_conversations WHERE thread_id = ?", (client_thread_id(CLIENT),))
+        assert title.fetchone() == (f"MCP: {CLIENT}",)
+        heads = db.execute("SELECT run_id, label, started, ended, status, error FROM geogpt_runs ORDER BY started")
+        runs = [RunRecord(*head) for head in heads.fetchall()]
+        for run in runs:
+            rows = db.execute(
+                "SELECT at, kind, data FROM geogpt_run_events WHERE run_id = ? ORDER BY seq", (run.run_id,)
+            )
+            run.events = [(at, kind, json.loads(data)) for at, kind, data in rows]
+    assert [(run.label, run.status) for run in runs] == [
+        (f"MCP call from {CLIENT}: list_layers", "finished"),
+        (f"MCP call from {CLIENT}: remove_layer", "failed"),
+    ]
+    assert [kind for _at, kind, _data in runs[1].events] == ["tool_started", "approval", "tool"]
+    text = format_runs(runs)
+    assert f"MCP call from {CLIENT}: remove_layer" in text and "remove_layer" in text
