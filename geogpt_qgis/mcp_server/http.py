@@ -115,6 +115,10 @@ class HttpServer:
             self.failure = exc
         finally:
             sock.close()
+            if self.tools.run_log is not None:  # its SQLite thread would keep QGIS from exiting
+                import asyncio
+
+                asyncio.run(self.tools.run_log.close())
 
     @property
     def running(self) -> bool:

@@ -155,6 +155,8 @@ def test_every_call_is_in_the_run_log_with_the_clients_name(chat, tool_ctx, tmp_
             assert "result" in outcome, outcome
     finally:
         server.stop()
+    assert not server.running
+    assert not [t for t in threading.enumerate() if "_connection_worker_thread" in t.name]  # the log's connection
     with sqlite3.connect(store) as db:
         title = db.execute("SELECT title FROM geogpt_conversations WHERE thread_id = ?", (client_thread_id(CLIENT),))
         assert title.fetchone() == (f"MCP: {CLIENT}",)
