@@ -132,8 +132,8 @@ run: setup  ## start QGIS with the plugin, the demo project and the chat dock
 	$(PYTHON) scripts/plugin_dist.py install --profiles-path $(PROFILES) --profile geogpt
 	scripts/run_qgis.sh
 
-screenshot: setup  ## docs/screenshot.png: the dock inside QGIS, under Xvfb
-	$(PYTHON) scripts/screenshot.py docs/screenshot.png
+screenshot: setup  ## docs/screenshot.png and docs/dock-*.png: the dock inside QGIS at 300/450/800 px, under Xvfb
+	$(PYTHON) scripts/screenshot.py docs
 
 package: setup  ## the plugin zip for plugins.qgis.org, in dist/
 	$(PYTHON) scripts/plugin_dist.py package dist

@@ -57,8 +57,11 @@ class ApprovalCard(QFrame):
         self.editor.setToolTip(tr("You may edit this before approving") if self.request.editable else "")
         if self.request.language in ("python", "sql"):
             self.highlighter = CodeHighlighter(self.editor.document(), self.request.language)
+        # Code keeps its lines: a long one scrolls sideways in the box (room kept for the scroll bar).
+        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         lines = self.request.details.count("\n") + 1
-        self.editor.setFixedHeight(min(EDITOR_MAX_HEIGHT, self.editor.fontMetrics().lineSpacing() * lines + 16))
+        bar = self.editor.horizontalScrollBar().sizeHint().height()
+        self.editor.setFixedHeight(min(EDITOR_MAX_HEIGHT, self.editor.fontMetrics().lineSpacing() * lines + 16 + bar))
         self.reason = QLineEdit()
         self.reason.setPlaceholderText(tr("Reason, if you reject (the assistant reads it)"))
         self.approve_button = QPushButton(tr("Approve"))

@@ -115,9 +115,14 @@ class ChatPanel(QWidget):
         card.check_requested.connect(picker.refresh_models)
         card.settings_requested.connect(lambda: picker.settings_button.setChecked(True))
         card.example_chosen.connect(self._example_chosen)
-        for signal in (self.project.layersAdded, self.project.layersRemoved, self.project.cleared):
+        for signal in self._project_signals():
             signal.connect(self._refresh_examples)
         self._refresh_examples()
+
+    def _project_signals(self) -> tuple:
+        """What changes the example questions: layers added or removed, a project read or closed."""
+        project = self.project
+        return (project.layersAdded, project.layersRemoved, project.readProject, project.cleared)
 
     def _server_state_changed(self, state: ServerState) -> None:
         self.first_run.show_state(state)
@@ -138,7 +143,7 @@ class ChatPanel(QWidget):
         """Stop the agent thread and release everything (plugin unload, QGIS exit)."""
         with contextlib.suppress(TypeError):
             self.project.cleared.disconnect(self._project_cleared)
-        for signal in (self.project.layersAdded, self.project.layersRemoved, self.project.cleared):
+        for signal in self._project_signals():
             with contextlib.suppress(TypeError):
                 signal.disconnect(self._refresh_examples)
         self.model_bar.shutdown()
@@ -156,7 +161,8 @@ def project_layer_kinds(project: QgsProject) -> list[tuple[str, str]]:
         QgsWkbTypes.GeometryType.PolygonGeometry: POLYGON,
     }
     found = []
-    for layer in project.layerTreeRoot().layerOrder():
+    # The layer tree is built after the layers while a project is read: its order, else the registry's.
+    for layer in project.layerTreeRoot().layerOrder() or list(project.mapLayers().values()):
         if isinstance(layer, QgsVectorLayer):
             found.append((layer.name(), kinds.get(layer.geometryType(), TABLE)))
         elif isinstance(layer, QgsRasterLayer):

@@ -97,6 +97,9 @@ class ChatView(QScrollArea):
     def _show_placeholder(self, shown: bool) -> None:
         if self._placeholder is not None:
             self._placeholder.setVisible(shown)  # a no-op when it already is
+            if shown:  # read from its top, not followed to its bottom like a stream
+                self._follow = False
+                self.verticalScrollBar().setValue(0)
 
     def add_user_message(self, text: str) -> QLabel:
         self._follow = True

@@ -8,6 +8,8 @@ from qgis.PyQt.QtWidgets import QLabel, QMenu, QPushButton, QSizePolicy, QToolBu
 from geogpt_qgis.gui.responsive import ResponsiveRow
 from geogpt_qgis.toolbelt.i18n import tr
 
+TITLE_MIN_WIDTH = 70
+
 
 class ConversationBar(ResponsiveRow):
     """Title, the conversation list toggle, New, and a menu: rename, export, run log, delete."""
@@ -25,6 +27,7 @@ class ConversationBar(ResponsiveRow):
         self.title.setObjectName("geogptConversationTitle")
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.title.setTextFormat(Qt.TextFormat.PlainText)
+        self.title.setMinimumWidth(TITLE_MIN_WIDTH)  # the buttons go short before the title goes
         self.list_button = QToolButton()
         self.list_button.setText(tr("Conversations"))
         self.list_button.setCheckable(True)

@@ -11,8 +11,10 @@ the user left can never overwrite the list of the one they chose.
 from __future__ import annotations
 
 import contextlib
+import re
+from html import escape
 
-from qgis.PyQt.QtCore import QTimer, pyqtSignal
+from qgis.PyQt.QtCore import Qt, QTimer, pyqtSignal
 from qgis.PyQt.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -54,8 +56,9 @@ _MODEL_KEYS = {PROVIDER_OLLAMA: "ollama_model", PROVIDER_OPENAI: "openai_model"}
 
 
 def set_label(label: QLabel, text: str, error: bool = False) -> None:
-    """Show ``text`` (red if ``error``); an empty label hides."""
-    label.setText(text)
+    """Show ``text`` (red if ``error``; `code` spans as code, never as backticks); an empty label hides."""
+    label.setTextFormat(Qt.TextFormat.RichText if "`" in text else Qt.TextFormat.PlainText)
+    label.setText(re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text)) if "`" in text else text)
     label.setStyleSheet(ERROR_STYLE if error else "")
     label.setVisible(bool(text))
 

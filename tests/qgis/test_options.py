@@ -120,9 +120,9 @@ def test_the_connection_test_reports_success_or_what_to_fix(make_page, model_ser
     page.picker.url_edit.setText(dead)
     page.picker.test_connection()
     wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 10)
-    assert page.picker.test_label.text() == (
+    assert page.picker.test_label.text() == (  # the command shown as code, not between backticks
         f"Connection failed: Cannot reach the Ollama server at {dead}. Is Ollama running? "
-        "Start it (`ollama serve`) or correct the server URL."
+        "Start it (<code>ollama serve</code>) or correct the server URL."
     )
     assert PlgOptionsManager.get_plg_settings().ollama_url == model_server.url  # testing saves nothing
 
