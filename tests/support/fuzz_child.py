@@ -497,7 +497,7 @@ def run_batch(options: argparse.Namespace, folder: Path) -> dict[str, Any]:
     if missing:
         return {"error": f"tools not available in the child: {missing}", "calls": {}, "failures": []}
     model = make_model()
-    graph = build_graph(model, toolkit, lambda summary: "You are fuzzed.", max_steps=3, context_tokens=32_768)
+    graph = build_graph(model, toolkit, "You are fuzzed.", max_steps=3, context_tokens=32_768)
     layers = sorted({layer.name() for layer in project.mapLayers().values()})
     fields = sorted(
         {f.name() for layer in project.mapLayers().values() if hasattr(layer, "fields") for f in layer.fields()}
