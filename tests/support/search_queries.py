@@ -49,7 +49,7 @@ SEARCH_CASES: list[tuple[str, tuple[str, ...]]] = [
     ("union of two polygon layers", ("native:union",)),
     ("bounding box of each feature", ("native:boundingboxes",)),
     ("statistics by categories", ("qgis:statisticsbycategories",)),
-    ("mean and standard deviation of a field", ("qgis:basicstatisticsforfields",)),
+    ("mean and standard deviation of a field", ("qgis:basicstatisticsforfields", "native:basicstatisticsforfields")),
     ("zonal statistics of a raster inside polygons", ("native:zonalstatisticsfb",)),
     ("slope from a dem", ("native:slope", "gdal:slope")),
     ("hillshade", ("native:hillshade", "gdal:hillshade")),

@@ -19,6 +19,7 @@ RENAMES: dict[str, str] = {
     "qgis:voronoipolygons": "native:voronoipolygons",  # 3.34 (ported to C++ by A. Bruy, 2023)
     "qgis:delaunaytriangulation": "native:delaunaytriangulation",  # 3.34 (same port)
     "qgis:concavehull": "native:concavehull",  # 3.28 (GEOS concave hull replaced the Python one)
+    "qgis:basicstatisticsforfields": "native:basicstatisticsforfields",  # by 3.40 (which keeps the old id as alias)
 }
 
 _BACKWARDS = {new: old for old, new in RENAMES.items()}
