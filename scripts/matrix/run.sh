@@ -146,6 +146,7 @@ build_root() {
 prepare() {
     local name=$1 root=$2
     in_chroot "$root" "
+        set -euo pipefail
         if [ -d /mnt/host-ca ]; then
             rsync -a --delete /mnt/host-ca/ /usr/local/share/ca-certificates/ && update-ca-certificates >/dev/null
         fi
