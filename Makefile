@@ -11,6 +11,9 @@ DEBIAN_PACKAGES := $(shell scripts/debian_packages.sh)
 PROFILES := .qgis-profile
 LRELEASE := $(firstword $(wildcard /usr/lib/qt5/bin/lrelease) lrelease)
 TRANSLATIONS := $(patsubst %.ts,%.qm,$(wildcard i18n/*.ts))
+# The MCP Inspector's command-line mode, a client the MCP tests drive (npm; installed once, used offline).
+MCP_INSPECTOR_VERSION := 2.12.0
+MCP_INSPECTOR := tools/mcp-inspector/node_modules/.bin/mcp-inspector
 export QT_QPA_PLATFORM ?= offscreen
 
 .PHONY: help system setup demo postgis llama test test-unit test-matrix fuzz eval eval-real bench bench-quick lint run screenshot package translations clean
@@ -83,7 +86,11 @@ $(STAMPS)/qt6-venv.done: requirements-qt6.txt | system
 $(QT6_CHECKER): | system
 	/usr/bin/python3 scripts/qt6_checker.py fetch $(dir $@)
 
-setup: system $(STAMPS)/python-deps $(STAMPS)/tekken.json demo $(TRANSLATIONS) $(STAMPS)/qt6-venv.done $(QT6_CHECKER)
+setup: system $(STAMPS)/python-deps $(STAMPS)/tekken.json demo $(TRANSLATIONS) $(STAMPS)/qt6-venv.done $(QT6_CHECKER) $(MCP_INSPECTOR)
+
+$(MCP_INSPECTOR): | system
+	@command -v npm >/dev/null || { echo "npm is needed once to install the MCP Inspector (Debian: apt-get install npm)"; exit 1; }
+	npm install --no-audit --no-fund --prefix tools/mcp-inspector @modelcontextprotocol/inspector@$(MCP_INSPECTOR_VERSION)
 
 # Compiled translations (.qm) from the .ts sources; make translations also re-reads the code.
 i18n/%.qm: i18n/%.ts | system

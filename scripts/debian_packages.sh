@@ -14,4 +14,4 @@ case "$codename" in
     *) postgis=postgresql-postgis ;;
 esac
 echo qgis python3-qgis qgis-providers gdal-bin python3-gdal python3-psycopg2 python3-venv python3-pip \
-    "$postgis" xvfb xauth qttools5-dev-tools
+    "$postgis" xvfb xauth qttools5-dev-tools nodejs
