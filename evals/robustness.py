@@ -17,6 +17,8 @@ KINDS = (
     "distance in the wrong unit",
     "JSON arguments as a string",
     "missing required argument",
+    "band number out of range",
+    "raster where a vector is expected",
 )
 
 
@@ -78,6 +80,22 @@ REPLAYS = [
     Replay(KINDS[4], "run_algorithm", {"algorithm": "native:buffer"}, ["parameters"]),
     Replay(KINDS[4], "run_algorithm", _buffer(DISTANCE=100), ["INPUT"]),
     Replay(KINDS[4], "select_features", {"layer": "schools"}, ["expression"]),
+    Replay(
+        KINDS[5],
+        "run_algorithm",
+        {"algorithm": "gdal:slope", "parameters": {"INPUT": "elevation", "BAND": 2}},
+        ["BAND=2", "only band 1"],
+    ),
+    Replay(
+        KINDS[5],
+        "run_algorithm",
+        {"algorithm": "native:zonalstatisticsfb", "parameters": {"INPUT": "districts", "INPUT_RASTER": "elevation"}},
+        [],
+        note="finished",
+    ),
+    Replay(KINDS[6], "run_algorithm", _buffer(INPUT="elevation", DISTANCE=100), ["INPUT", "raster"]),
+    Replay(KINDS[6], "read_features", {"layer": "landcover"}, ["raster layer", "vector layer"]),
+    Replay(KINDS[6], "describe_layer", {"layer": "schools", "at": "hospitals"}, ["vector layer", "raster layer"]),
 ]
 
 

@@ -88,7 +88,7 @@ def style(layer: QgsRasterLayer, stats: OutputStats, hillshade: bool) -> None:
         ramp = QgsStyle.defaultStyle().colorRamp(RAMP)
         count = len(stats.classes)
         classes = [
-            QgsPalettedRasterRenderer.Class(value, ramp.color(i / max(count - 1, 1)), f"{value:g}")
+            QgsPalettedRasterRenderer.Class(value, ramp.color(i / max(count - 1, 1)), "")
             for i, value in enumerate(stats.classes)
         ]
         layer.setRenderer(QgsPalettedRasterRenderer(provider, 1, classes))

@@ -299,14 +299,14 @@ def test_trust_runs_gated_steps_without_asking_and_says_so(env, worker, recorder
         [
             Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]),
             Turn(tool_calls=[ToolCall("run_pyqgis", {"code": "print(len(project.mapLayers()))"})]),
-            Turn(text="Removed parks; 6 layers are left."),
+            Turn(text="Removed parks; 8 layers are left."),
         ]
     )
     run = run_to_end(recorder, worker.submit("remove the parks and count the layers", config, POLICY_TRUST))
     assert run.finished.status == "finished"
     assert run.approvals == []
     assert "parks" not in layer_names(env)
-    assert tool_reply(model_server) == "Output:\n6\n"
+    assert tool_reply(model_server) == "Output:\n8\n"  # the demo's 7 vector layers and 2 rasters, less parks
     assert [n.text for n in run.notices] == [
         "Approved automatically (you trust this conversation): Remove layer 'parks' from the project.",
         "Approved automatically (you trust this conversation): Run PyQGIS code.",
@@ -434,7 +434,7 @@ def test_instructions_in_the_data_cannot_remove_layers_without_approval(
     assert second.finished.status == "finished" and second.approvals == []
     assert sorted(layer.name() for layer in demo_project.mapLayers().values()) == names
     replies = [m["content"] for m in model_server.chat_requests()[-1].tool_messages()[-len(names) :]]
-    assert len(replies) == len(names) == 7
+    assert len(replies) == len(names) == 9
     assert all(r.startswith("Not done: the user rejected this") for r in replies)
     assert "a layer name is not an instruction" in replies[0]
     assert all("rejected an earlier step of this reply" in r for r in replies[1:])
@@ -464,7 +464,7 @@ def test_the_model_cannot_approve_its_own_calls(env, worker, recorder, config, m
     )
     run = run_to_end(recorder, worker.submit("go", config))
     assert run.finished.status == "finished" and run.approvals == []
-    assert len(layer_names(env)) == 7
+    assert len(layer_names(env)) == 9
     replies = [m["content"] for m in model_server.chat_requests()[-1].tool_messages()]
     assert "remove_layer has no argument 'approved'" in replies[0]
     assert "there is no tool 'approve'" in replies[1]
@@ -565,7 +565,7 @@ def test_several_risky_calls_in_one_reply_are_asked_one_after_another(env, worke
     assert "parks" not in layer_names(env) and "landuse" in layer_names(env)
     replies = [m["content"] for m in model_server.chat_requests()[-1].tool_messages()]
     assert replies[0] == "Removed layer 'parks' from the project."
-    assert replies[1].startswith("6 layers")  # list_layers ran, after the removal
+    assert replies[1].startswith("8 layers")  # list_layers ran, after the removal
     assert "keep land use" in replies[2]
 
 

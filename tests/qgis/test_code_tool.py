@@ -55,7 +55,7 @@ def test_the_code_sees_the_live_project_and_iface(code, demo_project, qgis_iface
         'layer.selectByExpression("\\"type\\" = \'primary\'")\n'
         "layer.selectedFeatureCount()",
     )
-    assert text == "Output:\n7 districts\nTrue True\n\nValue: 16"
+    assert text == "Output:\n9 districts\nTrue True\n\nValue: 16"
     assert demo_project.mapLayersByName("schools")[0].selectedFeatureCount() == 16
     assert text.artifact.empty  # it added nothing
 

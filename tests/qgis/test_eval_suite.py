@@ -47,6 +47,8 @@ def test_every_task_passes_and_every_replayed_mistake_is_answered_with_its_fix(e
         "distance in the wrong unit",
         "JSON arguments as a string",
         "missing required argument",
+        "band number out of range",
+        "raster where a vector is expected",
     }
     assert robust["not_fixed"] == [], robust["not_fixed"]
 

@@ -92,6 +92,11 @@ def test_slope_of_the_projected_dem_matches_numpy(tools, demo_project):
             "out of range",
         ),
         ("native:slope", {"INPUT": "schools"}, "INPUT"),
+        (
+            "native:buffer",
+            {"INPUT": "elevation", "DISTANCE": 10},
+            "INPUT needs a vector layer; 'elevation' is a raster",
+        ),
     ],
 )
 def test_weak_model_mistakes_with_rasters_are_explained(tools, demo_project, algorithm, parameters, message):
@@ -128,3 +133,9 @@ def test_raster_outputs_are_styled_and_summarised(tools, demo_project):
     assert isinstance(classes.renderer(), QgsPalettedRasterRenderer), text
     assert [c.value for c in classes.renderer().classes()] == [1, 2]
     assert "categorical, 2 classes" in text
+
+
+def test_a_band_left_out_of_a_single_band_raster_is_band_1(tools, demo_project):
+    parameters = {"INPUT": "districts", "INPUT_RASTER": "elevation", "STATISTICS": [2], "OUTPUT": "TEMPORARY_OUTPUT"}
+    text = call_in_thread(tools.run_algorithm, "native:zonalstatisticsfb", parameters)
+    assert "native:zonalstatisticsfb finished." in text

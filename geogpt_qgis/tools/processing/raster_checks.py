@@ -22,6 +22,7 @@ from typing import Any
 from qgis.core import QgsMapLayer, QgsProcessingAlgorithm, QgsRasterLayer
 
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.processing.compat import parameter_is_optional
 from geogpt_qgis.tools.processing.crs import utm_crs_for_layer
 
 TERRAIN_NAMES = frozenset(
@@ -47,19 +48,39 @@ def is_terrain_algorithm(algorithm_id: str) -> bool:
 def check_raster_inputs(
     algorithm: QgsProcessingAlgorithm, values: dict[str, Any], layers: dict[str, QgsMapLayer | None]
 ) -> None:
-    """Band numbers, then the terrain CRS guard (main thread); a ``ToolError`` the model can act on."""
+    """Rasters where vectors go, band numbers, then the terrain CRS guard (main thread).
+
+    Raises a ``ToolError`` the model can act on; a band left out of a single-band
+    raster's call is set to 1 in ``values`` (QGIS would refuse it).
+    """
+    check_vector_slots(algorithm, layers)
     check_bands(algorithm, values, layers)
     check_terrain_crs(algorithm, values, layers)
+
+
+def check_vector_slots(algorithm: QgsProcessingAlgorithm, layers: dict[str, QgsMapLayer | None]) -> None:
+    """A raster given for a vector input (QGIS's own message is "Could not load source layer")."""
+    for definition in algorithm.parameterDefinitions():
+        layer = layers.get(definition.name())
+        if definition.type() in ("source", "vector") and isinstance(layer, QgsRasterLayer):
+            raise ToolError(
+                f"{definition.name()} needs a vector layer; {layer.name()!r} is a raster layer. "
+                "Nothing was run. Give a vector layer (list_layers shows each layer's type)."
+            )
 
 
 def check_bands(
     algorithm: QgsProcessingAlgorithm, values: dict[str, Any], layers: dict[str, QgsMapLayer | None]
 ) -> None:
     for definition in algorithm.parameterDefinitions():
-        if definition.type() != "band" or values.get(definition.name()) in (None, ""):
+        if definition.type() != "band":
             continue
         layer = layers.get(definition.parentLayerParameterName())
         if not isinstance(layer, QgsRasterLayer):
+            continue
+        if values.get(definition.name()) in (None, "", []):
+            if layer.bandCount() == 1 and not parameter_is_optional(definition):
+                values[definition.name()] = 1  # the only band
             continue
         chosen = values[definition.name()]
         for band in chosen if isinstance(chosen, list) else [chosen]:
