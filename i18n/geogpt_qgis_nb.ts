@@ -4,75 +4,85 @@
 <context>
     <name>GeoGPT</name>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="63"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="81"/>
         <source>Reason, if you reject (the assistant reads it)</source>
         <translation>Begrunnelse hvis du avviser (assistenten leser den)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="64"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="82"/>
         <source>Approve</source>
         <translation>Godkjenn</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="65"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="84"/>
+        <source>Run this step (Ctrl+Enter)</source>
+        <translation>Kjør dette steget (Ctrl+Enter)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="85"/>
         <source>Approve all in this conversation</source>
         <translation>Godkjenn alt i denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="66"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="86"/>
         <source>Reject</source>
         <translation>Avvis</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="67"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="87"/>
+        <source>Do not run it; the assistant reads your reason (Ctrl+Backspace)</source>
+        <translation>Ikke kjør det; assistenten leser begrunnelsen din (Ctrl+Backspace)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="88"/>
         <source>Drop</source>
         <translation>Forkast</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="68"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="89"/>
         <source>Give up this step without continuing the conversation</source>
         <translation>Gi opp dette steget uten å fortsette samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="115"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="153"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="171"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="57"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="71"/>
         <source>You may edit this before approving</source>
         <translation>Du kan redigere dette før du godkjenner</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="78"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="117"/>
         <source>Approve all</source>
         <translation>Godkjenn alle</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="106"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="142"/>
         <source>Approved (edited)</source>
         <translation>Godkjent (redigert)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="106"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="142"/>
         <source>Approved</source>
         <translation>Godkjent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="111"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="149"/>
         <source>Rejected</source>
         <translation>Avvist</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="48"/>
-        <source>Approval needed: {action}</source>
-        <translation>Godkjenning kreves: {action}</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="52"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="184"/>
         <source>Affects:</source>
         <translation>Berører:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="62"/>
+        <source>Approval needed: {action}</source>
+        <translation>Godkjenning kreves: {action}</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chart_view.py" line="74"/>
@@ -141,19 +151,19 @@
         <translation>Python-pakkene er installert: bare spør i vei.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="295"/>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="129"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="298"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="132"/>
         <source>Thinking</source>
         <translation>Tenker</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="228"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="231"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="233"/>
         <source>Stopped.</source>
         <translation>Stoppet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="230"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="233"/>
         <source>The run failed.</source>
         <translation>Kjøringen mislyktes.</translation>
     </message>
@@ -213,46 +223,46 @@
         <translation>; {n} eldre meldinger oppsummert for å få plass</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="29"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="32"/>
         <source>Conversations</source>
         <translation>Samtaler</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="31"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="34"/>
         <source>Your conversations: resume, rename, delete, export</source>
         <translation>Samtalene dine: fortsett, gi nytt navn, slett, eksporter</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="33"/>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="54"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="36"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="57"/>
         <source>New conversation</source>
         <translation>Ny samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="37"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="40"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="58"/>
         <source>Rename…</source>
         <translation>Gi nytt navn…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="38"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="41"/>
         <source>Export to Markdown…</source>
         <translation>Eksporter til Markdown…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="39"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="42"/>
         <source>Run log…</source>
         <translation>Kjørelogg…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="41"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="44"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="60"/>
         <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="114"/>
         <source>Delete</source>
         <translation>Slett</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="44"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="47"/>
         <source>More for this conversation</source>
         <translation>Mer for denne samtalen</translation>
     </message>
@@ -677,7 +687,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="74"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="160"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="163"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
@@ -761,7 +771,7 @@ Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="189"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="278"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="281"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
@@ -866,79 +876,79 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Kjører {tool}… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="98"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="101"/>
         <source>OpenAI-compatible</source>
         <translation>OpenAI-kompatibel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="100"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="103"/>
         <source>Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1</source>
         <translation>Ollama: http://localhost:11434 · OpenAI-kompatibel: URL-en som slutter på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="104"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="107"/>
         <source>The model to use; the list comes from the server</source>
         <translation>Modellen som skal brukes; listen kommer fra tjeneren</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="107"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="110"/>
         <source>Reload the server&apos;s model list</source>
         <translation>Last inn modellisten fra tjeneren på nytt</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="108"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="111"/>
         <source>API key</source>
         <translation>API-nøkkel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="111"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="114"/>
         <source>Test connection</source>
         <translation>Test tilkoblingen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="118"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="121"/>
         <source>Provider, server URL, API key and connection test</source>
         <translation>Leverandør, server-URL, API-nøkkel og tilkoblingstest</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="127"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="158"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="130"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="161"/>
         <source>Provider</source>
         <translation>Leverandør</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="128"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="159"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="131"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="162"/>
         <source>Server URL</source>
         <translation>Tjener-URL</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="372"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="375"/>
         <source>Testing…</source>
         <translation>Tester…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="199"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="202"/>
         <source>type a key to store it in the system keychain</source>
         <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="319"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="322"/>
         <source>The server has no models installed.</source>
         <translation>Tjeneren har ingen modeller installert.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="386"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="389"/>
         <source>a key is stored; type a new one to replace it</source>
         <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="388"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="391"/>
         <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
         <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="348"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="351"/>
         <source>✓ This model can call tools.</source>
         <translation>✓ Denne modellen kan kalle verktøy.</translation>
     </message>

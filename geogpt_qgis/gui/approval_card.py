@@ -1,16 +1,19 @@
 """The approval card: exactly what a risky step would do, and the user's answer.
 
-Shows the action, what it affects, and the code or SQL (highlighted, and
-editable when the step allows it).  Approve, approve everything in this
-conversation, reject with a reason for the assistant, or drop the step.
+One line says what will change; a short list gives the facts (what it
+affects, the layer, the file, the filter: the call's own arguments); the code
+or SQL sits in a highlighted box that scrolls (and may be edited when the step
+allows it).  Approve is the primary answer (Ctrl+Enter); Reject takes an
+optional reason for the assistant (Ctrl+Backspace); approve everything in
+this conversation, or drop the step.  Once decided the card folds to one line.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from qgis.PyQt.QtCore import pyqtSignal
-from qgis.PyQt.QtGui import QFontDatabase
+from qgis.PyQt.QtCore import Qt, pyqtSignal
+from qgis.PyQt.QtGui import QFontDatabase, QKeySequence
 from qgis.PyQt.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -25,10 +28,23 @@ from qgis.PyQt.QtWidgets import (
 
 from geogpt_qgis.core.approval import APPROVE, REJECT, ApprovalRequest
 from geogpt_qgis.gui.highlighter import CodeHighlighter
-from geogpt_qgis.gui.responsive import ResponsiveRow
+from geogpt_qgis.gui.responsive import ElidedLabel, ResponsiveRow
 from geogpt_qgis.toolbelt.i18n import tr
+from geogpt_qgis.toolbelt.qt_actions import QAction
 
 EDITOR_MAX_HEIGHT = 260
+
+
+CARD_STYLE = """
+QFrame#geogptApprovalCard { border: 2px solid #e0a800; border-radius: 6px; background: palette(base); }
+QFrame#geogptApprovalCard[decided="true"] { border: 1px solid palette(mid); }
+QPushButton#geogptApprove { font-weight: bold; background: #2b7a0b; color: white; border-radius: 4px; padding: 4px 12px;
+}
+QPushButton#geogptApprove:disabled { background: palette(mid); }
+"""
+# Facts taken from the call's arguments: at most this many, each at most this long.
+MAX_FACTS = 6
+MAX_FACT_CHARS = 120
 
 
 class ApprovalCard(QFrame):
@@ -42,15 +58,13 @@ class ApprovalCard(QFrame):
         self.request = ApprovalRequest.from_dict(request)
         self.setObjectName("geogptApprovalCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet(
-            "QFrame#geogptApprovalCard { border: 2px solid #e0a800; border-radius: 6px; background: palette(base); }"
-        )
-        self.title = QLabel(tr("Approval needed: {action}").format(action=self.request.action))
-        self.title.setWordWrap(True)
+        self.setStyleSheet(CARD_STYLE)
+        self.title = ElidedLabel(tr("Approval needed: {action}").format(action=self.request.action))
         self.title.setStyleSheet("font-weight: bold;")
-        affected = "".join(f"<li>{_escape(item)}</li>" for item in self.request.affected)
-        self.affected = QLabel(f"{tr('Affects:')}<ul style='margin: 0'>{affected}</ul>" if affected else "")
-        self.affected.setWordWrap(True)
+        self.outcome = QLabel()
+        self.outcome.setVisible(False)
+        self.affected = QLabel(_facts_html(self.request))
+        self.affected.setVisible(bool(self.affected.text()))
         self.editor = QPlainTextEdit(self.request.details)
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.editor.setReadOnly(not self.request.editable)
@@ -62,15 +76,37 @@ class ApprovalCard(QFrame):
         lines = self.request.details.count("\n") + 1
         bar = self.editor.horizontalScrollBar().sizeHint().height()
         self.editor.setFixedHeight(min(EDITOR_MAX_HEIGHT, self.editor.fontMetrics().lineSpacing() * lines + 16 + bar))
+        self.editor.setVisible(bool(self.request.details.strip()))
         self.reason = QLineEdit()
         self.reason.setPlaceholderText(tr("Reason, if you reject (the assistant reads it)"))
         self.approve_button = QPushButton(tr("Approve"))
+        self.approve_button.setObjectName("geogptApprove")
+        self.approve_button.setToolTip(tr("Run this step (Ctrl+Enter)"))
         self.trust_button = QPushButton(tr("Approve all in this conversation"))
         self.reject_button = QPushButton(tr("Reject"))
+        self.reject_button.setToolTip(tr("Do not run it; the assistant reads your reason (Ctrl+Backspace)"))
         self.drop_button = QPushButton(tr("Drop"))
         self.drop_button.setToolTip(tr("Give up this step without continuing the conversation"))
-        self.outcome = QLabel()
-        self.outcome.setVisible(False)
+        self._lay_out()
+        self.approve_button.clicked.connect(lambda: self._approve(trust=False))
+        self.trust_button.clicked.connect(lambda: self._approve(trust=True))
+        self.reject_button.clicked.connect(self._reject)
+        self.drop_button.clicked.connect(self._drop)
+        for keys, answer in (("Ctrl+Return", self.approve_button), ("Ctrl+Backspace", self.reject_button)):
+            action = QAction(self)
+            action.setShortcut(QKeySequence(keys))
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            action.triggered.connect(answer.click)
+            self.addAction(action)
+
+    def _lay_out(self) -> None:
+        """Title and outcome on one line over the body; the body folds away once decided."""
+        for label in (self.affected, self.outcome):
+            label.setWordWrap(True)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        top = QHBoxLayout()
+        top.addWidget(self.title, 1)
+        top.addWidget(self.outcome)
         # Two short rows rather than one long one: the card fits a 300 px dock.
         self.approve_button.setDefault(True)
         buttons = QHBoxLayout()
@@ -81,27 +117,24 @@ class ApprovalCard(QFrame):
         more.add(self.trust_button, short=tr("Approve all"))
         more.add(self.drop_button)
         more.row.addStretch(1)
-        for label in (self.title, self.affected, self.outcome):
-            label.setWordWrap(True)
-            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.body = QWidget()
+        body = QVBoxLayout(self.body)
+        body.setContentsMargins(0, 0, 0, 0)
+        for widget in (self.affected, self.editor, self.reason):
+            body.addWidget(widget)
+        body.addLayout(buttons)
+        body.addWidget(more)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.title)
-        layout.addWidget(self.affected)
-        layout.addWidget(self.editor)
-        layout.addWidget(self.reason)
-        layout.addLayout(buttons)
-        layout.addWidget(more)
-        layout.addWidget(self.outcome)
-        self.approve_button.clicked.connect(lambda: self._approve(trust=False))
-        self.trust_button.clicked.connect(lambda: self._approve(trust=True))
-        self.reject_button.clicked.connect(self._reject)
-        self.drop_button.clicked.connect(self._drop)
+        layout.addLayout(top)
+        layout.addWidget(self.body)
 
     @property
     def pending(self) -> bool:
         return self.approve_button.isEnabled()
 
     def _approve(self, trust: bool) -> None:
+        if not self.pending:
+            return
         edited = self.editor.toPlainText()
         decision = {"action": APPROVE, "trust": trust, "call_id": self.request.call_id}
         if self.request.editable and edited != self.request.details:
@@ -110,6 +143,8 @@ class ApprovalCard(QFrame):
         self.decided.emit(decision)
 
     def _reject(self) -> None:
+        if not self.pending:
+            return
         reason = self.reason.text().strip()
         self.close_with(tr("Rejected") + (f": {reason}" if reason else ""))
         self.decided.emit({"action": REJECT, "reason": reason, "call_id": self.request.call_id})
@@ -119,12 +154,34 @@ class ApprovalCard(QFrame):
         self.dropped.emit()
 
     def close_with(self, outcome: str) -> None:
-        """Disable the answers and say what became of the step (also used when the panel drops it)."""
+        """Disable the answers, say what became of the step, fold to one line (also when the panel drops it)."""
         for widget in (self.approve_button, self.trust_button, self.reject_button, self.drop_button, self.reason):
             widget.setEnabled(False)
         self.editor.setReadOnly(True)
         self.outcome.setText(outcome)
+        self.outcome.setToolTip(outcome)
         self.outcome.setVisible(True)
+        self.title.set_full_text(self.request.action)
+        self.body.setVisible(False)
+        self.setProperty("decided", True)
+        self.style().unpolish(self)
+        self.style().polish(self)
+
+
+def _facts_html(request: ApprovalRequest) -> str:
+    """What it affects, then the call's short arguments (layer, file, filter...) but the code shown below."""
+    items = [_escape(item) for item in request.affected]
+    facts = []
+    for key, value in request.args.items():
+        if key == request.editable:
+            continue
+        values = value.items() if isinstance(value, dict) else [(key, value)]  # an algorithm's parameters
+        for name, item in values:
+            text = str(item)
+            if isinstance(item, str | int | float | bool) and text and len(text) <= MAX_FACT_CHARS:
+                facts.append(f"{_escape(str(name))}: <b>{_escape(text)}</b>")
+    listed = "".join(f"<li>{item}</li>" for item in items + facts[:MAX_FACTS])
+    return f"{tr('Affects:')}<ul style='margin: 0'>{listed}</ul>" if listed else ""
 
 
 def _escape(text: str) -> str:

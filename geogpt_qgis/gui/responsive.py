@@ -9,8 +9,9 @@ label stays in the tooltip.
 
 from __future__ import annotations
 
-from qgis.PyQt.QtCore import QSize
-from qgis.PyQt.QtWidgets import QAbstractButton, QComboBox, QHBoxLayout, QSizePolicy, QWidget
+from qgis.PyQt.QtCore import QSize, Qt
+from qgis.PyQt.QtGui import QPainter
+from qgis.PyQt.QtWidgets import QAbstractButton, QComboBox, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 # Characters a combo box keeps when narrow (its items are elided beyond that).
 COMBO_MIN_CHARS = 8
@@ -76,3 +77,27 @@ class ResponsiveRow(QWidget):
             for button, full, short in self._labels:
                 button.setText(short if compact else full)
         super().resizeEvent(event)
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text that ends in "…" when it does not fit; ``text()`` and the tooltip keep all of it."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.set_full_text(text)
+
+    def set_full_text(self, text: str) -> None:
+        self.setText(text)
+        self.setToolTip(text)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(self.fontMetrics().horizontalAdvance("…") * 3, super().minimumSizeHint().height())
+
+    def paintEvent(self, event) -> None:  # noqa: ANN001, N802 - Qt override
+        painter = QPainter(self)
+        rect = self.contentsRect()
+        shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, rect.width())
+        painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, shown)
+        painter.end()
