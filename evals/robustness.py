@@ -19,6 +19,7 @@ KINDS = (
     "missing required argument",
     "band number out of range",
     "raster where a vector is expected",
+    "class name instead of its code",
 )
 
 
@@ -96,6 +97,28 @@ REPLAYS = [
     Replay(KINDS[6], "run_algorithm", _buffer(INPUT="elevation", DISTANCE=100), ["INPUT", "raster"]),
     Replay(KINDS[6], "read_features", {"layer": "landcover"}, ["raster layer", "vector layer"]),
     Replay(KINDS[6], "describe_layer", {"layer": "schools", "at": "hospitals"}, ["vector layer", "raster layer"]),
+    Replay(
+        KINDS[7],
+        "run_algorithm",
+        {
+            "algorithm": "native:reclassifybytable",
+            "parameters": {
+                "INPUT_RASTER": "landcover",
+                "RASTER_BAND": 1,
+                "TABLE": [3, 3, 1, "Farmland", "Farmland", 1],
+            },
+        },
+        ["'farmland' is a class label", "code is 4"],
+    ),
+    Replay(
+        KINDS[7],
+        "run_algorithm",
+        {
+            "algorithm": "native:reclassifybytable",
+            "parameters": {"INPUT_RASTER": "landcover", "RASTER_BAND": 1, "TABLE": ["Grass", "Grass", 1]},
+        },
+        ["'grass' is a class label", "code is 2"],
+    ),
 ]
 
 

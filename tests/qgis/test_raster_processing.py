@@ -97,6 +97,16 @@ def test_slope_of_the_projected_dem_matches_numpy(tools, demo_project):
             {"INPUT": "elevation", "DISTANCE": 10},
             "INPUT needs a vector layer; 'elevation' is a raster",
         ),
+        (
+            "native:reclassifybytable",
+            {"INPUT_RASTER": "landcover", "RASTER_BAND": 1, "TABLE": ["forest", "Forest", 1]},
+            "TABLE: 'forest' is a class label of 'landcover', not a value; its code is 3",
+        ),
+        (
+            "native:reclassifybytable",
+            {"INPUT_RASTER": "landcover", "RASTER_BAND": 1, "TABLE": ["Water", "Water", "1"]},
+            "its code is 1",
+        ),
     ],
 )
 def test_weak_model_mistakes_with_rasters_are_explained(tools, demo_project, algorithm, parameters, message):
@@ -139,3 +149,8 @@ def test_a_band_left_out_of_a_single_band_raster_is_band_1(tools, demo_project):
     parameters = {"INPUT": "districts", "INPUT_RASTER": "elevation", "STATISTICS": [2], "OUTPUT": "TEMPORARY_OUTPUT"}
     text = call_in_thread(tools.run_algorithm, "native:zonalstatisticsfb", parameters)
     assert "native:zonalstatisticsfb finished." in text
+
+
+def test_class_codes_are_not_taken_for_class_labels(tools, demo_project):
+    parameters = {"INPUT_RASTER": "landcover", "RASTER_BAND": 1, "TABLE": [3, 3, 1], "OUTPUT": "TEMPORARY_OUTPUT"}
+    assert "finished." in call_in_thread(tools.run_algorithm, "native:reclassifybytable", parameters)

@@ -1,7 +1,10 @@
 """Checks on raster inputs of algorithms: band numbers that exist, and the CRS guard for terrain.
 
 A band number beyond the raster's bands is refused naming the valid range
-(QGIS's own message is "Incorrect parameter value for BAND").
+(QGIS's own message is "Incorrect parameter value for BAND").  A class label
+used where a class value goes (``A==Forest`` in a formula, "Forest" in a
+reclassification table) is refused with the class's code, read from the
+raster's paletted renderer.
 
 The CRS guard: a slope is never computed on a geographic DEM with degrees as metres.
 
@@ -17,9 +20,10 @@ unless it sets the GDAL tools' own SCALE to convert degrees (e.g. 111120).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from qgis.core import QgsMapLayer, QgsProcessingAlgorithm, QgsRasterLayer
+from qgis.core import QgsMapLayer, QgsPalettedRasterRenderer, QgsProcessingAlgorithm, QgsRasterLayer
 
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.processing.compat import parameter_is_optional
@@ -55,7 +59,51 @@ def check_raster_inputs(
     """
     check_vector_slots(algorithm, layers)
     check_bands(algorithm, values, layers)
+    check_class_names(algorithm, values, layers)
     check_terrain_crs(algorithm, values, layers)
+
+
+TEXT_KINDS = ("string", "raster_calc_expression", "expression", "matrix")
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+
+
+def check_class_names(
+    algorithm: QgsProcessingAlgorithm, values: dict[str, Any], layers: dict[str, QgsMapLayer | None]
+) -> None:
+    """A class label written where its code belongs, in a formula or a table of an algorithm on a classed raster."""
+    labels: dict[str, tuple[float, str]] = {}
+    for layer in layers.values():
+        if not isinstance(layer, QgsRasterLayer):
+            continue
+        renderer = layer.renderer()
+        if isinstance(renderer, QgsPalettedRasterRenderer):
+            for item in renderer.classes():
+                if item.label.strip() and not _is_number(item.label):
+                    labels[item.label.strip().casefold()] = (item.value, layer.name())
+    if not labels:
+        return
+    for definition in algorithm.parameterDefinitions():
+        value = values.get(definition.name())
+        if definition.type() not in TEXT_KINDS or value in (None, ""):
+            continue
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str):
+                continue
+            bare = _QUOTED.sub(" ", text)  # "landcover@1" names a layer, not a class
+            for label, (code, layer_name) in labels.items():
+                if re.search(rf"(?<![\w@]){re.escape(label)}(?![\w@])", bare, re.IGNORECASE):
+                    raise ToolError(
+                        f"{definition.name()}: {label!r} is a class label of {layer_name!r}, not a value; its code "
+                        f"is {code:g}. Use the code (e.g. A=={code:g}). Nothing was run."
+                    )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def check_vector_slots(algorithm: QgsProcessingAlgorithm, layers: dict[str, QgsMapLayer | None]) -> None:
