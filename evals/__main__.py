@@ -87,6 +87,13 @@ def main(only: str = "") -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    result = main(sys.argv[1] if len(sys.argv) > 1 else "")
-    (REPO / "evals" / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+    arguments = [a for a in sys.argv[1:] if a != "--no-examples"]
+    plain = len(arguments) < len(sys.argv) - 1  # without find_examples (the prompt budget still counts it)
+    if plain:
+        from evals.real import without_examples
+
+        without_examples()
+    result = main(arguments[0] if arguments else "")
+    name = "results-no-examples.json" if plain else "results.json"
+    (REPO / "evals" / name).write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
     _print(result)

@@ -35,7 +35,7 @@ def demo_vocabulary() -> Any:
     with sqlite3.connect(GPKG) as db:
         rows = db.execute("SELECT table_name, geometry_type_name FROM gpkg_geometry_columns").fetchall()
         layers = {name: SHAPES.get(kind.upper(), "") for name, kind in rows}
-        fields = {row[1] for name in layers for row in db.execute(f'PRAGMA table_info("{name}")')}  # noqa: S608
+        fields = {row[1] for name in layers for row in db.execute(f'PRAGMA table_info("{name}")')}
     return Vocabulary.of(layers, fields - {"fid", "geom"})
 
 

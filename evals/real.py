@@ -137,8 +137,21 @@ def _print(report: dict[str, Any]) -> None:
             print(f"      - {failure}")
 
 
+def without_examples() -> None:
+    """Leave the find_examples family out of every run (``--no-examples``), to measure what it changes."""
+    from geogpt_qgis.tools import registry
+
+    registry.FAMILY_TYPES = tuple(f for f in registry.FAMILY_TYPES if f.name != "examples")
+
+
 if __name__ == "__main__":
-    report = main(sys.argv[1] if len(sys.argv) > 1 else "")
+    arguments = [a for a in sys.argv[1:] if a != "--no-examples"]
+    plain = len(arguments) < len(sys.argv) - 1
+    if plain:
+        without_examples()
+    report = main(arguments[0] if arguments else "")
+    report["find_examples"] = not plain
     text = json.dumps(report, indent=1, ensure_ascii=False)
-    (REPO / "evals" / "results-real.json").write_text(text, encoding="utf-8")
+    name = "results-real-no-examples.json" if plain else "results-real.json"
+    (REPO / "evals" / name).write_text(text, encoding="utf-8")
     _print(report)
