@@ -1098,32 +1098,37 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Kilder ({n})</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/tool_step.py" line="31"/>
-        <source>running…</source>
-        <translation>kjører…</translation>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="51"/>
+        <source>(none)</source>
+        <translation>(ingen)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/tool_step.py" line="40"/>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="52"/>
         <source>Arguments</source>
         <translation>Argumenter</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/tool_step.py" line="59"/>
-        <source>Stopped before it finished.</source>
-        <translation>Stoppet før det var ferdig.</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/tool_step.py" line="42"/>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="58"/>
         <source>Result</source>
         <translation>Resultat</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/tool_step.py" line="60"/>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="82"/>
+        <source>running…</source>
+        <translation>kjører…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="107"/>
+        <source>Stopped before it finished.</source>
+        <translation>Stoppet før det var ferdig.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="108"/>
         <source>■ stopped</source>
         <translation>■ stoppet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/tool_step.py" line="47"/>
+        <location filename="../geogpt_qgis/gui/tool_step.py" line="96"/>
         <source>running… {percent:.0f}%</source>
         <translation>kjører… {percent:.0f} %</translation>
     </message>

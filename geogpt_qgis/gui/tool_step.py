@@ -1,23 +1,75 @@
-"""One tool step in the chat: name and arguments, status and time, the result on demand."""
+"""One tool step in the chat: a one-line chip that reads as a sentence, the arguments and result on demand.
+
+Collapsed, a finished step says what it did in the tool's own words (the first
+line of its result: ``Selected 16 of 31 features in 'schools' · ✓ 0.02 s``);
+a running one says what it is doing (``Select features: schools, "pupils" > 500
+· running…``).  Expanded: the arguments as a list and the result, where a
+Markdown table is a real table.  The raw call is in the chip's tooltip.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from qgis.PyQt.QtGui import QFontDatabase
 from qgis.PyQt.QtWidgets import QFrame, QWidget
 
-from geogpt_qgis.core.text import format_arguments
+from geogpt_qgis.core.text import format_arguments, short
 from geogpt_qgis.gui.auto_height import AutoHeightTextBrowser
 from geogpt_qgis.gui.collapsible import CollapsibleSection
 from geogpt_qgis.toolbelt.i18n import tr
 
-BODY_MAX_HEIGHT = 220
+BODY_MAX_HEIGHT = 260
+SUMMARY_CHARS = 90  # a result's first line longer than this is no summary
+ARGUMENT_CHARS = 40
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}", re.MULTILINE)
+
+
+def humanized(name: str) -> str:
+    """``select_features`` → ``Select features``."""
+    words = name.replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def doing(name: str, args: dict[str, Any]) -> str:
+    """What a running call does: its name in words and its short argument values."""
+    values = [short(str(v), ARGUMENT_CHARS) for v in args.values() if isinstance(v, str | int | float) and str(v)]
+    return f"{humanized(name)}: {', '.join(values[:3])}" if values else humanized(name)
+
+
+def summary(result: str) -> str:
+    """The result's first line when it reads as a sentence (not a table row, not too long); else ""."""
+    first = result.strip().splitlines()[0].strip() if result.strip() else ""
+    if not first or first.startswith("|") or len(first) > SUMMARY_CHARS:
+        return ""
+    return first.rstrip(":")
+
+
+def body_markdown(args: dict[str, Any], result: str | None) -> str:
+    """Arguments as a list, then the result: Markdown tables stay tables, other lines keep their breaks."""
+    listed = "\n".join(f"- `{key}`: {_inline(value)}" for key, value in args.items()) or tr("(none)")
+    text = f"**{tr('Arguments')}**\n\n{listed}"
+    if result is not None:
+        if _TABLE_RULE.search(result):  # a table needs a blank line above it to be one
+            shown = re.sub(r"(?m)^([^|\n].*)\n(?=\|)", "\\1\n\n", result)
+        else:
+            shown = "  \n".join(_escape_md(line) for line in result.splitlines())
+        text += f"\n\n**{tr('Result')}**\n\n{shown}"
+    return text
+
+
+def _inline(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return "`" + text.replace("`", "'") + "`"
+
+
+def _escape_md(line: str) -> str:
+    return re.sub(r"([\\`*_#<>\[\]])", r"\\\1", line)
 
 
 class ToolStepWidget(CollapsibleSection):
-    """Collapsed: ``▸ describe_layer(layer="schools") ✓ 0.04 s``; expanded: arguments and result."""
+    """Collapsed: a one-line chip; expanded: arguments and result."""
 
     def __init__(self, call_id: str, name: str, args: dict[str, Any], parent: QWidget | None = None) -> None:
         self.call_id = call_id
@@ -27,20 +79,17 @@ class ToolStepWidget(CollapsibleSection):
         self.result = ""
         text = AutoHeightTextBrowser(max_height=BODY_MAX_HEIGHT)
         text.setFrameShape(QFrame.Shape.StyledPanel)
-        text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         super().__init__(self._title(tr("running…")), text, parent)
         self.text = text
+        self.header.setToolTip(f"{self.name}({format_arguments(self.args)})")
         self._render_body()
 
     def _title(self, status: str) -> str:
-        return f"{self.name}({format_arguments(self.args)})  {status}"
+        said = summary(self.result) if self.ok else ""
+        return f"{said or doing(self.name, self.args)} · {status}"
 
     def _render_body(self) -> None:
-        arguments = json.dumps(self.args, indent=2, ensure_ascii=False)
-        body = f"{tr('Arguments')}:\n{arguments}"
-        if self.ok is not None:
-            body += f"\n\n{tr('Result')}:\n{self.result}"
-        self.text.setPlainText(body)
+        self.text.setMarkdown(body_markdown(self.args, self.result if self.ok is not None else None))
 
     def show_progress(self, percent: float) -> None:
         if self.ok is None:
@@ -51,7 +100,6 @@ class ToolStepWidget(CollapsibleSection):
         self.ok, self.result = ok, result
         took = f" {seconds:.2f} s" if seconds is not None else ""
         self.set_title(self._title(f"{'✓' if ok else '✗'}{took}"))
-        self.header.setToolTip(f"{self.name}({format_arguments(self.args)})")
         self._render_body()
 
     def mark_stopped(self) -> None:

@@ -75,3 +75,19 @@ def test_ctrl_enter_approves_and_the_decided_card_folds_to_one_line(panel, model
     assert "green_spaces" in [layer.name() for layer in demo_project.mapLayers().values()]
     QTest.mouseClick(card.reject_button, Qt.MouseButton.LeftButton)  # decided: nothing more happens
     assert panel.statuses[-1] == "finished" and len(model_server.chat_requests()) == 2
+
+
+def test_a_tool_step_is_a_readable_chip_whose_table_result_is_a_real_table(qgis_app):
+    from geogpt_qgis.gui.tool_step import ToolStepWidget
+
+    step = ToolStepWidget("c1", "select_features", {"layer": "schools", "expression": '"pupils" > 500'})
+    assert step.header.text() == 'Select features: schools, "pupils" > 500 · running…'
+    step.finish(True, "Selected 10 of 31 features in 'schools'.\n| type | n |\n|---|---|\n| primary | 4 |", 0.012)
+    assert step.header.text() == "Selected 10 of 31 features in 'schools'. · ✓ 0.01 s"
+    tables = [f for f in step.text.document().rootFrame().childFrames() if f.__class__.__name__ == "QTextTable"]
+    assert len(tables) == 1 and tables[0].rows() == 2 and tables[0].columns() == 2
+    assert "pupils" in step.text.toPlainText() and "|---|" not in step.text.toPlainText()
+    failed = ToolStepWidget("c2", "run_sql", {"sql": "SELEC 1"})
+    failed.finish(False, "syntax error at or near SELEC", 0.5)
+    assert failed.header.text() == "Run sql: SELEC 1 · ✗ 0.50 s"  # a failure is not summarised as done
+    assert "syntax error" in failed.text.toPlainText()

@@ -47,7 +47,9 @@ def test_a_typed_question_streams_an_answer_with_tool_steps(panel, model_server,
     steps = items_of(panel, ToolStepWidget)
     assert [s.name for s in steps] == ["describe_layer", "select_features"]
     assert all(s.ok for s in steps)
-    assert "✓" in steps[1].header.text() and 'select_features(layer="schools"' in steps[1].header.text()
+    # A chip that reads as a sentence (the result's first line); the raw call in its tooltip.
+    assert steps[1].header.text().startswith("Selected 16 of 31 features in 'schools' where \"type\" = 'primary'. · ✓ ")
+    assert steps[1].header.toolTip().startswith('select_features(layer="schools"')
     # Steps start collapsed; a click shows the arguments and the result.
     assert not steps[1].body.isVisible()
     QTest.mouseClick(steps[1].header, Qt.MouseButton.LeftButton)
