@@ -10,6 +10,7 @@ page can restart it when the settings change.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -124,7 +125,10 @@ class McpService(QObject):
             from geogpt_qgis.toolbelt.secrets import mcp_server_token
 
             run_log = McpRunLog(store_path, project_file) if store_path is not None else None
-            server = HttpServer(McpTools(ctx, approver, run_log=run_log), mcp_server_token(), host, port)
+            tools = McpTools(ctx, approver, run_log=run_log)
+            # Building the tool schemas holds the GIL for a moment (QGIS stutters): at start, not while a client waits.
+            asyncio.run(tools.toolkit())
+            server = HttpServer(tools, mcp_server_token(), host, port)
             server.start()
             server.wait_started()
             return server
