@@ -21,16 +21,24 @@ import geogpt_qgis
 PACKAGE = Path(geogpt_qgis.__file__).parent
 
 
-def _signal_classes() -> list[tuple[str, str, list[str]]]:
-    """(module, class, signal names) for every class of the package that declares pyqtSignal attributes."""
+def _self_attributes(node: ast.ClassDef) -> set[str]:
+    """Names the class's methods assign on ``self`` (``self.event = ...`` hides ``QObject.event`` too)."""
+    targets = [t for item in ast.walk(node) if isinstance(item, ast.Assign) for t in item.targets]
+    targets += [item.target for item in ast.walk(node) if isinstance(item, ast.AnnAssign)]
+    targets += [e for t in targets if isinstance(t, ast.Tuple) for e in t.elts]
+    return {t.attr for t in targets if isinstance(t, ast.Attribute) and getattr(t.value, "id", "") == "self"}
+
+
+def _named_classes() -> list[tuple[str, str, list[str], set[str]]]:
+    """(module, class, pyqtSignal attributes, attributes set on self) for every top-level class of the package."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        for node in ast.walk(tree):
+        for node in tree.body:
             if not isinstance(node, ast.ClassDef):
                 continue
-            names = [
+            signals = [
                 target.id
                 for item in node.body
                 if isinstance(item, ast.Assign)
@@ -39,8 +47,7 @@ def _signal_classes() -> list[tuple[str, str, list[str]]]:
                 for target in item.targets
                 if isinstance(target, ast.Name)
             ]
-            if names:
-                found.append((module, node.name, names))
+            found.append((module, node.name, signals, _self_attributes(node)))
     return found
 
 
@@ -48,17 +55,21 @@ def _qt_bases(cls: type) -> list[type]:
     return [base for base in cls.__mro__ if base.__module__.startswith(("PyQt", "qgis._", "sip"))]
 
 
-def test_no_signal_hides_a_qt_method():
-    classes = _signal_classes()
-    assert len(classes) >= 15  # the dock's parts, the worker, the relays...
+def test_no_signal_or_attribute_hides_a_qt_method():
+    classes = _named_classes()
+    assert sum(1 for _, _, signals, _ in classes if signals) >= 15  # the dock's parts, the worker, the relays...
     hidden = {}
-    for module, name, signals in classes:
+    qt_classes = 0
+    for module, name, signals, attributes in classes:
         cls = getattr(importlib.import_module(module), name)
-        for signal in signals:
-            owners = [base.__name__ for base in _qt_bases(cls) if signal in vars(base)]
+        bases = _qt_bases(cls) if isinstance(cls, type) else []
+        qt_classes += bool(bases)
+        for attribute in {*signals, *attributes}:
+            owners = [base.__name__ for base in bases if attribute in vars(base)]
             if owners:
-                hidden[f"{module}.{name}.{signal}"] = owners
-    assert hidden == {}, "rename these signals: Qt calls the methods they hide"
+                hidden[f"{module}.{name}.{attribute}"] = owners
+    assert qt_classes >= 30
+    assert hidden == {}, "rename these: Qt calls the methods they hide"
 
 
 def test_the_worker_takes_events_without_calling_its_signal(qgis_app):
