@@ -18,7 +18,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from qgis.PyQt.QtCore import QObject, pyqtSignal
+from qgis.PyQt.QtCore import QObject, pyqtBoundSignal, pyqtSignal
+
+
+def _callable(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """A signal given as a callback is emitted: called, it would raise in a slot (and a bare PyQt app aborts)."""
+    return callback.emit if isinstance(callback, pyqtBoundSignal) else callback
 
 
 class _Relay(QObject):
@@ -66,7 +71,7 @@ class LatestAnswers(QObject):
     def ask(self, kind: str, work: Callable[[], Any], on_answer: Callable[[Any, BaseException | None], None]) -> None:
         """Run ``work`` in the background; ``on_answer(result, error)`` on the main thread unless superseded."""
         token = object()
-        self._asked[kind] = (token, on_answer)
+        self._asked[kind] = (token, _callable(on_answer))
 
         def tagged() -> tuple[str, object, Any, BaseException | None]:
             try:
@@ -110,7 +115,8 @@ class FutureRelay(QObject):
         on_result: Callable[[Any], None],
         on_error: Callable[[BaseException], None] | None = None,
     ) -> None:
-        future.add_done_callback(lambda f: self._relay(f, (on_result, on_error)))
+        callbacks = (_callable(on_result), _callable(on_error) if on_error is not None else None)
+        future.add_done_callback(lambda f: self._relay(f, callbacks))
 
     def _relay(self, future: Future, callbacks: tuple) -> None:
         with contextlib.suppress(RuntimeError):  # the widget (and this relay with it) is gone: nobody to tell
