@@ -10,6 +10,7 @@ stores it in the profile's library (``tools.recipe_store``), where
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from qgis.PyQt.QtCore import Qt, pyqtSignal
@@ -106,8 +107,9 @@ class LikeButton(QToolButton):
 class MyRecipesBox(QGroupBox):
     """The options page's list of the user's own recipes, with Delete."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, path: Path | None = None) -> None:
         super().__init__(tr("My worked examples"), parent)
+        self.path = path  # None: the profile's library
         self.list = QListWidget()
         self.list.setObjectName("geogptMyRecipes")
         self.list.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
@@ -125,7 +127,7 @@ class MyRecipesBox(QGroupBox):
         from geogpt_qgis.tools.recipe_store import user_recipes
 
         self.list.clear()
-        for recipe in user_recipes():
+        for recipe in user_recipes(self.path):
             item = QListWidgetItem(recipe.question)
             item.setData(Qt.ItemDataRole.UserRole, recipe.id)
             item.setToolTip("\n".join(name for name, _ in recipe.calls))
@@ -136,6 +138,7 @@ class MyRecipesBox(QGroupBox):
         """Delete the selected recipes from the profile's library; how many went."""
         from geogpt_qgis.tools.recipe_store import delete_recipe
 
-        gone = sum(delete_recipe(item.data(Qt.ItemDataRole.UserRole)) for item in self.list.selectedItems())
+        chosen = [item.data(Qt.ItemDataRole.UserRole) for item in self.list.selectedItems()]
+        gone = sum(delete_recipe(recipe_id, self.path) for recipe_id in chosen)
         self.reload()
         return gone
