@@ -23,13 +23,13 @@ from qgis.core import (
     QgsProject,
     QgsRasterLayer,
     QgsVectorLayer,
-    QgsWkbTypes,
 )
 
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.layers import layer_kind, python_value, resolve_layer, resolve_vector_layer
+from geogpt_qgis.tools.processing.compat import GEOMETRY_POINT
 from geogpt_qgis.tools.rasters import RasterReadPlan, gdal_labels, plan_raster_read
 
 MAX_POINTS = 50
@@ -118,7 +118,7 @@ def _layer_points(layer: QgsVectorLayer) -> tuple[list[str], list[tuple[float, f
     request = QgsFeatureRequest()
     request.setLimit(MAX_POINTS + 1)
     labels, points = [], []
-    polygonal = layer.geometryType() != QgsWkbTypes.GeometryType.PointGeometry
+    polygonal = layer.geometryType() != GEOMETRY_POINT
     for feature in layer.getFeatures(request):
         geometry: QgsGeometry = feature.geometry()
         if geometry.isNull() or geometry.isEmpty():

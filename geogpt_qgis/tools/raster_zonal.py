@@ -17,12 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from qgis.core import QgsDistanceArea, QgsFeatureRequest, QgsProject, QgsUnitTypes, QgsVectorLayer, QgsWkbTypes
+from qgis.core import QgsDistanceArea, QgsFeatureRequest, QgsProject, QgsUnitTypes, QgsVectorLayer
 
 from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
 from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, short
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import python_value, resolve_vector_layer
+from geogpt_qgis.tools.processing.compat import GEOMETRY_POLYGON
 from geogpt_qgis.tools.raster_sample import LABEL_FIELDS, resolve_raster
 from geogpt_qgis.tools.rasters import plan_raster_read
 
@@ -51,7 +52,7 @@ def is_polygon_layer(project: QgsProject, ref: str) -> bool:
         layer = resolve_vector_layer(project, ref)
     except ToolError:
         return False
-    return layer.geometryType() == QgsWkbTypes.GeometryType.PolygonGeometry
+    return layer.geometryType() == GEOMETRY_POLYGON
 
 
 def _plan(project: QgsProject, raster_ref: str, zones_ref: str) -> ZonalPlan:
