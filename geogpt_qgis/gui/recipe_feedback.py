@@ -39,17 +39,21 @@ class TurnCalls:
         self.question = ""
         self._started: dict[str, Call] = {}
         self.calls: list[Call] = []
+        self.added: set[str] = set()  # layers the turn made: their names are generalised from their parts
 
     def start(self, question: str) -> None:
         self.question = question
         self._started.clear()
         self.calls = []
+        self.added = set()
 
     def record(self, event: object) -> None:
         if isinstance(event, ToolStarted):
             self._started[event.call_id] = (event.name, dict(event.args))
         elif isinstance(event, ToolFinished) and event.ok and event.call_id in self._started:
             self.calls.append(self._started.pop(event.call_id))
+            if event.artifact is not None:
+                self.added.update(layer.name for layer in event.artifact.added)
 
 
 def project_names(project: Any) -> tuple[dict[str, str], set[str]]:
@@ -73,10 +77,18 @@ class LikeButton(QToolButton):
 
     saved = pyqtSignal(str)  # the recipe's id
 
-    def __init__(self, question: str, calls: list[Call], project: Any, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        question: str,
+        calls: list[Call],
+        project: Any,
+        added: set[str] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("geogptLike")
         self.question, self.calls, self.project = question, list(calls), project
+        self.added = set(added or ())
         self.setText("👍")
         self.setToolTip(tr("Good answer: keep its method as a worked example for the assistant"))
         self.setAutoRaise(True)
@@ -88,6 +100,7 @@ class LikeButton(QToolButton):
         from geogpt_qgis.tools.recipe_store import add_recipe
 
         layers, fields = project_names(self.project)
+        layers = {name: shape for name, shape in layers.items() if name not in self.added}
         recipe = generalise(self.question, self.calls, layers, fields)
         self.setEnabled(False)
         if recipe is None:

@@ -28,6 +28,7 @@ from geogpt_qgis.core.events import (
     ToolProgress,
     ToolStarted,
 )
+from geogpt_qgis.gui.answer_actions import AnswerActions
 from geogpt_qgis.gui.recipe_feedback import LikeButton, TurnCalls
 from geogpt_qgis.gui.sources_view import TurnSources
 from geogpt_qgis.toolbelt.dependencies import missing_packages
@@ -224,9 +225,11 @@ class RunController(QObject):
         self.chat.end_turn(event.status, event.error)
         if event.status == "finished":
             self._show_sources()
+            self._offer_copy_and_retry()
             if self.turn_calls.calls:
                 project = self.conversation.ctx.project
-                self.chat.add_item(LikeButton(self.turn_calls.question, self.turn_calls.calls, project))
+                calls = self.turn_calls
+                self.chat.add_item(LikeButton(calls.question, calls.calls, project, calls.added))
         self.run_id = None
         labels = {
             "finished": tr("Done."),
@@ -236,6 +239,13 @@ class RunController(QObject):
         }
         self.composer.set_busy(False, labels[event.status])
         self.run_finished.emit(event.status)
+
+    def _offer_copy_and_retry(self) -> None:
+        question, answer = self.chat.last_turn()
+        if answer:
+            actions = AnswerActions(answer, question)
+            actions.retry_requested.connect(self.send)
+            self.chat.add_item(actions)
 
     def _show_sources(self) -> None:
         """Under the final answer: what it rests on, from the artifacts of the calls that ran."""

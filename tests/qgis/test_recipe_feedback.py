@@ -68,6 +68,8 @@ def test_a_thumbs_up_keeps_the_run_with_placeholders_and_find_examples_offers_it
         "REFERENCE": "<line layer>",
         "DISTANCE": "<distance>",
     }
+    # The layer the run made is named from its parts, not as a layer of its own.
+    assert recipe["calls"][0][1]["output_name"] == "<point layer>_near_<line layer>"
     assert "schools" not in library.read_text(encoding="utf-8")
 
     # A restart: nothing cached, the file is all there is.
