@@ -4,6 +4,35 @@
 <context>
     <name>GeoGPT</name>
     <message>
+        <location filename="../geogpt_qgis/gui/answer_actions.py" line="26"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="90"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="97"/>
+        <location filename="../geogpt_qgis/gui/mcp_options.py" line="54"/>
+        <source>Copy</source>
+        <translation>Kopier</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/answer_actions.py" line="27"/>
+        <source>Copy this answer (Markdown)</source>
+        <translation>Kopier dette svaret (Markdown)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/answer_actions.py" line="31"/>
+        <source>Retry</source>
+        <translation>Prøv igjen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/answer_actions.py" line="32"/>
+        <source>Ask the same question again</source>
+        <translation>Still det samme spørsmålet på nytt</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/answer_actions.py" line="44"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="144"/>
+        <source>Copied</source>
+        <translation>Kopiert</translation>
+    </message>
+    <message>
         <location filename="../geogpt_qgis/gui/approval_card.py" line="81"/>
         <source>Reason, if you reject (the assistant reads it)</source>
         <translation>Begrunnelse hvis du avviser (assistenten leser den)</translation>
@@ -45,7 +74,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/approval_card.py" line="153"/>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="171"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="172"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
     </message>
@@ -151,14 +180,14 @@
         <translation>Python-pakkene er installert: bare spør i vei.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="298"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="311"/>
         <location filename="../geogpt_qgis/gui/chat_view.py" line="132"/>
         <source>Thinking</source>
         <translation>Tenker</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_view.py" line="231"/>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="233"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="236"/>
         <source>Stopped.</source>
         <translation>Stoppet.</translation>
     </message>
@@ -257,7 +286,7 @@
     <message>
         <location filename="../geogpt_qgis/gui/conversation_bar.py" line="44"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="60"/>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="114"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="129"/>
         <source>Delete</source>
         <translation>Slett</translation>
     </message>
@@ -313,7 +342,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/conversation_view.py" line="152"/>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="235"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="238"/>
         <source>Waiting for your approval.</source>
         <translation>Venter på din godkjenning.</translation>
     </message>
@@ -438,13 +467,6 @@
         <translation>Den leser lagene i dette prosjektet, velger ut og teller objekter, kjører prosesseringsverktøy og SQL, og spør deg før den endrer data eller skriver filer. Den kjører på en modellserver du velger.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="90"/>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="97"/>
-        <location filename="../geogpt_qgis/gui/mcp_options.py" line="54"/>
-        <source>Copy</source>
-        <translation>Kopier</translation>
-    </message>
-    <message>
         <location filename="../geogpt_qgis/gui/first_run_card.py" line="92"/>
         <source>Copy the command, to paste it into a terminal</source>
         <translation>Kopier kommandoen for å lime den inn i en terminal</translation>
@@ -464,11 +486,6 @@
         <location filename="../geogpt_qgis/gui/first_run_card.py" line="140"/>
         <source>Try asking:</source>
         <translation>Prøv å spørre:</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="144"/>
-        <source>Copied</source>
-        <translation>Kopiert</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/first_run_card.py" line="140"/>
@@ -781,97 +798,97 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="80"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="93"/>
         <source>Good answer: keep its method as a worked example for the assistant</source>
         <translation>Godt svar: ta vare på framgangsmåten som et løst eksempel for assistenten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="110"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="124"/>
         <source>My worked examples</source>
         <translation>Mine løste eksempler</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="101"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="115"/>
         <source>Kept as a worked example</source>
         <translation>Lagret som løst eksempel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="93"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="107"/>
         <source>Nothing to keep: the answer used no tool</source>
         <translation>Ingenting å lagre: svaret brukte ikke noe verktøy</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="99"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="113"/>
         <source>Could not save the example</source>
         <translation>Kunne ikke lagre eksempelet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="273"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="283"/>
         <source>The model is repeating itself, so its answer was stopped here. A larger model is likely to do better; or ask again in other words.</source>
         <translation>Modellen gjentar seg selv, så svaret ble stoppet her. En større modell vil trolig gjøre det bedre; eller spør på nytt med andre ord.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="173"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="174"/>
         <source>Dropped the step.</source>
         <translation>Steget ble forkastet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="232"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="235"/>
         <source>Done.</source>
         <translation>Ferdig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="234"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="237"/>
         <source>Failed.</source>
         <translation>Mislyktes.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="277"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="287"/>
         <source>The answer reached the length limit of {n} tokens and was cut off. Ask for a shorter answer, or raise the limit in the settings.</source>
         <translation>Svaret nådde lengdegrensen på {n} tokens og ble kuttet. Be om et kortere svar, eller øk grensen i innstillingene.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="164"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="165"/>
         <source>Approved; continuing…</source>
         <translation>Godkjent; fortsetter…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="164"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="165"/>
         <source>Rejected; telling the assistant…</source>
         <translation>Avvist; gir beskjed til assistenten…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="178"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="179"/>
         <source>Left for later</source>
         <translation>Utsatt til senere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="123"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="124"/>
         <source>Thinking… ({m})</source>
         <translation>Tenker… ({m})</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="114"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="115"/>
         <source>Cannot run: missing Python packages: {p}.</source>
         <translation>Kan ikke kjøre: mangler Python-pakker: {p}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="123"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="124"/>
         <source>no model</source>
         <translation>ingen modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="203"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="204"/>
         <source>Running {tool}…</source>
         <translation>Kjører {tool}…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="209"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="210"/>
         <source>Thinking…</source>
         <translation>Tenker…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="206"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="207"/>
         <source>Running {tool}… {percent:.0f}%</source>
         <translation>Kjører {tool}… {percent:.0f} %</translation>
     </message>

@@ -256,6 +256,19 @@ class ChatView(QScrollArea):
         if self._follow:
             self.verticalScrollBar().setValue(maximum)
 
+    def last_turn(self) -> tuple[str, str]:
+        """The newest user message and the answer written after it (Markdown), for Copy and Retry."""
+        question, views = "", []
+        for widget in self.items():
+            if widget.objectName() == "geogptUserMessage":
+                question, views = widget.text(), []
+            elif isinstance(widget, MarkdownView):
+                views.append(widget)
+        answer = ""
+        for view in views:
+            answer += ("" if view.continues_previous or not answer else "\n\n") + view.source_text
+        return question, answer
+
     def answer_text(self) -> str:
         """All answer Markdown of the transcript; continuation views join seamlessly."""
         text = ""

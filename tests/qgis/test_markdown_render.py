@@ -46,3 +46,27 @@ def test_code_blocks_sit_on_a_tinted_ground(qgis_app):
         block = block.next()
     assert grounds["FROM schools;"] == CODE_BACKGROUND
     assert grounds["Ask me for the districts next."] != CODE_BACKGROUND
+
+
+def test_a_finished_answer_offers_copy_and_retry(panel, model_server):
+    from qgis.PyQt.QtCore import Qt
+    from qgis.PyQt.QtGui import QGuiApplication
+    from qgis.PyQt.QtTest import QTest
+
+    from geogpt_qgis.gui.answer_actions import AnswerActions
+    from tests.support.dock import items_of, type_and_send
+    from tests.support.model_server import Turn
+    from tests.support.runs import wait_until
+
+    model_server.script([Turn(text=ANSWER), Turn(text="Again: **ten**.")])
+    type_and_send(panel, "How many big schools?")
+    wait_until(lambda: panel.statuses == ["finished"], 20)
+    actions = items_of(panel, AnswerActions)
+    assert len(actions) == 1 and actions[0].answer == ANSWER
+    QTest.mouseClick(actions[0].copy_button, Qt.MouseButton.LeftButton)
+    assert QGuiApplication.clipboard().text() == ANSWER
+    QTest.mouseClick(actions[0].retry_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: panel.statuses == ["finished", "finished"], 20)
+    asked = [r.body["messages"][-1]["content"] for r in model_server.chat_requests()]
+    assert asked[-1].endswith("How many big schools?") and len(asked) == 2
+    assert [a.answer for a in items_of(panel, AnswerActions)] == [ANSWER, "Again: **ten**."]

@@ -106,6 +106,7 @@ def sample_arguments(folder: Path) -> dict[str, Callable[[], tuple[tuple, dict]]
         "MyRecipesBox": lambda: ((), {"path": folder / "my_recipes.json"}),
         "SourcesView": lambda: ((Sources(layers=["schools"], tables=["public.roads (demo)"]),), {}),
         "ToolStepWidget": lambda: (("c2", "run_algorithm", {"algorithm": "native:buffer", "DISTANCE": 500}), {}),
+        "AnswerActions": lambda: (("**Ten** schools.", "How many schools?"), {}),
         "_ScaledImage": lambda: ((QPixmap(str(png(folder))),), {}),
     }
 
