@@ -38,6 +38,7 @@ from geogpt_qgis.gui.recipe_feedback import MyRecipesBox
 from geogpt_qgis.gui.server_picker import ERROR_STYLE, ServerPicker, set_label
 from geogpt_qgis.gui.server_queries import key_saved_text, store_key
 from geogpt_qgis.gui.settings_events import settings_events
+from geogpt_qgis.gui.wheel_guard import guard_wheel
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.log import logger
 from geogpt_qgis.toolbelt.paths import icon_path
@@ -138,6 +139,10 @@ class OptionsPage(QgsOptionsPageWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(scroll)
         self.ogc_edit.textChanged.connect(self._validate_ogc)
+        # Scrolling the page must not change the values passing under the pointer.
+        picker = self.picker
+        wheeled = (self.temperature_spin, self.context_spin, self.answer_spin, self.policy_combo)
+        self.wheel_guard = guard_wheel(self, *wheeled, picker.provider_combo, picker.model_combo)
 
     # -- settings <-> widgets ------------------------------------------------
     def load(self) -> None:
