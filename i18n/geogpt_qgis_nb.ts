@@ -33,85 +33,95 @@
         <translation>Kopiert</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="81"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="83"/>
         <source>Reason, if you reject (the assistant reads it)</source>
         <translation>Begrunnelse hvis du avviser (assistenten leser den)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="82"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="84"/>
         <source>Approve</source>
         <translation>Godkjenn</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="84"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="86"/>
         <source>Run this step (Ctrl+Enter)</source>
         <translation>Kjør dette steget (Ctrl+Enter)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="85"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="87"/>
         <source>Approve all in this conversation</source>
         <translation>Godkjenn alt i denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="86"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="88"/>
         <source>Reject</source>
         <translation>Avvis</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="87"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="89"/>
         <source>Do not run it; the assistant reads your reason (Ctrl+Backspace)</source>
         <translation>Ikke kjør det; assistenten leser begrunnelsen din (Ctrl+Backspace)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="88"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="90"/>
         <source>Drop</source>
         <translation>Forkast</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="89"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="91"/>
         <source>Give up this step without continuing the conversation</source>
         <translation>Gi opp dette steget uten å fortsette samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="153"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="149"/>
+        <source>Discard this step</source>
+        <translation>Forkast dette steget</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="175"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="172"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="71"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="73"/>
         <source>You may edit this before approving</source>
         <translation>Du kan redigere dette før du godkjenner</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="117"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="119"/>
         <source>Approve all</source>
         <translation>Godkjenn alle</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="142"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="164"/>
         <source>Approved (edited)</source>
         <translation>Godkjent (redigert)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="142"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="164"/>
         <source>Approved</source>
         <translation>Godkjent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="149"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="171"/>
         <source>Rejected</source>
         <translation>Avvist</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="184"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="206"/>
         <source>Affects:</source>
         <translation>Berører:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="62"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="64"/>
         <source>Approval needed: {action}</source>
         <translation>Godkjenning kreves: {action}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="141"/>
+        <source>{names} is no longer in the project: this step can no longer run as asked.</source>
+        <translation>{names} finnes ikke lenger i prosjektet: dette steget kan ikke lenger kjøres slik det ble bedt om.</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chart_view.py" line="74"/>
@@ -147,25 +157,25 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="74"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="99"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="100"/>
         <source>Before running code, changing data or writing files</source>
         <translation>Før kode kjøres, data endres eller filer skrives</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="76"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="94"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="95"/>
         <source>Ask before changes</source>
         <translation>Spør før endringer</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="77"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="95"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="96"/>
         <source>Trust this conversation</source>
         <translation>Stol på denne samtalen</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="78"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="96"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="97"/>
         <source>Never allow changes</source>
         <translation>Tillat aldri endringer</translation>
     </message>
@@ -301,32 +311,32 @@
         <translation>Ny samtale.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="217"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="220"/>
         <source>Rename conversation</source>
         <translation>Gi samtalen nytt navn</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="217"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="220"/>
         <source>Title:</source>
         <translation>Tittel:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="224"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="227"/>
         <source>Export conversation</source>
         <translation>Eksporter samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="224"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="227"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="232"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="235"/>
         <source>Delete conversation</source>
         <translation>Slett samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="232"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="235"/>
         <source>Delete this conversation and its run log? This cannot be undone.</source>
         <translation>Vil du slette denne samtalen og kjøreloggen? Dette kan ikke angres.</translation>
     </message>
@@ -347,37 +357,37 @@
         <translation>Venter på din godkjenning.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="182"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="185"/>
         <source>Conversation deleted.</source>
         <translation>Samtalen er slettet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="207"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="210"/>
         <source>GeoGPT run log</source>
         <translation>GeoGPT-kjørelogg</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="238"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="241"/>
         <source>The conversation store failed: {e}</source>
         <translation>Samtalelageret feilet: {e}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="248"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="251"/>
         <source>Selected layer {name}.</source>
         <translation>Valgte laget {name}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="197"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="200"/>
         <source>Exported to {p}</source>
         <translation>Eksportert til {p}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="244"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="247"/>
         <source>The layer {name} is no longer in the project.</source>
         <translation>Laget {name} finnes ikke lenger i prosjektet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="195"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="198"/>
         <source>Could not export: {e}</source>
         <translation>Kunne ikke eksportere: {e}</translation>
     </message>
@@ -703,97 +713,97 @@
         <translation>Avvist: {}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="74"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="75"/>
         <location filename="../geogpt_qgis/gui/server_picker.py" line="163"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="81"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="82"/>
         <source>Lower is more predictable; GeoGPT works best at 0-0.3</source>
         <translation>Lavere gir mer forutsigbare svar; GeoGPT fungerer best på 0–0,3</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="85"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="90"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="86"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="91"/>
         <source> tokens</source>
         <translation> tokens</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="86"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="87"/>
         <source>The most the model is sent at once; capped by the model&apos;s own window</source>
         <translation>Det meste modellen får tilsendt på én gang; begrenset av modellens eget kontekstvindu</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="91"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="92"/>
         <source>The longest reply the model may write; a model stuck in a loop stops there</source>
         <translation>Det lengste svaret modellen kan skrive; en modell som går i sløyfe, stopper der</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="100"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="101"/>
         <source>Agent</source>
         <translation>Agent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="103"/>
         <source>Temperature</source>
         <translation>Temperatur</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="103"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="104"/>
         <source>Context limit</source>
         <translation>Kontekstgrense</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="104"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="105"/>
         <source>Answer length limit</source>
         <translation>Grense for svarlengde</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="105"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="106"/>
         <source>Approval</source>
         <translation>Godkjenning</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="108"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="109"/>
         <source>One per line: Name = URL, e.g.
 City data = https://example.org/ogcapi</source>
         <translation>Én per linje: Navn = URL, f.eks.
 Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="114"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="115"/>
         <source>Data sources</source>
         <translation>Datakilder</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="116"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="117"/>
         <source>OGC API Features servers</source>
         <translation>OGC API Features-tjenere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="118"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="119"/>
         <source>PostgreSQL connections the agent may use</source>
         <translation>PostgreSQL-tilkoblinger agenten kan bruke</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="120"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="121"/>
         <source>Debug logging (Log Messages panel, GeoGPT tab)</source>
         <translation>Feilsøkingslogging (panelet Loggmeldinger, fanen GeoGPT)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="121"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="122"/>
         <source>Troubleshooting</source>
         <translation>Feilsøking</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="189"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="194"/>
         <location filename="../geogpt_qgis/gui/server_picker.py" line="281"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="219"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="224"/>
         <source>Line {n}: {u!r} is not an http(s) URL.</source>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>

@@ -10,6 +10,7 @@ this conversation, or drop the step.  Once decided the card folds to one line.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from qgis.PyQt.QtCore import Qt, pyqtSignal
@@ -42,6 +43,7 @@ QPushButton#geogptApprove { font-weight: bold; background: #2b7a0b; color: white
 }
 QPushButton#geogptApprove:disabled { background: palette(mid); }
 """
+_LAYER = re.compile(r"^layer '(.+)'$")
 # Facts taken from the call's arguments: at most this many, each at most this long.
 MAX_FACTS = 6
 MAX_FACT_CHARS = 120
@@ -127,6 +129,26 @@ class ApprovalCard(QFrame):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.body)
+
+    def layer_names(self) -> list[str]:
+        """The project layers the step affects (``layer 'name'`` in its list)."""
+        return [m.group(1) for item in self.request.affected for m in [_LAYER.match(item)] if m]
+
+    def target_gone(self, names: list[str]) -> None:
+        """Say the step's layers are no longer in the project, and make dropping the step the first choice."""
+        listed = ", ".join(f"'{name}'" for name in names)
+        warning = QLabel(
+            tr("{names} is no longer in the project: this step can no longer run as asked.").format(names=listed)
+        )
+        warning.setObjectName("geogptTargetGone")
+        warning.setWordWrap(True)
+        warning.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        warning.setStyleSheet("color: #a94442; font-weight: bold;")
+        self.body.layout().insertWidget(0, warning)
+        self.warning = warning
+        self.drop_button.setText(tr("Discard this step"))
+        self.approve_button.setDefault(False)
+        self.drop_button.setDefault(True)
 
     @property
     def pending(self) -> bool:

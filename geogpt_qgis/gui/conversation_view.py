@@ -148,8 +148,11 @@ class ConversationView(QWidget):
         self._say(tr("Conversation restored.") if opened.entries else "")
         if opened.pending is not None:
             self.chat.add_notice(tr("This step is waiting for your approval."), "warning")
-            self.runs.show_approval(opened.pending.to_dict())
+            card = self.runs.show_approval(opened.pending.to_dict())
             self._say(tr("Waiting for your approval."))
+            gone = [name for name in card.layer_names() if not self.project.mapLayersByName(name)]
+            if gone:  # a temporary layer does not outlive QGIS, a layer may have been removed meanwhile
+                card.target_gone(gone)
 
     def _set_title_from(self, conversations: list, thread_id: str) -> None:
         """The stored title (it may have been renamed); without one, the title from the first message stays."""

@@ -154,3 +154,32 @@ def test_a_pending_approval_is_shown_again_after_a_restart(qgis_iface, demo_proj
         assert panel.chat.answer_text() == "Removed the parks."
     finally:
         close_dock(second)
+
+
+def test_a_restored_approval_whose_layer_is_gone_says_so_and_offers_to_discard(
+    qgis_iface, demo_project, tmp_path, model_server
+):
+    from tests.support.dock import configure
+
+    configure(model_server)
+    store = tmp_path / "conversations.sqlite"
+    model_server.script([Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})])])
+    first = open_dock(qgis_iface, demo_project, store)
+    type_and_send(first.panel, "remove the parks")
+    shown_card(first.panel)
+    close_dock(first)
+    demo_project.removeMapLayers([layer.id() for layer in demo_project.mapLayersByName("parks")])
+
+    second = open_dock(qgis_iface, demo_project, store)
+    try:
+        panel = second.panel
+        wait_until(lambda: panel.runs.awaiting is not None, 30)
+        card = panel.runs.awaiting
+        assert card.layer_names() == ["parks"]
+        assert card.warning.text() == "'parks' is no longer in the project: this step can no longer run as asked."
+        assert card.drop_button.text() == "Discard this step" and card.drop_button.isDefault()
+        click(card.drop_button)
+        assert panel.runs.awaiting is None and card.outcome.text() == "Dropped"
+        assert len(model_server.chat_requests()) == 1  # nothing was run or asked
+    finally:
+        close_dock(second)
