@@ -237,27 +237,27 @@
         <translation>⚠ Kunne ikke kontrollere rollen til &apos;{}&apos;: {}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/context_meter.py" line="23"/>
-        <source>ctx %p%</source>
-        <translation>ktx %p%</translation>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="24"/>
+        <source>context %p%</source>
+        <translation>kontekst %p%</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/context_meter.py" line="29"/>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="30"/>
         <source>How full the model&apos;s context window is: shown after the first request.</source>
         <translation>Hvor fullt modellens kontekstvindu er: vises etter første forespørsel.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/context_meter.py" line="37"/>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="38"/>
         <source>Context: {used:,} of {limit:,} tokens ({percent:.0f}%) in the last request</source>
         <translation>Kontekst: {used:,} av {limit:,} tokens ({percent:.0f} %) i siste forespørsel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/context_meter.py" line="41"/>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="42"/>
         <source>; {reserved:,} kept free for the answer</source>
         <translation>; {reserved:,} holdt av til svaret</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/context_meter.py" line="43"/>
+        <location filename="../geogpt_qgis/gui/context_meter.py" line="44"/>
         <source>; {n} older messages summarised to fit</source>
         <translation>; {n} eldre meldinger oppsummert for å få plass</translation>
     </message>
@@ -1208,6 +1208,10 @@ Bydata = https://example.org/ogcapi</translation>
         <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="145"/>
         <source>QGIS did not answer in time; the master password dialog may still be open.</source>
         <translation>QGIS svarte ikke i tide; dialogen for hovedpassordet kan fortsatt være åpen.</translation>
+    </message>
+    <message>
+        <source>ctx %p%</source>
+        <translation type="obsolete">ktx %p%</translation>
     </message>
     <message>
         <source>Server URL, API key and connection test</source>

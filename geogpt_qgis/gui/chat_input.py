@@ -69,7 +69,7 @@ class ChatInput(QWidget):
         self.status.setWordWrap(True)  # its own line, wrapped: a long status never widens the dock
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.meter = ContextMeter(self)
-        self.policy = narrow_combo(QComboBox(self), 6)
+        self.policy = narrow_combo(QComboBox(self), 5)
         self.policy.setObjectName("geogptPolicy")
         self.policy.setToolTip(tr("Before running code, changing data or writing files"))
         for key, label in (

@@ -6,6 +6,7 @@ from qgis.PyQt.QtWidgets import QProgressBar, QWidget
 
 from geogpt_qgis.toolbelt.i18n import tr
 
+METER_WIDTH = 84
 # Fill colours: plenty of room, getting full, older messages are being summarised.
 _COLOURS = ((0.6, "#5cb85c"), (0.85, "#f0ad4e"), (1.01, "#d9534f"))
 
@@ -17,10 +18,10 @@ class ContextMeter(QProgressBar):
         super().__init__(parent)
         self.setObjectName("geogptContextMeter")
         self.setRange(0, 100)
-        self.setFixedWidth(64)
+        self.setFixedWidth(METER_WIDTH)
         self.setMaximumHeight(14)
         self.setTextVisible(True)
-        self.setFormat(tr("ctx %p%"))
+        self.setFormat(tr("context %p%"))  # a word, not "ctx"; the tooltip says what it means
         self.reset_usage()
 
     def reset_usage(self) -> None:
