@@ -258,7 +258,7 @@ class ChatView(QScrollArea):
 
     def last_turn(self) -> tuple[str, str]:
         """The newest user message and the answer written after it (Markdown), for Copy and Retry."""
-        question, views = "", []
+        question, views = "", list[MarkdownView]()
         for widget in self.items():
             if widget.objectName() == "geogptUserMessage":
                 question, views = widget.text(), []
