@@ -13,6 +13,7 @@ from qgis.PyQt.QtCore import QCoreApplication, QLocale, QSettings, QTranslator
 
 from geogpt_qgis.toolbelt.i18n import CONTEXT, install_translator, qgis_locale, tr, translation_file
 from tests.support.dock import close_dock, configure, open_dock
+from tests.support.runs import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -84,6 +85,9 @@ def test_the_dock_speaks_norwegian(nb_translator, qgis_iface, demo_project, mode
             "Tillat aldri endringer",
         ]
         bar = panel.conversation_bar
+        assert bar.new_button.toolTip() == "Ny samtale"  # the full label, also when the row is short of room
+        dock.resize(900, 700)  # room for the full labels (a narrow dock shows "+", gui/responsive.py)
+        wait_until(lambda: not bar.compact, 5)
         assert bar.new_button.text() == "Ny samtale"
         assert bar.list_button.toolTip() == nb("Your conversations: resume, rename, delete, export")
         assert bar.more_button.toolTip() == nb("More for this conversation")
