@@ -262,46 +262,46 @@
         <translation>; {n} eldre meldinger oppsummert for å få plass</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="32"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="30"/>
         <source>Conversations</source>
         <translation>Samtaler</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="34"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="32"/>
         <source>Your conversations: resume, rename, delete, export</source>
         <translation>Samtalene dine: fortsett, gi nytt navn, slett, eksporter</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="36"/>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="57"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="34"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="55"/>
         <source>New conversation</source>
         <translation>Ny samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="40"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="38"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="58"/>
         <source>Rename…</source>
         <translation>Gi nytt navn…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="41"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="39"/>
         <source>Export to Markdown…</source>
         <translation>Eksporter til Markdown…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="42"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="40"/>
         <source>Run log…</source>
         <translation>Kjørelogg…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="44"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="42"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="60"/>
         <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="129"/>
         <source>Delete</source>
         <translation>Slett</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="47"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="45"/>
         <source>More for this conversation</source>
         <translation>Mer for denne samtalen</translation>
     </message>
@@ -995,27 +995,32 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>API-nøkkelen er lagret i autentiseringsdatabasen til QGIS.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="94"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="68"/>
+        <source>Connected: 1 model available.</source>
+        <translation>Tilkoblet: 1 modell tilgjengelig.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="97"/>
         <source>Connection failed: </source>
         <translation>Tilkoblingen mislyktes: </translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="66"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="69"/>
         <source>Connected: {n} models available.</source>
         <translation>Tilkoblet: {n} modeller tilgjengelig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="77"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="80"/>
         <source>OpenAI-compatible servers usually end in /v1</source>
         <translation>OpenAI-kompatible tjenere slutter vanligvis på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="79"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="82"/>
         <source>Ollama&apos;s is usually http://localhost:11434</source>
         <translation>Ollama bruker vanligvis http://localhost:11434</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="81"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="84"/>
         <source>The server at {u} has no model list there (HTTP 404). Check the server URL ({h}).</source>
         <translation>Tjeneren på {u} har ingen modelliste der (HTTP 404). Sjekk tjener-URL-en ({h}).</translation>
     </message>

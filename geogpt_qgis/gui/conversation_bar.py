@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from qgis.PyQt.QtCore import Qt, pyqtSignal
-from qgis.PyQt.QtWidgets import QLabel, QMenu, QPushButton, QSizePolicy, QToolButton, QWidget
+from qgis.PyQt.QtCore import pyqtSignal
+from qgis.PyQt.QtWidgets import QMenu, QPushButton, QToolButton, QWidget
 
-from geogpt_qgis.gui.responsive import ResponsiveRow
+from geogpt_qgis.gui.responsive import ElidedLabel, ResponsiveRow
 from geogpt_qgis.toolbelt.i18n import tr
 
 TITLE_MIN_WIDTH = 70
@@ -23,10 +23,8 @@ class ConversationBar(ResponsiveRow):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.title = QLabel()
+        self.title = ElidedLabel()  # a long title ends in "…"; all of it in the tooltip
         self.title.setObjectName("geogptConversationTitle")
-        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.title.setTextFormat(Qt.TextFormat.PlainText)
         self.title.setMinimumWidth(TITLE_MIN_WIDTH)  # the buttons go short before the title goes
         self.list_button = QToolButton()
         self.list_button.setText(tr("Conversations"))
@@ -55,5 +53,4 @@ class ConversationBar(ResponsiveRow):
 
     def set_title(self, title: str) -> None:
         shown = title or tr("New conversation")
-        self.title.setText(shown)
-        self.title.setToolTip(shown)
+        self.title.set_full_text(shown)

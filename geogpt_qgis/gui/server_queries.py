@@ -63,7 +63,10 @@ def no_tools_warning() -> str:
 
 
 def connected_text(models: list[str] | None) -> str:
-    return tr("Connected: {n} models available.").format(n=len(models or []))
+    count = len(models or [])
+    if count == 1:
+        return tr("Connected: 1 model available.")
+    return tr("Connected: {n} models available.").format(n=count)
 
 
 def explain_server_error(exc: BaseException, provider: str, url: str) -> str:

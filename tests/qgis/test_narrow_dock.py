@@ -96,3 +96,20 @@ def test_the_dock_fits_its_width_through_a_whole_session(panel, model_server, wi
     # Narrower again, then wider: the content re-wraps both ways.
     for other in (300, 800, width):
         check(dock, other, f"resized to {other}")
+
+
+def test_a_long_conversation_title_is_elided_in_the_bar_and_whole_in_its_tooltip(panel):
+    title = "Which schools in the northern districts have more than five hundred pupils and a sports hall?"
+    panel.conversation_bar.set_title(title)
+    check(panel.parentWidget(), 300, "long title")
+    label = panel.conversation_bar.title
+    assert label.text() == title and label.toolTip() == title
+    shown = label.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight, label.contentsRect().width())
+    assert shown.endswith("…") and len(shown) < len(title)
+
+
+def test_one_model_is_one_model(qgis_app):
+    from geogpt_qgis.gui.server_queries import connected_text
+
+    assert connected_text(["qwen3:8b"]) == "Connected: 1 model available."
+    assert connected_text(["a", "b"]) == "Connected: 2 models available."
