@@ -85,11 +85,7 @@ class EditTools(ToolFamily):
 
     @gated("preview_remove_layer")
     def remove_layer(self, layer: str) -> ToolResult:
-        """Remove a layer from the project (its data stays).
-
-        Args:
-            layer: Layer name or id.
-        """
+        """Remove a layer from the project (its data stays)."""
         self.ctx.on_main(resolve_layer, self.ctx.project, layer)  # a wrong name gets its own message first
         if not approval_granted():
             raise ToolError(NEEDS_APPROVAL)
@@ -142,11 +138,7 @@ class EditTools(ToolFamily):
         """Set a field on, or delete, the features matching an expression.
 
         Args:
-            layer: Layer name or id.
-            expression: Chooses the features.
-            field: Field to set.
             value: Expression for the value, e.g. 'closed' or "pupils" * 2.
-            delete: Delete them instead.
         """
         _check_edit(field, value, delete)
         approved = approval_granted()  # read here: the decision lives in this call's context

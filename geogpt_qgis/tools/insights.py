@@ -66,6 +66,5 @@ class InsightTools(ToolFamily):
             kind: bar, line, pie, histogram, scatter.
             x: Field; a,b for grouped bars.
             y: Number field or mean(f); none: count.
-            title: Title.
         """
         return self._charts.make(data, kind, x, y, title)

@@ -107,7 +107,6 @@ class ProjectTools(ToolFamily):
         """Describe a layer: fields, values, CRS, extent, count; raster bands, stats.
 
         Args:
-            layer: Layer name or id.
             at: Raster values at 'x y;..' (project CRS or 'EPSG:4326 x y'), a layer's points or zones.
         """
         if at.strip() and self.ctx.on_main(is_polygon_layer, self.ctx.project, at):
@@ -177,9 +176,6 @@ class ProjectTools(ToolFamily):
         """Read attribute values of features as a table.
 
         Args:
-            layer: Layer name or id.
-            fields: Fields to show (default: all).
-            expression: Filter expression.
             limit: Rows (1-50).
         """
         limit = max(1, min(int(limit), MAX_READ_ROWS))
@@ -231,7 +227,6 @@ class ProjectTools(ToolFamily):
         """Select the features matching an expression (empty clears the selection).
 
         Args:
-            layer: Layer name or id.
             expression: e.g. "type" = 'primary' AND "pupils" > 300.
         """
         if not expression.strip():
@@ -275,12 +270,9 @@ class ProjectTools(ToolFamily):
         """Show or hide, rename, colour or zoom to a layer (to its selection if any).
 
         Args:
-            layer: Layer name or id.
-            visible: Show or hide.
             name: New name.
             color: e.g. red or #1f78b4.
             opacity: 0 to 1.
-            zoom: Zoom the map to it.
         """
         if visible is None and not name and not color and opacity is None and not zoom:
             raise ToolError("nothing to change: give visible, name, color, opacity or zoom")

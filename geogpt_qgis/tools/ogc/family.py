@@ -125,13 +125,9 @@ class OgcTools(ToolFamily):
 
         Args:
             collection: Collection id.
-            server: Server name or URL.
             filter: CQL2 text, e.g. beds > 100.
             bbox: [min_x, min_y, max_x, max_y].
             bbox_crs: e.g. EPSG:25832 (default: CRS84).
-            properties: Only these properties.
-            limit: Most features.
-            output_name: Layer name.
         """
         cap = bounded_limit(limit)
         with self._http() as http:

@@ -73,8 +73,7 @@ class PostgisTools(ToolFamily):
         """List database connections and the tables of one: geometry, SRID, rows.
 
         Args:
-            connection: Connection name (default: the only one).
-            schema_name: Only this schema.
+            connection: Default: the only one.
         """
         allowed = self._allowed()
         connections = self.ctx.on_main(lambda: describe_connections(allowed))
@@ -88,7 +87,7 @@ class PostgisTools(ToolFamily):
 
         Args:
             tables: e.g. ["public.schools"].
-            connection: Connection name (default: the only one).
+            connection: Default: the only one.
         """
         if not tables:
             raise ToolError("name at least one table")
@@ -136,10 +135,8 @@ class PostgisTools(ToolFamily):
         """Run one SQL statement (read-only unless write); shows the count and first rows.
 
         Args:
-            sql: One statement.
-            connection: Connection name (default: the only one).
+            connection: Default: the only one.
             output_name: Add the result as a layer or table with this name.
-            write: It changes data.
         """
         settings = self._settings()
         saved = self._connection(connection)
