@@ -49,14 +49,14 @@ import json
 import re
 import statistics
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from bench.common import headless_qgis, sized
+from tests.support.llama_server import LocalProxy
 
 TURNS = sized(10, 2)  # the quick run (make test): the cold first call, then one with a state note
 REPEATS = sized(3, 1)
@@ -180,7 +180,7 @@ def first_token_in(line: bytes) -> bool:
     return False
 
 
-class TimingProxy:
+class TimingProxy(LocalProxy):
     """Passes every request to the server untouched and times each chat request on the stream.
 
     One request at a time (the agent sends one), so the server's log lines
@@ -188,24 +188,9 @@ class TimingProxy:
     """
 
     def __init__(self, server: Any) -> None:
-        self.server = server
         self.calls: list[Call] = []
         self.turn = 0
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._http.daemon_threads = True
-        self._thread = threading.Thread(target=self._http.serve_forever, name="timing-proxy", daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
-
-    def __enter__(self) -> TimingProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._http.shutdown()
-        self._http.server_close()
+        super().__init__(server, "timing-proxy")
 
     def _log_size(self) -> int:
         return self.server.log_path.stat().st_size

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 REPO = Path(__file__).resolve().parents[2]
 LLAMA_VENV = REPO / ".stamps" / "llama-venv"
@@ -255,7 +255,36 @@ def running_llama_server(log_dir: Path, **options: Any) -> Iterator[LlamaServer]
 Shape = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class ShapingProxy:
+class LocalProxy:
+    """A pass-through HTTP server on 127.0.0.1 in front of a ``LlamaServer``, on a thread of its own.
+
+    Subclasses give the request handler (``_handler``); ``base_url`` is what the
+    agent is pointed at instead of the server's own.
+    """
+
+    def __init__(self, server: LlamaServer, name: str) -> None:
+        self.server = server
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(target=self._http.serve_forever, name=name, daemon=True)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+
+class ShapingProxy(LocalProxy):
     """A pass-through to the real server that edits chat request bodies on the way (tests only).
 
     The agent sends what any OpenAI client sends; to make a 270M model do a
@@ -267,24 +296,10 @@ class ShapingProxy:
     """
 
     def __init__(self, server: LlamaServer, shape: Shape) -> None:
-        self.server, self.shape = server, shape
+        self.shape = shape
         self.sent: list[dict[str, Any]] = []
         self.replies: list[bytearray] = []
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._http.daemon_threads = True
-        self._thread = threading.Thread(target=self._http.serve_forever, name="llama-proxy", daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
-
-    def __enter__(self) -> ShapingProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._http.shutdown()
-        self._http.server_close()
+        super().__init__(server, "llama-proxy")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         proxy = self
