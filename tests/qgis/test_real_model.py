@@ -159,6 +159,19 @@ def test_a_tool_call_made_by_the_real_model_is_parsed_and_run(tmp_path, user_dat
     assert done.stdout.strip() == streamed_text(proxy.replies[-1]).strip()
 
 
+def test_the_real_model_repeating_itself_is_stopped_and_what_it_said_is_kept(tmp_path, user_data, llama_server):
+    """The issue's case: unconstrained, Gemma 3 270M answers this by repeating the prompt over and over."""
+    project = copy_demo(tmp_path / "demo")
+    done = ask_real("How many schools are there?", project, llama_server.base_url, "--timeout", "150", timeout=200)
+    assert done.returncode == 0, done.stderr
+    assert "The model is repeating itself, so its answer was stopped here." in done.stderr
+    assert "reached the length limit" not in done.stderr  # the loop detector ended it, not the token bound
+    # What was streamed before the loop was recognised stays on screen: several rounds of the same lines.
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    assert len(lines) >= 4 and len(set(lines)) < len(lines)
+    assert "Traceback" not in done.stderr
+
+
 def test_a_real_answer_with_think_tags_shows_the_reasoning_apart(qgis_iface, demo_project, tmp_path, llama_server):
     from qgis.PyQt.QtWidgets import QTextBrowser
 
