@@ -273,7 +273,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/conversation_bar.py" line="34"/>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="55"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="61"/>
         <source>New conversation</source>
         <translation>Ny samtale</translation>
     </message>
@@ -302,6 +302,11 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/conversation_bar.py" line="45"/>
+        <source>Serve GeoGPT&apos;s tools to other assistants (MCP)</source>
+        <translation>Gi andre assistenter tilgang til GeoGPTs verktøy (MCP)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="51"/>
         <source>More for this conversation</source>
         <translation>Mer for denne samtalen</translation>
     </message>

@@ -40,6 +40,12 @@ class ConversationBar(ResponsiveRow):
         self.run_log_action = self.menu.addAction(tr("Run log…"), self.run_log_requested.emit)
         self.menu.addSeparator()
         self.delete_action = self.menu.addAction(tr("Delete"), self.delete_requested.emit)
+        self.menu.addSeparator()
+        # The plugin's MCP server (issue 25), also in Settings > Options > GeoGPT with its address and token.
+        self.mcp_action = self.menu.addAction(tr("Serve GeoGPT's tools to other assistants (MCP)"))
+        self.mcp_action.setCheckable(True)
+        self.mcp_action.toggled.connect(switch_mcp_server)
+        self.menu.aboutToShow.connect(self._show_mcp_state)
         self.more_button = QToolButton()
         self.more_button.setText("⋯")
         self.more_button.setToolTip(tr("More for this conversation"))
@@ -54,3 +60,22 @@ class ConversationBar(ResponsiveRow):
     def set_title(self, title: str) -> None:
         shown = title or tr("New conversation")
         self.title.set_full_text(shown)
+
+    def _show_mcp_state(self) -> None:
+        """The switch shows the saved setting (the options page may have changed it) without acting on it."""
+        from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+
+        self.mcp_action.blockSignals(True)
+        self.mcp_action.setChecked(PlgOptionsManager.get_plg_settings().mcp_enabled)
+        self.mcp_action.blockSignals(False)
+
+
+def switch_mcp_server(on: bool) -> None:
+    """Save the MCP switch and let the running plugin's server follow it (started or stopped off the main thread)."""
+    from geogpt_qgis.mcp_server.service import current_service
+    from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+
+    PlgOptionsManager.set_value("mcp_enabled", on)
+    service = current_service()
+    if service is not None:
+        service.apply(PlgOptionsManager.get_plg_settings())

@@ -60,3 +60,30 @@ def test_ok_starts_the_server_and_the_page_shows_url_token_and_config(make_page,
     finally:
         PlgOptionsManager.set_value("mcp_enabled", False)
         service.stop()
+
+
+def test_the_docks_menu_switches_the_server_on_and_off(qgis_iface, demo_project, service, tmp_path):
+    from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+    from tests.support.dock import close_dock, open_dock
+
+    PlgOptionsManager.set_value("mcp_port", 19765 + (id(service) % 1000))
+    dock = open_dock(qgis_iface, demo_project, tmp_path / "store.sqlite")
+    bar = dock.panel.conversation_bar
+    try:
+        bar.menu.aboutToShow.emit()
+        assert not bar.mcp_action.isChecked() and not service.state.running  # off by default
+        bar.mcp_action.trigger()
+        wait_until(lambda: service.state.running or bool(service.state.error), 30)
+        assert service.state.running, service.state.error
+        assert PlgOptionsManager.get_plg_settings().mcp_enabled
+        bar.mcp_action.trigger()
+        wait_until(lambda: not service.state.running, 30)
+        assert not PlgOptionsManager.get_plg_settings().mcp_enabled
+        # Switched on in the options page meanwhile: the menu shows it when it opens, and starts nothing itself.
+        PlgOptionsManager.set_value("mcp_enabled", True)
+        bar.menu.aboutToShow.emit()
+        assert bar.mcp_action.isChecked() and not service.state.running
+    finally:
+        PlgOptionsManager.set_value("mcp_enabled", False)
+        service.stop()
+        close_dock(dock)
