@@ -89,7 +89,7 @@ $(QT6_CHECKER): | system
 setup: system $(STAMPS)/python-deps $(STAMPS)/tekken.json demo $(TRANSLATIONS) $(STAMPS)/qt6-venv.done $(QT6_CHECKER) $(MCP_INSPECTOR)
 
 $(MCP_INSPECTOR): | system
-	@command -v npm >/dev/null || { echo "npm is needed once to install the MCP Inspector (Debian: apt-get install npm)"; exit 1; }
+	@command -v npm >/dev/null || scripts/install_system.sh npm  # Debian's npm, once, where the machine has none
 	npm install --no-audit --no-fund --prefix tools/mcp-inspector @modelcontextprotocol/inspector@$(MCP_INSPECTOR_VERSION)
 
 # Compiled translations (.qm) from the .ts sources; make translations also re-reads the code.
