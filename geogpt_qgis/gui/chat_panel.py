@@ -97,9 +97,7 @@ class ChatPanel(QWidget):
             from geogpt_qgis.gui.install_banner import InstallBanner
 
             self.install_banner = InstallBanner(missing, self)
-            self.install_banner.installed.connect(
-                lambda: self.chat.add_notice(tr("The Python packages are installed: ask away."), "info")
-            )
+            self.install_banner.installed.connect(self._packages_installed)
             layout.insertWidget(0, self.install_banner)
 
         self.project.cleared.connect(self._project_cleared)
@@ -107,6 +105,11 @@ class ChatPanel(QWidget):
         if last and not missing:
             # Come back to the last conversation (read from the store off this thread).
             QTimer.singleShot(0, lambda: self.view.open_conversation(last, restoring=True))
+
+    def _packages_installed(self) -> None:
+        """The model list could not be asked for without the packages (Send was off for it): ask again now."""
+        self.chat.add_notice(tr("The Python packages are installed: ask away."), "info")
+        self.model_bar.refresh_models()
 
     def _wire_first_run(self) -> None:
         """The card follows the server's state and the project's layers; Send is off while no model can answer."""

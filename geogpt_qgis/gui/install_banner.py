@@ -216,8 +216,8 @@ class InstallBanner(QFrame):
         else:
             message = tr("Installed in {s:.0f} s. GeoGPT is ready.").format(s=report.seconds)
             self.hide()
+        self.installed.emit()  # first: the dock asks the server again, now that the model clients can load
         self.finished.emit(True, message)
-        self.installed.emit()
 
     def _set_running(self, running: bool) -> None:
         self.progress.setVisible(running)
