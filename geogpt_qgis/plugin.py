@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from geogpt_qgis.gui.chat_view import ChatView
     from geogpt_qgis.gui.dock import ChatDock
-    from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
+    from geogpt_qgis.gui.options_factory import GeoGptOptionsFactory
     from geogpt_qgis.mcp_server.service import McpService
 
 MENU = "&GeoGPT"
@@ -64,7 +64,7 @@ class GeoGptPlugin:
         self.iface.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         self._teardown.callback(self._remove_dock)
 
-        from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
+        from geogpt_qgis.gui.options_factory import GeoGptOptionsFactory
 
         options_factory = GeoGptOptionsFactory(self.iface)
         self.iface.registerOptionsWidgetFactory(options_factory)

@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SHIPPED = Path(__file__).resolve().parents[1] / "resources" / "recipes.json"
+_PACKAGE = Path(__file__).resolve().parents[1]
+# Installed, resources/ sits inside the plugin folder; in the repository, beside the package (as the icons do).
+_PLACES = (_PACKAGE / "resources" / "recipes.json", _PACKAGE.parent / "resources" / "recipes.json")
+SHIPPED = next((place for place in _PLACES if place.exists()), _PLACES[0])
 PLACEHOLDER = re.compile(r"<[a-z][a-z0-9 ]*>")
 
 Call = tuple[str, dict[str, Any]]

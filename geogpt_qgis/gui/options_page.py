@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from qgis.gui import QgsOptionsPageWidget, QgsOptionsWidgetFactory
+from qgis.gui import QgsOptionsPageWidget
 from qgis.PyQt import sip
-from qgis.PyQt.QtGui import QIcon
 from qgis.PyQt.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -41,22 +40,10 @@ from geogpt_qgis.gui.settings_events import settings_events
 from geogpt_qgis.gui.wheel_guard import guard_wheel
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.log import logger
-from geogpt_qgis.toolbelt.paths import icon_path
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 
 if TYPE_CHECKING:
     from qgis.gui import QgisInterface
-
-
-class GeoGptOptionsFactory(QgsOptionsWidgetFactory):
-    """Registered with ``iface.registerOptionsWidgetFactory``; QGIS asks it for a page each time the dialog opens."""
-
-    def __init__(self, iface: QgisInterface | None = None) -> None:
-        super().__init__(TITLE, QIcon(str(icon_path("geogpt.svg"))))
-        self.iface = iface
-
-    def createWidget(self, parent: QWidget | None = None) -> OptionsPage:  # noqa: N802 - Qt override
-        return OptionsPage(parent, self.iface)
 
 
 class OptionsPage(QgsOptionsPageWidget):

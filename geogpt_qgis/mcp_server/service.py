@@ -10,7 +10,6 @@ page can restart it when the settings change.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -119,6 +118,8 @@ class McpService(QObject):
             approver = self._approvals = DockApprovals(self._chat, policy)
 
         def start() -> HttpServer:
+            import asyncio  # here, not at module level: it costs QGIS start-up ~35 ms, and the server is off by default
+
             from geogpt_qgis.mcp_server.http import HttpServer
             from geogpt_qgis.mcp_server.run_log import McpRunLog
             from geogpt_qgis.mcp_server.tools import McpTools

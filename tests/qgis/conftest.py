@@ -38,7 +38,7 @@ def panel(qgis_iface, demo_project, tmp_path, model_server) -> Iterator:
 @pytest.fixture
 def make_page(qgis_iface) -> Iterator:
     """Build options pages as QGIS's options dialog does (through the factory); delete them afterwards."""
-    from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
+    from geogpt_qgis.gui.options_factory import GeoGptOptionsFactory
 
     pages: list = []
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import keyring
 from qgis.core import QgsApplication, QgsSettings
 
-from geogpt_qgis.gui.options_page import GeoGptOptionsFactory
+from geogpt_qgis.gui.options_factory import GeoGptOptionsFactory
 from geogpt_qgis.toolbelt.log import logger
 from geogpt_qgis.toolbelt.secrets import SERVICE, account_for, get_api_key, set_api_key
 from tests.support.dock import configure, type_and_send

@@ -63,9 +63,11 @@ def test_load_then_unload_leaves_nothing_behind(real_iface, tmp_path, monkeypatc
     assert plugin.action in real_iface.plugin_toolbar.actions()
     assert real_iface.options_factories == [plugin.options_factory]  # Settings > Options > GeoGPT
     assert real_iface.options_factories[0].title() == "GeoGPT"
-    # The panel stops runs when the project closes; its watcher follows layers and the CRS for change notes.
-    assert _receivers(project, "cleared") == baseline["cleared"] + 2
-    assert all(_receivers(project, name) == baseline[name] + 1 for name in watched[1:])
+    # The panel stops runs when the project closes; its watcher follows layers and the CRS for change notes;
+    # the first-run card's example questions follow the layers added and the project closed.
+    assert _receivers(project, "cleared") == baseline["cleared"] + 3
+    assert _receivers(project, "layersAdded") == baseline["layersAdded"] + 2
+    assert all(_receivers(project, name) == baseline[name] + 1 for name in watched[2:])
     assert len(logger.handlers) == baseline["handlers"] + 1
     # The action toggles the dock.
     plugin.action.trigger()

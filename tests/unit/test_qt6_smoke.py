@@ -31,7 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 QT6_PYTHON = ROOT / ".stamps" / "qt6-venv" / "bin" / "python"
 CHECKER = ROOT / ".stamps" / "qt6-checker" / "pyqt5_to_pyqt6.py"
-NEEDS_QGIS = {"geogpt_qgis.gui.dock", "geogpt_qgis.gui.chat_panel", "geogpt_qgis.gui.options_page"}
+NEEDS_QGIS = {
+    "geogpt_qgis.gui.dock",
+    "geogpt_qgis.gui.chat_panel",
+    "geogpt_qgis.gui.options_page",
+    "geogpt_qgis.gui.options_factory",  # a QgsOptionsWidgetFactory: nothing to build without QGIS
+}
 # Among the classes built: the chat column and everything it shows.
 CHAT_WIDGETS = {
     "ApprovalCard",
