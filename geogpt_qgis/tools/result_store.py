@@ -290,7 +290,10 @@ class SaveHooks:
             log.warning("could not drop unused result tables: %s", exc)
         moved, self._moved = self._moved, None
         if moved is not None:
-            self.tell(moved)
+            try:
+                self.tell(moved)
+            except Exception as exc:  # noqa: BLE001 - a slot: an exception here would abort QGIS
+                log.warning("could not say where the result layers went: %s", exc)
 
 
 # -- the tools' entry points -------------------------------------------------------

@@ -54,28 +54,29 @@ def test_load_then_unload_leaves_nothing_behind(real_iface, tmp_path, monkeypatc
     }
     plugin = classFactory(real_iface)
     plugin.initGui()
-    window.show()  # shows the dock, which builds its chat panel
-    assert plugin.dock.widget() is plugin.dock.panel
-    loaded = _ours(window)
-    assert len(loaded["docks"]) == 1 and len(loaded["actions"]) == 1 and len(loaded["menus"]) == 1
-    dock = loaded["docks"][0]
-    assert window.dockWidgetArea(dock) == Qt.DockWidgetArea.RightDockWidgetArea
-    assert plugin.action in real_iface.plugin_toolbar.actions()
-    assert real_iface.options_factories == [plugin.options_factory]  # Settings > Options > GeoGPT
-    assert real_iface.options_factories[0].title() == "GeoGPT"
-    # The panel stops runs when the project closes; its watcher follows layers and the CRS for change notes;
-    # the first-run card's example questions follow the layers added and the project closed.
-    assert _receivers(project, "cleared") == baseline["cleared"] + 3
-    assert _receivers(project, "layersAdded") == baseline["layersAdded"] + 2
-    assert all(_receivers(project, name) == baseline[name] + 1 for name in watched[2:])
-    assert len(logger.handlers) == baseline["handlers"] + 1
-    # The action toggles the dock.
-    plugin.action.trigger()
-    plugin.action.trigger()
-
-    plugin.unload()
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # run deleteLater()
-    gc.collect()
+    try:  # unloaded whatever fails here: a plugin left loaded would outlive this test and disturb others
+        window.show()  # shows the dock, which builds its chat panel
+        assert plugin.dock.widget() is plugin.dock.panel
+        loaded = _ours(window)
+        assert len(loaded["docks"]) == 1 and len(loaded["actions"]) == 1 and len(loaded["menus"]) == 1
+        dock = loaded["docks"][0]
+        assert window.dockWidgetArea(dock) == Qt.DockWidgetArea.RightDockWidgetArea
+        assert plugin.action in real_iface.plugin_toolbar.actions()
+        assert real_iface.options_factories == [plugin.options_factory]  # Settings > Options > GeoGPT
+        assert real_iface.options_factories[0].title() == "GeoGPT"
+        # The panel stops runs when the project closes; its watcher follows layers and the CRS for change notes;
+        # the first-run card's example questions follow the layers added and the project closed.
+        assert _receivers(project, "cleared") == baseline["cleared"] + 3
+        assert _receivers(project, "layersAdded") == baseline["layersAdded"] + 2
+        assert all(_receivers(project, name) == baseline[name] + 1 for name in watched[2:])
+        assert len(logger.handlers) == baseline["handlers"] + 1
+        # The action toggles the dock.
+        plugin.action.trigger()
+        plugin.action.trigger()
+    finally:
+        plugin.unload()
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # run deleteLater()
+        gc.collect()
     assert _ours(window) == {"docks": [], "actions": [], "menus": []}
     assert len(real_iface.plugin_menu.actions()) == baseline["plugin_menu"]
     assert len(real_iface.plugin_toolbar.actions()) == baseline["toolbar"]
