@@ -26,6 +26,13 @@ THREE_TURNS = [
 QUESTIONS = ["How many schools are there?", "Which district has most?", "Select the primary ones"]
 
 
+def said(content: str) -> str:
+    """What the user typed: a message without the project's state the plugin put ahead of it for the model."""
+    if content.startswith("[Open project: "):
+        return content.split("]\n\n", 1)[1]
+    return content
+
+
 def ask_all(panel, questions: list[str]) -> None:
     for question in questions:
         done = len(panel.statuses)
@@ -65,7 +72,9 @@ def test_the_last_conversation_comes_back_after_a_restart_and_the_model_remember
         type_and_send(panel, "Are they still selected?")
         wait_until(lambda: panel.statuses[-1:] == ["finished"], 30)
         sent = model_server.chat_requests()[-1].body["messages"]
-        assert [m["content"] for m in sent if m["role"] == "user"] == [*QUESTIONS, "Are they still selected?"]
+        # The first question of each session carries the project's state ahead of it (a note for the model).
+        assert [said(m["content"]) for m in sent if m["role"] == "user"] == [*QUESTIONS, "Are they still selected?"]
+        assert sent[1]["content"].startswith("[Open project: ") and sent[-1]["content"].startswith("[Open project: ")
         turn_with_tool, plain_turn = ["user", "assistant", "tool", "assistant"], ["user", "assistant"]
         assert [m["role"] for m in sent[1:]] == [*turn_with_tool, *plain_turn, *turn_with_tool, "user"]
     finally:
@@ -173,7 +182,8 @@ def test_changes_between_turns_reach_the_model_as_a_note(panel, model_server, de
     sent = model_server.chat_requests()[-1].body["messages"]
     assert sent[-1] == {"role": "user", "content": f"[{note}]\n\nWhat changed?"}
     first_turn = next(m for m in sent if m["role"] == "user")
-    assert first_turn["content"] == "Select the big schools"
+    assert first_turn["content"].startswith("[Open project: ")
+    assert said(first_turn["content"]) == "Select the big schools"
     notices = [w.text() for w in panel.chat.items() if isinstance(w, QLabel) and w.property("level") == "info"]
     assert note in notices
     # Nothing changed since: no note the next time.
@@ -186,7 +196,10 @@ def test_a_new_conversation_is_not_told_about_earlier_changes(panel, model_serve
     demo_project.addMapLayer(wells_layer())
     model_server.script([Turn(text="Eight layers.")])
     ask_all(panel, ["How many layers?"])
-    assert model_server.chat_requests()[-1].body["messages"][-1]["content"] == "How many layers?"
+    # It is told the project as it is now (wells included), not what changed before it began.
+    content = model_server.chat_requests()[-1].body["messages"][-1]["content"]
+    assert said(content) == "How many layers?"
+    assert "'wells' (Point, 3 features)" in content and "Since your last answer" not in content
 
 
 def test_restored_answers_are_rendered_once(panel, model_server, qgis_iface, demo_project, tmp_path):

@@ -147,7 +147,11 @@ def test_the_dock_lists_sources_and_a_click_selects_the_layer(panel, model_serve
     type_and_send(panel, "Buffer the rivers by 500 m")
     wait_until(lambda: panel.statuses == ["finished"], 60)
     (view,) = items_of(panel, SourcesView)
-    assert panel.chat.items()[-1] is view  # under the answer
+    from geogpt_qgis.gui.markdown_view import MarkdownView
+
+    items = panel.chat.items()
+    answer = max(i for i, w in enumerate(items) if isinstance(w, MarkdownView))
+    assert items.index(view) > answer  # under the answer (with its copy/retry row and thumbs-up)
     assert view.sources.layers == ["rivers"] and view.sources.results == ["rivers_500m"]
     assert view.sources.algorithms == ["native:buffer (INPUT=rivers, DISTANCE=500)"]
     assert view.header.text() == "Sources (3)" and not view.body.isVisible()
