@@ -123,7 +123,7 @@ def test_a_real_servers_stream_reaches_the_dock_as_it_comes(qgis_iface, demo_pro
                 return bool(panel.statuses)
 
             wait_until(shown, 120)
-            assert panel.statuses == ["finished"]
+            assert panel.statuses == ["finished"], (panel.status.text(), proxy.replies[-1:] and proxy.replies[-1][:300])
             deltas = [d["content"] for d in streamed_deltas(proxy.replies[-1]) if d.get("content")]
             assert len(deltas) >= 5  # the server streamed the answer piece by piece
             final = items_of(panel, MarkdownView)[-1].source_text
