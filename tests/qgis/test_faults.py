@@ -375,6 +375,10 @@ def test_postgresql_restarted_mid_query_gives_a_clear_error_and_the_next_call_wo
     from geogpt_qgis.tools.postgis.family import PostgisTools
     from tests.support.postgis import connect, saved_connection
 
+    with connect() as conn, conn.cursor() as cursor:  # 15 on Debian 12, 17 in the trixie chroots of make test-matrix
+        cursor.execute("SELECT current_setting('server_version_num')::int / 10000")
+        cluster_version = str(cursor.fetchone()[0])
+
     def restart() -> None:
         # Waits for the query to be running, then restarts the server (other tests' sessions see it briefly).
         deadline = time.monotonic() + 10
@@ -390,7 +394,7 @@ def test_postgresql_restarted_mid_query_gives_a_clear_error_and_the_next_call_wo
             time.sleep(0.05)
         sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]  # as scripts/postgis.sh starts the server
         subprocess.run(
-            [*sudo, "pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"],
+            [*sudo, "pg_ctlcluster", "--skip-systemctl-redirect", cluster_version, "main", "restart"],
             check=True,
             capture_output=True,
             timeout=60,

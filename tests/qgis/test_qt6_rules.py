@@ -104,9 +104,13 @@ def test_the_unscoped_enum_rule_sees_qt_and_qgis_enums():
         "c = QgsFeatureRequest.Flag.NoGeometry\nd = Qt.AlignmentFlag.AlignTop\n"
     )
     found = unscoped_enums(ROOT / "probe.py", tree)
+    # The scoped name is the running QGIS's: QgsWkbTypes.Type on 3.22, QgsWkbTypes.WkbType (Qgis.WkbType) on 3.40+.
+    from qgis.core import QgsWkbTypes
+
+    wkb_enum = type(getattr(QgsWkbTypes, "Point")).__name__  # noqa: B009 - the unscoped spelling is the probe
     assert [line.split(" ", 1)[1] for line in found] == [
         "Qt.AlignLeft -> Qt.AlignmentFlag.AlignLeft",
-        "QgsWkbTypes.Point -> QgsWkbTypes.Type.Point",
+        f"QgsWkbTypes.Point -> QgsWkbTypes.{wkb_enum}.Point",
     ]
 
 

@@ -264,7 +264,9 @@ def test_the_server_facts_the_readme_names(llama_server):
     )
     call = forced["choices"][0]["message"]["tool_calls"][0]
     assert call["function"]["name"] == "describe_layer"
-    assert isinstance(json.loads(call["function"]["arguments"])["layer"], str)
+    # The schema's grammar makes an object with a string "layer"; it lets a raw newline into the string (seen
+    # with another build of the same server), which strict JSON refuses: the agent's parser is lenient too.
+    assert isinstance(json.loads(call["function"]["arguments"], strict=False)["layer"], str)
     # A prompt longer than n_ctx, streamed: HTTP 200 and an empty event stream, no error, no [DONE].
     long_prompt = [{"role": "user", "content": "river " * (llama_server.n_ctx + 100)}]
     assert llama_server.post_chat(long_prompt, stream=True) == (200, b"")
