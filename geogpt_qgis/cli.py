@@ -338,18 +338,22 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         bridge.close()
     if timed_out and renderer.status != "finished":
         err.write(f"error: no answer within {args.timeout:g} s (--timeout); stopped.\n")
-        if worker.is_busy():  # a step that ignores cancellation: the deadline still holds
-            err.flush()
-            out.flush()
-            os._exit(EXIT_FAILED)
-        return EXIT_FAILED
-    if renderer.status == "finished":
-        return EXIT_OK
-    if renderer.status == "cancelled" or interrupted:
+        code = EXIT_FAILED
+    elif renderer.status == "finished":
+        code = EXIT_OK
+    elif renderer.status == "cancelled" or interrupted:
         err.write("Stopped.\n")
-        return EXIT_INTERRUPTED
-    err.write(f"error: {renderer.error or 'the run failed'}\n")
-    return EXIT_FAILED
+        code = EXIT_INTERRUPTED
+    else:
+        err.write(f"error: {renderer.error or 'the run failed'}\n")
+        code = EXIT_FAILED
+    if (timed_out and worker.is_busy()) or worker.worker.isRunning():
+        # A step that ignores cancellation, or an agent thread still winding down: leave now. Exiting QGIS
+        # with that thread alive aborts the process (seen on QGIS 3.44 after Ctrl+C), and the deadline holds.
+        err.flush()
+        out.flush()
+        os._exit(code)
+    return code
 
 
 # A run out of time is cancelled this long before the deadline, and waited for at most this long.

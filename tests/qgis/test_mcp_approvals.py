@@ -156,7 +156,8 @@ def test_every_call_is_in_the_run_log_with_the_clients_name(chat, tool_ctx, tmp_
     finally:
         server.stop()
     assert not server.running
-    assert not [t for t in threading.enumerate() if "_connection_worker_thread" in t.name]  # the log's connection
+    # The log's SQLite connection is closed: its worker thread ends (a moment after the close, under load).
+    wait_until(lambda: not [t for t in threading.enumerate() if "_connection_worker_thread" in t.name], 10)
     with sqlite3.connect(store) as db:
         title = db.execute("SELECT title FROM geogpt_conversations WHERE thread_id = ?", (client_thread_id(CLIENT),))
         assert title.fetchone() == (f"MCP: {CLIENT}",)
