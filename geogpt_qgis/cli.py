@@ -347,9 +347,10 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     else:
         err.write(f"error: {renderer.error or 'the run failed'}\n")
         code = EXIT_FAILED
-    if (timed_out and worker.is_busy()) or worker.worker.isRunning():
-        # A step that ignores cancellation, or an agent thread still winding down: leave now. Exiting QGIS
-        # with that thread alive aborts the process (seen on QGIS 3.44 after Ctrl+C), and the deadline holds.
+    if (timed_out and worker.is_busy()) or worker.worker.isRunning() or code == EXIT_INTERRUPTED:
+        # A step that ignores cancellation, an agent thread still winding down, or Ctrl+C: leave now. Tearing
+        # QGIS down after an interrupted run aborted the process now and then on QGIS 3.44 (SIGABRT, not 130);
+        # nothing is saved after Ctrl+C anyway.
         err.flush()
         out.flush()
         os._exit(code)
