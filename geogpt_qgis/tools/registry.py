@@ -12,6 +12,7 @@ from geogpt_qgis.tools.code import CodeTools
 from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.examples import ExampleTools
 from geogpt_qgis.tools.insights import InsightTools
+from geogpt_qgis.tools.maps.family import MapTools
 from geogpt_qgis.tools.ogc.family import OgcTools
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
@@ -20,6 +21,7 @@ from geogpt_qgis.tools.project import ProjectTools
 FAMILY_TYPES: tuple[type[ToolFamily], ...] = (
     ProjectTools,
     EditTools,
+    MapTools,
     ProcessingTools,
     PostgisTools,
     OgcTools,

@@ -155,9 +155,10 @@ def test_ctrl_c_stops_the_run(model_server, project_file):
     pressed = time.monotonic()
     process.send_signal(signal.SIGINT)
     code = process.wait(timeout=10)
-    assert code == 130
+    said = process.stderr.read()
+    assert code == 130, said
     assert time.monotonic() - pressed < 3.0
-    assert "Stopped." in process.stderr.read()
+    assert "Stopped." in said
 
 
 @pytest.mark.parametrize(("policy", "removed"), [(None, False), ("never", False), ("trust", True)])

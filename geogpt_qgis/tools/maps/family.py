@@ -1,0 +1,44 @@
+"""The maps family: what an analyst asks for after the analysis, done as real QGIS styles and layouts.
+
+Each part (loading, styling, labels, export) is its own small object with its
+tools and their approval previews; the family only gathers them, so the agent
+sees one family and the parts stay independent modules.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from geogpt_qgis.tools.base import ToolFamily, ToolFunction
+
+
+class MapPart(Protocol):
+    """One part of the family: built with the tool context, offers its tool methods."""
+
+    def __init__(self, ctx: Any) -> None: ...
+
+    def tools(self) -> list[ToolFunction]: ...
+
+
+def _part_types() -> list[type[MapPart]]:
+    """The parts, imported here so that the family module stays light to import."""
+    return []
+
+
+class MapTools(ToolFamily):
+    """Data loading, styling, labels, layer order and map export."""
+
+    name = "maps"
+    title = "Maps"
+    summary = "load files, URLs and tables; style, label and order layers; export a map to PDF or PNG"
+    prompt_hint = ""
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._parts = [part(ctx) for part in _part_types()]
+
+    def tools(self) -> list[ToolFunction]:
+        return [tool for part in self._parts for tool in part.tools()]
+
+    def unavailable_reason(self) -> str | None:
+        return None if self._parts else "no map tools in this build"
