@@ -31,6 +31,7 @@ from shapely.ops import unary_union, voronoi_diagram
 SEED = 20261122
 EPSG = 25832
 X0, Y0 = 560_000.0, 6_200_000.0
+VIEW_MARGIN = 0.05  # the demo project opens on the town plus this share of its size on each side
 WIDTH, HEIGHT = 8_000.0, 6_000.0
 GPKG_NAME = "elvbury.gpkg"
 PROJECT_NAME = "elvbury.qgz"
@@ -459,9 +460,23 @@ def _style_project(gpkg: Path, project_path: Path) -> None:
     for raster in _styled_rasters(gpkg.parent):  # at the bottom, unticked: the vector map looks as before
         project.addMapLayer(raster, False)
         project.layerTreeRoot().addLayer(raster).setItemVisibilityChecked(False)
+    _set_default_view(project)
     if not project.write(str(project_path)):
         raise RuntimeError(f"cannot write {project_path}: {project.error()}")
     project.clear()
+
+
+def _set_default_view(project: Any) -> None:
+    """Open zoomed to the whole town with a margin: a project written headless has no saved canvas, and
+    QGIS would otherwise open it blank at 1:1 (it falls back to the project's default view extent)."""
+    from qgis.core import QgsRectangle, QgsReferencedRectangle
+
+    town = QgsRectangle()
+    town.setMinimal()
+    for layer in project.mapLayers().values():
+        town.combineExtentWith(layer.extent())  # every layer is in the project's CRS
+    town.grow(VIEW_MARGIN * max(town.width(), town.height()))
+    project.viewSettings().setDefaultViewExtent(QgsReferencedRectangle(town, project.crs()))
 
 
 # --- Rasters beside the GeoPackage: a DEM and a land-cover grid -----------------------------------------------

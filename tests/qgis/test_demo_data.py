@@ -15,6 +15,7 @@ from qgis.core import (
     QgsPalettedRasterRenderer,
     QgsProject,
     QgsRasterLayer,
+    QgsRectangle,
     QgsSingleBandPseudoColorRenderer,
 )
 
@@ -123,4 +124,21 @@ def test_the_project_opens_styled_with_every_layer(qgis_app, tmp_path):
     order = [node.layer().name() for node in project.layerTreeRoot().findLayers()]
     vectors = ["schools", "hospitals", "roads", "rivers", "parks", "districts", "landuse"]
     assert order == [*vectors, "elevation", "landcover"]
+    project.clear()
+
+
+def test_the_project_opens_zoomed_to_the_whole_town(qgis_app, tmp_path):
+    """A project written headless has no saved canvas: its default view extent is what QGIS opens on."""
+    _generate(tmp_path)
+    project = QgsProject()
+    assert project.read(str(tmp_path / "elvbury.qgz"))
+    view = project.viewSettings().defaultViewExtent()
+    assert not view.isNull() and view.crs().authid() == "EPSG:25832"
+    town = QgsRectangle()
+    town.setMinimal()
+    for layer in project.mapLayers().values():
+        town.combineExtentWith(layer.extent())
+    assert view.contains(town)  # every layer in view...
+    assert view.width() < 1.3 * town.width() and view.height() < 1.3 * town.height()  # ...and not a far-off view
+    assert 1_000 < town.width() < 20_000 and 1_000 < town.height() < 20_000  # a town, not a point or a country
     project.clear()
