@@ -14,6 +14,12 @@ metadata and custom properties:
 - ``clean_up``, after each save, drops the result tables of the project's file
   that no layer uses any more, so removed results do not pile up.
 
+Raster results (an algorithm's temporary GeoTIFF) follow the same rules as
+files in a folder beside the project, ``<project>_results/``
+(``core/result_rasters``): copied there as soon as the project has a file
+(``keep_raster``), else when it gets one (``relocate``), and dropped by
+``clean_up`` once no layer reads them.
+
 Threads: ``stage``, ``open``, ``relocate`` and ``clean_up`` run on the main
 thread (they read the project and make layers); ``write``, the slow part,
 runs on the tool's worker and touches only a feature source and the file.
@@ -37,6 +43,7 @@ from qgis.core import (
     QgsMapLayer,
     QgsProject,
     QgsProviderRegistry,
+    QgsRasterLayer,
     QgsReadWriteContext,
     QgsVectorFileWriter,
     QgsVectorLayer,
@@ -45,7 +52,7 @@ from qgis.core import (
 from qgis.PyQt import sip
 from qgis.PyQt.QtXml import QDomDocument
 
-from geogpt_qgis.core import result_files
+from geogpt_qgis.core import result_files, result_rasters
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.toolbelt.log import logger as log
 from geogpt_qgis.tools.base import ToolContext, ToolError
@@ -92,6 +99,7 @@ class ResultStore:
         self._write_lock = threading.Lock()  # one writer per store: SQLite takes one at a time anyway
         self._names_lock = threading.Lock()
         self._reserved: set[tuple[Path, str]] = set()  # staged tables not yet in a layer: never cleaned up
+        self._rasters_reserved: set[Path] = set()  # raster copies not yet in a layer: never cleaned up
 
     # -- where -----------------------------------------------------------------
     def location(self, project: QgsProject) -> Path:
@@ -198,6 +206,10 @@ class ResultStore:
         if not project_file or "://" in project_file:
             return None  # a project kept in a database has no folder to sit beside
         self.follow_project = True
+        folder = self._relocate_rasters(project, project_file)
+        return self._relocate_tables(project, project_file) or folder
+
+    def _relocate_tables(self, project: QgsProject, project_file: str) -> Path | None:
         target = result_files.results_path_for(project_file)
         moves: dict[Path, list[tuple[QgsVectorLayer, str]]] = {}
         marked: dict[Path, set[str]] = {}
@@ -229,6 +241,47 @@ class ResultStore:
                 result_files.remove_file(source)
         return target
 
+    def _relocate_rasters(self, project: QgsProject, project_file: str) -> Path | None:
+        """Copy temporary raster outputs and rasters of other projects' results folders into this one's."""
+        folder = result_rasters.results_folder_for(project_file)
+        copied: dict[Path, Path] = {}
+        for layer, path in _raster_files(project):
+            if path.parent.resolve() == folder.resolve():
+                continue
+            if not (_is_temporary_file(path) or result_rasters.is_result(path)):
+                continue
+            if path not in copied:
+                target = result_rasters.file_name(layer.name(), folder, self._rasters_reserved)
+                result_rasters.copy_raster(path, target)
+                copied[path] = target
+            options = QgsDataProvider.ProviderOptions()
+            options.transformContext = project.transformContext()
+            layer.setDataSource(str(copied[path]), layer.name(), "gdal", options)  # keeps its renderer
+        return folder if copied else None
+
+    # -- raster outputs of a saved project: straight beside it ---------------------------
+    def raster_target(self, project: QgsProject, name: str) -> Path | None:
+        """Where a new raster result called ``name`` is copied now, reserved (main thread); ``None``: left where it is.
+
+        Before the project has a file (or for the CLI), the temporary output
+        stays put and ``relocate`` copies it when the project is saved.
+        """
+        home = _local_file(project)
+        if not self.follow_project or home is None:
+            return None
+        folder = result_rasters.results_folder_for(home)
+        with self._names_lock:
+            target = result_rasters.file_name(name, folder, self._rasters_reserved)
+            self._rasters_reserved.add(target)
+        return target
+
+    def release_raster(self, target: Path, drop: bool = False) -> None:
+        """The copy is in a layer now (or, with ``drop``, was not wanted after all: deleted)."""
+        with self._names_lock:
+            self._rasters_reserved.discard(target)
+        if drop:
+            result_rasters.remove_file(target)
+
     def clean_up(self, project: QgsProject) -> list[str]:
         """Drop result tables of the project's file that no layer uses (main thread, after a save).
 
@@ -246,9 +299,12 @@ class ResultStore:
             with self._names_lock:
                 used |= {table for where, table in self._reserved if where == path}
             unused = result_files.result_tables(path) - used
-            return result_files.drop_tables(path, unused) if unused else []
+            dropped = result_files.drop_tables(path, unused) if unused else []
         finally:
             self._write_lock.release()
+        with self._names_lock:
+            rasters = {where for _layer, where in _raster_files(project)} | self._rasters_reserved
+        return dropped + result_rasters.drop_unused(result_rasters.results_folder_for(home), rasters)
 
     def _in_use(self, project: QgsProject, path: Path) -> bool:
         with self._names_lock:
@@ -442,6 +498,25 @@ def _local_file(project: QgsProject) -> Path | None:
     if not name or project.projectStorage() is not None:
         return None
     return Path(name)
+
+
+def _raster_files(project: QgsProject) -> list[tuple[QgsRasterLayer, Path]]:
+    """(layer, file) of every project raster layer that GDAL reads from a local file."""
+    found = []
+    registry = QgsProviderRegistry.instance()
+    for layer in project.mapLayers().values():
+        if not isinstance(layer, QgsRasterLayer) or layer.providerType() != "gdal":
+            continue
+        path = registry.decodeUri("gdal", layer.source()).get("path") or ""
+        if path and Path(path).is_file():
+            found.append((layer, Path(path)))
+    return found
+
+
+def _is_temporary_file(path: Path) -> bool:
+    from geogpt_qgis.tools.safety.algorithms import is_temporary_destination
+
+    return is_temporary_destination(str(path))
 
 
 def _ogr_layers(project: QgsProject) -> list[tuple[QgsVectorLayer, Path, str]]:

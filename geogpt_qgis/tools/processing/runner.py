@@ -7,7 +7,8 @@ no-threading), ``postProcess`` on the main thread, exactly like
 a failed or cancelled run adds nothing to the project.  Result layers are
 taken from the processing context and added to the project under meaningful
 names (temporary vector outputs are first copied, on the worker, into the
-project's GeoPackage by ``tools/result_store.py``, so they survive saving), and
+project's GeoPackage by ``tools/result_store.py``, and temporary rasters of a
+saved project into its results folder, so they survive saving), and
 the tool answers with a short summary of each, never the features.
 """
 
@@ -18,6 +19,7 @@ import re
 import threading
 import weakref
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from qgis.core import (
@@ -34,6 +36,7 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
+from geogpt_qgis.core import result_rasters
 from geogpt_qgis.core.approval import approval_granted
 from geogpt_qgis.core.artifacts import AddedLayer, Selection, ToolArtifact, ToolResult, algorithm_label
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
@@ -57,9 +60,10 @@ from geogpt_qgis.tools.processing.output_checks import check_layer, check_reproj
 from geogpt_qgis.tools.processing.params import TEMPORARY_OUTPUT, PreparedParameters, resolve_parameters
 from geogpt_qgis.tools.processing.steps import group_intermediates
 from geogpt_qgis.tools.raster_outputs import finish_raster_outputs
-from geogpt_qgis.tools.result_store import ResultStore, StagedResult, is_temporary, stage_result
+from geogpt_qgis.tools.result_store import ResultStore, StagedResult, is_temporary, result_store, stage_result
 from geogpt_qgis.tools.result_store import release as release_staged
-from geogpt_qgis.tools.safety.algorithms import require_approval
+from geogpt_qgis.tools.result_style import style_result
+from geogpt_qgis.tools.safety.algorithms import is_temporary_destination, require_approval
 from geogpt_qgis.tools.thread_guard import raster_layer, vector_layer
 
 LOG_CHARS = 1200
@@ -111,7 +115,15 @@ class ProcessingRunner:
             results = self._execute(plan, plan.algorithm_id, plan.prepared.values)
             self.ctx.on_main(self._check_outputs, plan, results)  # before anything is stored or added
             results = self._keep_outputs(plan, results, output_name)
-            published = self.ctx.on_main(self._publish, plan, results, output_name)
+            results, copies = self._keep_rasters(plan, results, output_name)
+            try:
+                published = self.ctx.on_main(self._publish, plan, results, output_name)
+            except BaseException:
+                for store, target in copies:
+                    store.release_raster(target, drop=True)
+                raise
+            for store, target in copies:
+                store.release_raster(target)
             used = replace(
                 published.artifact,
                 layers=tuple(plan.prepared.input_layers),
@@ -144,7 +156,45 @@ class ProcessingRunner:
             raise
         return {**results, **opened}
 
+    def _keep_rasters(
+        self, plan: RunPlan, results: dict[str, Any], output_name: str
+    ) -> tuple[dict[str, Any], list[tuple[ResultStore, Path]]]:
+        """Temporary raster outputs of a saved project copied beside it (here, on the worker), so they survive saving.
+
+        Returns ``results`` pointing at the copies, and the copies (reserved in
+        the store until their layers are in the project).
+        """
+        targets = self.ctx.on_main(self._raster_targets, plan, results, output_name)
+        try:
+            for source, (_store, target) in targets.items():
+                run_on_algorithm_thread(result_rasters.copy_raster, Path(results[source]), target)
+        except BaseException:
+            for store, target in targets.values():
+                store.release_raster(target, drop=True)
+            raise
+        return {**results, **{name: str(target) for name, (_store, target) in targets.items()}}, list(targets.values())
+
     # -- main thread -----------------------------------------------------------
+    def _raster_targets(
+        self, plan: RunPlan, results: dict[str, Any], output_name: str
+    ) -> dict[str, tuple[ResultStore, Path]]:
+        algorithm = find_algorithm(plan.algorithm_id)
+        base = self._base_name(plan, output_name)
+        store = result_store(self.ctx.project)
+        targets: dict[str, tuple[ResultStore, Path]] = {}
+        destinations = [d for d in algorithm.parameterDefinitions() if d.isDestination()]
+        present = [d for d in destinations if results.get(d.name()) not in (None, "")]
+        for index, definition in enumerate(present):
+            value = results[definition.name()]
+            if definition.type() != "rasterDestination" or not isinstance(value, str):
+                continue
+            if not Path(value).is_file() or not is_temporary_destination(value):
+                continue
+            target = store.raster_target(self.ctx.project, base if index == 0 else f"{base}_{slug(definition.name())}")
+            if target is not None:
+                targets[definition.name()] = (store, target)
+        return targets
+
     def _stage_outputs(
         self, plan: RunPlan, results: dict[str, Any], output_name: str
     ) -> dict[str, tuple[ResultStore, StagedResult]]:
@@ -279,6 +329,8 @@ class ProcessingRunner:
                 layer_name = unique_name(base if index == 0 else f"{base}_{slug(name)}", taken)
                 output.setName(layer_name)
                 taken.add(layer_name)
+                if isinstance(output, QgsVectorLayer):
+                    style_result(output)  # see-through: the source and its selection stay readable under it
                 self.ctx.project.addMapLayer(output)
                 added.append(output)
                 lines.append(f"{name}: added layer {summarise_layer(output)}")

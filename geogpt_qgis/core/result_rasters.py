@@ -1,0 +1,124 @@
+"""Raster results as files: a folder of GeoTIFFs beside the project, ``<project>_results/``.
+
+The raster twin of ``result_files`` (the results GeoPackage).  A processing
+algorithm writes its raster output as a GeoTIFF in a temporary folder that
+QGIS deletes when it closes; the store copies it here and points the layer at
+the copy.  A folder of plain GeoTIFFs, not raster tables in the GeoPackage:
+every QGIS and GDAL version reads them back the same, a user can see and
+share each one, and a copy is a file copy.
+
+Each copy carries the metadata item ``GEOGPT_RESULT=MARK`` (in the TIFF
+itself), so only files the store wrote are ever removed: a user's own raster
+that happens to sit in the folder is left alone.  Qt-free (GDAL only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+from geogpt_qgis.core.result_files import MARK, table_name
+
+MARK_KEY = "GEOGPT_RESULT"
+FOLDER_SUFFIX = "_results"
+EXTENSION = ".tif"
+_CREATION = ["COMPRESS=DEFLATE", "TILED=YES", "BIGTIFF=IF_SAFER"]
+
+
+def results_folder_for(project_file: str | Path) -> Path:
+    """``/maps/town.qgz`` -> ``/maps/town_results``: beside ``town_results.gpkg``, named after the project."""
+    path = Path(project_file)
+    return path.with_name(f"{path.stem}{FOLDER_SUFFIX}")
+
+
+def is_result(path: Path) -> bool:
+    """The store wrote this raster (its mark is in the file)."""
+    from osgeo import gdal
+
+    if not path.is_file():
+        return False
+    with _quiet():
+        dataset = gdal.Open(str(path))
+    return dataset is not None and dataset.GetMetadataItem(MARK_KEY) == MARK
+
+
+def file_name(wanted: str, folder: Path, reserved: Iterable[Path] = ()) -> Path:
+    """A free ``<name>.tif`` in ``folder`` for a layer called ``wanted`` (plain, lower case, unique)."""
+    taken = {p.stem for p in folder.glob(f"*{EXTENSION}")} if folder.is_dir() else set()
+    taken |= {p.stem for p in reserved if p.parent == folder}
+    return folder / f"{table_name(wanted, taken)}{EXTENSION}"
+
+
+def copy_raster(source: Path, target: Path) -> None:
+    """Copy ``source`` (any format GDAL reads) to the GeoTIFF ``target``, pixel for pixel, marked as a result.
+
+    Written under a temporary name and renamed, so a half-written copy is never
+    taken for a result; lossless compression only, so every value is kept.
+    """
+    from osgeo import gdal
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.stem}-{uuid.uuid4().hex[:8]}.partial{EXTENSION}")
+    try:
+        options = gdal.TranslateOptions(
+            format="GTiff", creationOptions=_CREATION, metadataOptions=[f"{MARK_KEY}={MARK}"]
+        )
+        with _quiet():
+            dataset = gdal.Translate(str(partial), str(source), options=options)
+            if dataset is None:
+                raise OSError(f"could not copy {source} to {target}: {gdal.GetLastErrorMsg()}")
+            dataset = None  # closes the copy: its pixels are on disk
+        os.replace(partial, target)
+        aux = Path(f"{partial}.aux.xml")
+        if aux.is_file():
+            os.replace(aux, Path(f"{target}.aux.xml"))
+    finally:
+        remove_file(partial)
+
+
+def result_files_in(folder: Path) -> set[Path]:
+    """The rasters of ``folder`` that the store wrote."""
+    if not folder.is_dir():
+        return set()
+    return {path for path in folder.glob(f"*{EXTENSION}") if not path.name.startswith(".") and is_result(path)}
+
+
+def drop_unused(folder: Path, used: Iterable[Path]) -> list[str]:
+    """Delete the store's rasters in ``folder`` that are not in ``used``; the folder too once it is empty."""
+    keep = {_resolved(path) for path in used}
+    dropped = []
+    for path in sorted(result_files_in(folder)):
+        if _resolved(path) not in keep:
+            remove_file(path)
+            dropped.append(path.name)
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # only when empty: a user's own files keep it
+    return dropped
+
+
+def remove_file(path: Path) -> None:
+    """Delete a raster and its GDAL side file; a file held open elsewhere is left for later."""
+    for name in (str(path), f"{path}.aux.xml"):
+        with contextlib.suppress(OSError):
+            Path(name).unlink()
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path
+
+
+@contextlib.contextmanager
+def _quiet():
+    from osgeo import gdal
+
+    gdal.PushErrorHandler("CPLQuietErrorHandler")
+    try:
+        yield
+    finally:
+        gdal.PopErrorHandler()
