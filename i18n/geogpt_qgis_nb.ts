@@ -28,100 +28,125 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/answer_actions.py" line="44"/>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="144"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="145"/>
         <source>Copied</source>
         <translation>Kopiert</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="83"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="86"/>
         <source>Reason, if you reject (the assistant reads it)</source>
         <translation>Begrunnelse hvis du avviser (assistenten leser den)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="84"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="87"/>
         <source>Approve</source>
         <translation>Godkjenn</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="86"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="89"/>
         <source>Run this step (Ctrl+Enter)</source>
         <translation>Kjør dette steget (Ctrl+Enter)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="87"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="90"/>
+        <source>Always for this tool</source>
+        <translation>Alltid for dette verktøyet</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="98"/>
         <source>Approve all in this conversation</source>
         <translation>Godkjenn alt i denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="88"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="99"/>
         <source>Reject</source>
         <translation>Avvis</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="89"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="100"/>
         <source>Do not run it; the assistant reads your reason (Ctrl+Backspace)</source>
         <translation>Ikke kjør det; assistenten leser begrunnelsen din (Ctrl+Backspace)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="90"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="101"/>
         <source>Drop</source>
         <translation>Forkast</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="91"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="102"/>
         <source>Give up this step without continuing the conversation</source>
         <translation>Gi opp dette steget uten å fortsette samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="149"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="172"/>
         <source>Discard this step</source>
         <translation>Forkast dette steget</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="175"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="187"/>
+        <source>Approved (edited)</source>
+        <translation>Godkjent (redigert)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="187"/>
+        <source>Approved</source>
+        <translation>Godkjent</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="201"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="172"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="73"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="76"/>
         <source>You may edit this before approving</source>
         <translation>Du kan redigere dette før du godkjenner</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="119"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="138"/>
+        <source>Always</source>
+        <translation>Alltid</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="139"/>
         <source>Approve all</source>
         <translation>Godkjenn alle</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="164"/>
-        <source>Approved (edited)</source>
-        <translation>Godkjent (redigert)</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="164"/>
-        <source>Approved</source>
-        <translation>Godkjent</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="171"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="197"/>
         <source>Rejected</source>
         <translation>Avvist</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="206"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="233"/>
         <source>Affects:</source>
         <translation>Berører:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="64"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="67"/>
         <source>Approval needed: {action}</source>
         <translation>Godkjenning kreves: {action}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="141"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="93"/>
+        <source>Approve, and run {tool}&apos;s steps that do no more than this one without asking again in this conversation (Ctrl+Shift+Enter)</source>
+        <translation>Godkjenn, og kjør trinn fra {tool} som ikke gjør mer enn dette uten å spørre igjen i denne samtalen (Ctrl+Shift+Enter)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="164"/>
         <source>{names} is no longer in the project: this step can no longer run as asked.</source>
         <translation>{names} finnes ikke lenger i prosjektet: dette steget kan ikke lenger kjøres slik det ble bedt om.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="189"/>
+        <source>Approved (always for {tool} in this conversation)</source>
+        <translation>Godkjent (alltid for {tool} i denne samtalen)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="96"/>
+        <source>this tool</source>
+        <translation>dette verktøyet</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chart_view.py" line="74"/>
@@ -157,25 +182,25 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="74"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="100"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="87"/>
         <source>Before running code, changing data or writing files</source>
         <translation>Før kode kjøres, data endres eller filer skrives</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="76"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="95"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="82"/>
         <source>Ask before changes</source>
         <translation>Spør før endringer</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="77"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="96"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="83"/>
         <source>Trust this conversation</source>
         <translation>Stol på denne samtalen</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="78"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="97"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="84"/>
         <source>Never allow changes</source>
         <translation>Tillat aldri endringer</translation>
     </message>
@@ -185,7 +210,7 @@
         <translation>Stopp</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="101"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="111"/>
         <source>The Python packages are installed: ask away.</source>
         <translation>Python-pakkene er installert: bare spør i vei.</translation>
     </message>
@@ -262,137 +287,152 @@
         <translation>; {n} eldre meldinger oppsummert for å få plass</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="30"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="31"/>
         <source>Conversations</source>
         <translation>Samtaler</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="32"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="33"/>
         <source>Your conversations: resume, rename, delete, export</source>
         <translation>Samtalene dine: fortsett, gi nytt navn, slett, eksporter</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="34"/>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="61"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="35"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="65"/>
         <source>New conversation</source>
         <translation>Ny samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="38"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="39"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="58"/>
         <source>Rename…</source>
         <translation>Gi nytt navn…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="39"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="40"/>
         <source>Export to Markdown…</source>
         <translation>Eksporter til Markdown…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="40"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="41"/>
         <source>Run log…</source>
         <translation>Kjørelogg…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="42"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="43"/>
+        <source>Ask again for steps approved &apos;always&apos;</source>
+        <translation>Spør igjen for trinn godkjent «alltid»</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="46"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="60"/>
         <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="129"/>
         <source>Delete</source>
         <translation>Slett</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="45"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="49"/>
         <source>Serve GeoGPT&apos;s tools to other assistants (MCP)</source>
         <translation>Gi andre assistenter tilgang til GeoGPTs verktøy (MCP)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="51"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="55"/>
         <source>More for this conversation</source>
         <translation>Mer for denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="117"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="118"/>
         <source>New conversation.</source>
         <translation>Ny samtale.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="220"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="234"/>
         <source>Rename conversation</source>
         <translation>Gi samtalen nytt navn</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="220"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="234"/>
         <source>Title:</source>
         <translation>Tittel:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="227"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="241"/>
         <source>Export conversation</source>
         <translation>Eksporter samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="227"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="241"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="235"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="249"/>
         <source>Delete conversation</source>
         <translation>Slett samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="235"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="249"/>
         <source>Delete this conversation and its run log? This cannot be undone.</source>
         <translation>Vil du slette denne samtalen og kjøreloggen? Dette kan ikke angres.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="148"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="149"/>
         <source>Conversation restored.</source>
         <translation>Samtalen er gjenopprettet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="150"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="151"/>
         <source>This step is waiting for your approval.</source>
         <translation>Dette steget venter på din godkjenning.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="152"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="153"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="238"/>
         <source>Waiting for your approval.</source>
         <translation>Venter på din godkjenning.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="185"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="186"/>
         <source>Conversation deleted.</source>
         <translation>Samtalen er slettet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="210"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="211"/>
         <source>GeoGPT run log</source>
         <translation>GeoGPT-kjørelogg</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="241"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="226"/>
+        <source>No step of this conversation was approved &apos;always&apos;.</source>
+        <translation>Ingen trinn i denne samtalen var godkjent «alltid».</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="255"/>
         <source>The conversation store failed: {e}</source>
         <translation>Samtalelageret feilet: {e}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="251"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="265"/>
         <source>Selected layer {name}.</source>
         <translation>Valgte laget {name}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="200"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="201"/>
         <source>Exported to {p}</source>
         <translation>Eksportert til {p}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="247"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="261"/>
         <source>The layer {name} is no longer in the project.</source>
         <translation>Laget {name} finnes ikke lenger i prosjektet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="198"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="224"/>
+        <source>Steps of {tools} will ask for approval again.</source>
+        <translation>Trinn fra {tools} vil be om godkjenning igjen.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="199"/>
         <source>Could not export: {e}</source>
         <translation>Kunne ikke eksportere: {e}</translation>
     </message>
@@ -498,17 +538,17 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/first_run_card.py" line="102"/>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="140"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="141"/>
         <source>Try asking:</source>
         <translation>Prøv å spørre:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="140"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="141"/>
         <source>Once it is ready, try asking:</source>
         <translation>Når den er klar, kan du prøve å spørre:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="155"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="156"/>
         <source>Put this question in the input box</source>
         <translation>Sett dette spørsmålet inn i skrivefeltet</translation>
     </message>
@@ -718,97 +758,97 @@
         <translation>Avvist: {}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="75"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="163"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="62"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="164"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="82"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="69"/>
         <source>Lower is more predictable; GeoGPT works best at 0-0.3</source>
         <translation>Lavere gir mer forutsigbare svar; GeoGPT fungerer best på 0–0,3</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="86"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="91"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="73"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="78"/>
         <source> tokens</source>
         <translation> tokens</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="87"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="74"/>
         <source>The most the model is sent at once; capped by the model&apos;s own window</source>
         <translation>Det meste modellen får tilsendt på én gang; begrenset av modellens eget kontekstvindu</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="92"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="79"/>
         <source>The longest reply the model may write; a model stuck in a loop stops there</source>
         <translation>Det lengste svaret modellen kan skrive; en modell som går i sløyfe, stopper der</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="101"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="88"/>
         <source>Agent</source>
         <translation>Agent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="103"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="90"/>
         <source>Temperature</source>
         <translation>Temperatur</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="104"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="91"/>
         <source>Context limit</source>
         <translation>Kontekstgrense</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="105"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="92"/>
         <source>Answer length limit</source>
         <translation>Grense for svarlengde</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="106"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="93"/>
         <source>Approval</source>
         <translation>Godkjenning</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="109"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="96"/>
         <source>One per line: Name = URL, e.g.
 City data = https://example.org/ogcapi</source>
         <translation>Én per linje: Navn = URL, f.eks.
 Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="115"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="102"/>
         <source>Data sources</source>
         <translation>Datakilder</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="117"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="104"/>
         <source>OGC API Features servers</source>
         <translation>OGC API Features-tjenere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="119"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="106"/>
         <source>PostgreSQL connections the agent may use</source>
         <translation>PostgreSQL-tilkoblinger agenten kan bruke</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="121"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="108"/>
         <source>Debug logging (Log Messages panel, GeoGPT tab)</source>
         <translation>Feilsøkingslogging (panelet Loggmeldinger, fanen GeoGPT)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="122"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="109"/>
         <source>Troubleshooting</source>
         <translation>Feilsøking</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="194"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="281"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="181"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="282"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="224"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="211"/>
         <source>Line {n}: {u!r} is not an http(s) URL.</source>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>
@@ -908,194 +948,204 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Kjører {tool}… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="101"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="102"/>
         <source>OpenAI-compatible</source>
         <translation>OpenAI-kompatibel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="103"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="104"/>
         <source>Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1</source>
         <translation>Ollama: http://localhost:11434 · OpenAI-kompatibel: URL-en som slutter på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="107"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="108"/>
         <source>The model to use; the list comes from the server</source>
         <translation>Modellen som skal brukes; listen kommer fra tjeneren</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="110"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="111"/>
         <source>Reload the server&apos;s model list</source>
         <translation>Last inn modellisten fra tjeneren på nytt</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="111"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="112"/>
         <source>API key</source>
         <translation>API-nøkkel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="114"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="115"/>
         <source>Test connection</source>
         <translation>Test tilkoblingen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="121"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="122"/>
         <source>Provider, server URL, API key and connection test</source>
         <translation>Leverandør, server-URL, API-nøkkel og tilkoblingstest</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="130"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="161"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="131"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="162"/>
         <source>Provider</source>
         <translation>Leverandør</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="131"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="162"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="132"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="163"/>
         <source>Server URL</source>
         <translation>Tjener-URL</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="375"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="374"/>
         <source>Testing…</source>
         <translation>Tester…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="202"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="203"/>
         <source>type a key to store it in the system keychain</source>
         <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="322"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="332"/>
         <source>The server has no models installed.</source>
         <translation>Tjeneren har ingen modeller installert.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="389"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="388"/>
         <source>a key is stored; type a new one to replace it</source>
         <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="391"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="390"/>
         <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
         <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="351"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="361"/>
         <source>✓ This model can call tools.</source>
         <translation>✓ Denne modellen kan kalle verktøy.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="58"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="81"/>
         <source>API key saved in the system keychain.</source>
         <translation>API-nøkkelen er lagret i systemets nøkkelring.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="62"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="85"/>
         <source>This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1).</source>
         <translation>Denne modellen kan ikke kalle verktøy; GeoGPT trenger en som kan (f.eks. qwen3, llama3.1).</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="57"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="80"/>
         <source>API key saved in the QGIS authentication database.</source>
         <translation>API-nøkkelen er lagret i autentiseringsdatabasen til QGIS.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="68"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="91"/>
         <source>Connected: 1 model available.</source>
         <translation>Tilkoblet: 1 modell tilgjengelig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="97"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="122"/>
         <source>Connection failed: </source>
         <translation>Tilkoblingen mislyktes: </translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="69"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="51"/>
+        <source>Enter the API key for {u}, or pick a local server.</source>
+        <translation>Skriv inn API-nøkkelen for {u}, eller velg en lokal server.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="92"/>
         <source>Connected: {n} models available.</source>
         <translation>Tilkoblet: {n} modeller tilgjengelig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="80"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="105"/>
         <source>OpenAI-compatible servers usually end in /v1</source>
         <translation>OpenAI-kompatible tjenere slutter vanligvis på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="82"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="107"/>
         <source>Ollama&apos;s is usually http://localhost:11434</source>
         <translation>Ollama bruker vanligvis http://localhost:11434</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="84"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="109"/>
         <source>The server at {u} has no model list there (HTTP 404). Check the server URL ({h}).</source>
         <translation>Tjeneren på {u} har ingen modelliste der (HTTP 404). Sjekk tjener-URL-en ({h}).</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="71"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="72"/>
         <source>Start your OpenAI-compatible server, or correct its URL (usually ending in /v1) and key in the settings.</source>
         <translation>Start den OpenAI-kompatible serveren din, eller rett URL-en (slutter vanligvis på /v1) og nøkkelen i innstillingene.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="81"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="82"/>
         <source>Correct the server URL or API key in the settings, then press Check again.</source>
         <translation>Rett serverens URL eller API-nøkkel i innstillingene, og trykk så Sjekk igjen.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="98"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="94"/>
+        <source>Type the key in the server settings (it is kept in the system keychain), or choose Ollama.</source>
+        <translation>Skriv inn nøkkelen i serverinnstillingene (den lagres i systemets nøkkelring), eller velg Ollama.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="111"/>
         <source>Reachable, but no model is installed.</source>
         <translation>Tilgjengelig, men ingen modell er installert.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="103"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="116"/>
         <source>Download a model that can call tools, then press Check again:</source>
         <translation>Last ned en modell som kan kalle verktøy, og trykk så Sjekk igjen:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="112"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="125"/>
         <source>Download a model that can, choose it above, and press Check again:</source>
         <translation>Last ned en modell som kan det, velg den ovenfor og trykk Sjekk igjen:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="65"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="66"/>
         <source>Start Ollama (install it from ollama.com first if needed), then press Check again:</source>
         <translation>Start Ollama (installer det fra ollama.com først om nødvendig), og trykk så Sjekk igjen:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="91"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="104"/>
         <source>Reachable, but the server lists no model.</source>
         <translation>Tilgjengelig, men serveren viser ingen modell.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="92"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="105"/>
         <source>Load a model that can call tools in your server, then press Check again.</source>
         <translation>Last inn en modell som kan kalle verktøy i serveren din, og trykk så Sjekk igjen.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="57"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="58"/>
         <source>Checking the model server at {u}…</source>
         <translation>Sjekker modellserveren på {u}…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="70"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="71"/>
         <source>Not reachable: no server answers at {u}.</source>
         <translation>Ikke tilgjengelig: ingen server svarer på {u}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="96"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="109"/>
         <source>Reachable, but the server has no model named {m}.</source>
         <translation>Tilgjengelig, men serveren har ingen modell som heter {m}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="111"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="124"/>
         <source>Reachable, but {m} cannot call tools, which GeoGPT needs.</source>
         <translation>Tilgjengelig, men {m} kan ikke kalle verktøy, og det trenger GeoGPT.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="118"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="131"/>
         <source>Ready: {m} at {u}.</source>
         <translation>Klar: {m} på {u}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_state.py" line="64"/>
+        <location filename="../geogpt_qgis/gui/server_state.py" line="65"/>
         <source>Not reachable: no Ollama server answers at {u}.</source>
         <translation>Ikke tilgjengelig: ingen Ollama-server svarer på {u}.</translation>
     </message>

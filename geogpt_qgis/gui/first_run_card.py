@@ -126,7 +126,8 @@ class FirstRunCard(QFrame):
     def show_state(self, state: ServerState) -> None:
         """Say where the server stands and, unless it is ready, the one next step."""
         self.state = state
-        kind = {ServerStatus.READY: "ready", ServerStatus.CHECKING: "checking"}.get(state.status, "problem")
+        calm = {ServerStatus.READY: "ready", ServerStatus.CHECKING: "checking", ServerStatus.NEEDS_KEY: "checking"}
+        kind = calm.get(state.status, "problem")  # a key not typed yet is a step to take, not a fault
         self.state_label.setProperty("status", kind)
         self.state_label.setText(state.headline)
         self.state_label.style().unpolish(self.state_label)

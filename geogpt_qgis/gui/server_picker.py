@@ -90,8 +90,9 @@ class ServerPicker(QWidget):
         self.model_combo.currentTextChanged.connect(self._model_edited)
         self.refresh_button.clicked.connect(self.refresh_models)
         self.test_button.clicked.connect(self.test_connection)
+        # A key typed: the dock stores it, the options page keeps it in the draft; either asks the server again.
+        self.key_edit.editingFinished.connect(self.store_typed_key if live else self._key_typed)
         if live:
-            self.key_edit.editingFinished.connect(self.store_typed_key)
             settings_events().changed.connect(self.reload_settings)
 
     # -- layout --------------------------------------------------------------
@@ -284,6 +285,12 @@ class ServerPicker(QWidget):
 
     def _key_stored(self, where: str | None, error: BaseException | None) -> None:
         set_label(self.key_status, key_saved_text(where or "") if error is None else str(error), error is not None)
+        if error is None:
+            self.refresh_models()
+
+    def _key_typed(self) -> None:
+        if self.typed_key() and self.state.status == ServerStatus.NEEDS_KEY:
+            self.refresh_models()
 
     # -- server queries (background) ---------------------------------------------
     def showEvent(self, event) -> None:  # noqa: ANN001 - Qt override
@@ -302,6 +309,9 @@ class ServerPicker(QWidget):
 
     def _models_arrived(self, models: list[str] | None, error: BaseException | None) -> None:
         self.refresh_button.setEnabled(True)
+        if getattr(error, "key_needed", False):  # a step still to take, not an error: said calmly
+            set_label(self.model_status, explain_server_error(error, self._provider, self.server_url()))
+            return self._set_state(states.needs_key(self.server_url()))
         if error is not None:
             detail = explain_server_error(error, self._provider, self.server_url())
             set_label(self.model_status, detail, True)
@@ -335,14 +345,14 @@ class ServerPicker(QWidget):
             self._set_state(states.no_model(self._provider))
             return
         if self._provider != PROVIDER_OLLAMA:  # an OpenAI-compatible server does not say whether a model calls tools
-            if self.state.status not in (ServerStatus.UNREACHABLE, ServerStatus.FAILED):
+            if self.state.status not in (ServerStatus.UNREACHABLE, ServerStatus.FAILED, ServerStatus.NEEDS_KEY):
                 self._set_state(states.ready(model, url))
             return
         self._set_state(states.checking(url))
         self.answers.ask("tools", lambda: model_info(url, model), self._tool_support_arrived)
 
     def _tool_support_arrived(self, info, error: BaseException | None) -> None:  # noqa: ANN001 - ModelInfo, lazy
-        self._set_state(self._model_state(info, error))
+        self._set_state(states.model_state(self._provider, self.server_url(), self.model(), info, error))
         if error is None and info is not None and info.supports_tools is False:
             set_label(self.model_status, no_tools_warning(), True)
         elif self.live:
@@ -351,17 +361,6 @@ class ServerPicker(QWidget):
             set_label(self.model_status, tr("✓ This model can call tools."))
         else:
             set_label(self.model_status, "")
-
-    def _model_state(self, info, error: BaseException | None) -> ServerState:  # noqa: ANN001 - ModelInfo, lazy
-        model, url = self.model(), self.server_url()
-        if error is None:
-            cannot = info is not None and info.supports_tools is False
-            return states.no_tools(model) if cannot else states.ready(model, url)
-        if getattr(error, "unreachable", False):
-            return states.unreachable(self._provider, url)
-        if getattr(error, "status_code", None) == 404:
-            return states.no_model(self._provider, model)
-        return states.failed(explain_server_error(error, self._provider, url))
 
     def _set_state(self, state: ServerState) -> None:
         if state != self.state:

@@ -17,15 +17,38 @@ if TYPE_CHECKING:
     from geogpt_qgis.agent.providers import ModelInfo
 
 
+class KeyNeeded(Exception):
+    """No API key anywhere for an OpenAI-compatible server that wants one: a step still to take, not a failure."""
+
+    key_needed = True
+
+
 def fetch_models(provider: str, url: str, api_key: str | None = None) -> list[str]:
-    """The server's model names (background).  Without ``api_key``, an OpenAI-compatible server gets the stored one."""
+    """The server's model names (background).  Without ``api_key``, an OpenAI-compatible server gets the stored one.
+
+    With no key at all, a server off this machine is not asked (it would refuse), and a local one that refuses
+    is answered the same: ``KeyNeeded``, which the picker shows as a hint rather than an error.
+    """
     from geogpt_qgis.agent.providers import list_models
 
-    if provider == PROVIDER_OPENAI and not api_key:
-        from geogpt_qgis.toolbelt.secrets import get_api_key
+    if provider != PROVIDER_OPENAI or api_key:
+        return list_models(provider, url, api_key)
+    from geogpt_qgis.cli import is_local_server
+    from geogpt_qgis.toolbelt.secrets import get_api_key
 
-        api_key = get_api_key(url)
-    return list_models(provider, url, api_key)
+    api_key = get_api_key(url)
+    if not api_key and not is_local_server(url):
+        raise KeyNeeded(url)
+    try:
+        return list_models(provider, url, api_key)
+    except Exception as exc:
+        if not api_key and getattr(exc, "status_code", None) in (401, 403):
+            raise KeyNeeded(url) from exc
+        raise
+
+
+def key_needed_text(url: str) -> str:
+    return tr("Enter the API key for {u}, or pick a local server.").format(u=url)
 
 
 def model_info(url: str, model: str) -> ModelInfo:
@@ -74,6 +97,8 @@ def explain_server_error(exc: BaseException, provider: str, url: str) -> str:
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.agent.providers import CONNECT_TIMEOUT, explain_model_error
 
+    if getattr(exc, "key_needed", False):
+        return key_needed_text(url)
     status = getattr(exc, "status_code", None)
     if status == 404:
         hint = (

@@ -24,6 +24,7 @@ class ServerStatus(Enum):
     CHECKING = "checking"  # asked, no answer yet: Send stays usable
     UNREACHABLE = "unreachable"  # no answer at all (not running, wrong host or port)
     FAILED = "failed"  # it answered, but not with a model list (wrong path, refused key...)
+    NEEDS_KEY = "needs_key"  # an OpenAI-compatible server and no API key for it yet
     NO_MODEL = "no_model"  # it answers but has no model (or not the one chosen)
     NO_TOOLS = "no_tools"  # the chosen model cannot call tools
     READY = "ready"
@@ -83,6 +84,18 @@ def failed(detail: str) -> ServerState:
     )
 
 
+def needs_key(url: str) -> ServerState:
+    """No key for the OpenAI-compatible server chosen: a calm hint (the user may simply not have typed it yet)."""
+    from geogpt_qgis.gui.server_queries import key_needed_text
+
+    return ServerState(
+        ServerStatus.NEEDS_KEY,
+        key_needed_text(url),
+        tr("Type the key in the server settings (it is kept in the system keychain), or choose Ollama."),
+        settings=True,
+    )
+
+
 def no_model(provider: str, model: str = "") -> ServerState:
     """The server answers but has no model, or not ``model``."""
     if provider != PROVIDER_OLLAMA:
@@ -116,3 +129,17 @@ def no_tools(model: str) -> ServerState:
 
 def ready(model: str, url: str) -> ServerState:
     return ServerState(ServerStatus.READY, tr("Ready: {m} at {u}.").format(m=model, u=url))
+
+
+def model_state(provider: str, url: str, model: str, info: object, error: BaseException | None) -> ServerState:
+    """The state after asking an Ollama server about ``model``: ``info`` (a ``ModelInfo``) or the ``error``."""
+    from geogpt_qgis.gui.server_queries import explain_server_error
+
+    if error is None:
+        cannot = info is not None and getattr(info, "supports_tools", None) is False
+        return no_tools(model) if cannot else ready(model, url)
+    if getattr(error, "unreachable", False):
+        return unreachable(provider, url)
+    if getattr(error, "status_code", None) == 404:
+        return no_model(provider, model)
+    return failed(explain_server_error(error, provider, url))

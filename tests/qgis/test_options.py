@@ -109,7 +109,8 @@ def test_the_model_list_comes_from_the_server_with_a_warning_for_models_without_
     assert [r.body.get("model") for r in model_server.requests if r.path == "/api/show"][-1] == "llama3.2:3b"
 
 
-def test_the_connection_test_reports_success_or_what_to_fix(make_page, model_server):
+def test_the_connection_test_reports_success_or_what_to_fix(make_page, model_server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     configure(model_server)
     page = make_page()
     page.picker.test_connection()
@@ -140,7 +141,11 @@ def test_the_connection_test_reports_success_or_what_to_fix(make_page, model_ser
     page.picker.url_edit.setText(model_server.url + "/v1")
     page.picker.test_connection()
     wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 10)
-    assert "refused the API key (HTTP 401)" in page.picker.test_label.text()
+    # No key typed, stored or in $OPENAI_API_KEY: the refusal asks for one.
+    assert f"Enter the API key for {model_server.url}/v1" in page.picker.test_label.text()
+    page.picker.key_edit.setText("sk-wrong")
+    page.picker.test_connection()
+    wait_until(lambda: "refused the API key (HTTP 401)" in page.picker.test_label.text(), 10)
     page.picker.key_edit.setText("sk-test-options")
     page.picker.test_connection()
     wait_until(lambda: page.picker.test_label.text().startswith("Connected"), 10)
