@@ -1,4 +1,4 @@
-"""Project tools: see the layers, describe them, select features; show/hide, rename, colour and zoom to a layer.
+"""Project tools: see the layers, describe them, select features; show/hide, rename and zoom to a layer.
 
 Reads of features happen on the worker through a feature source; every change
 to the project or the map canvas is handed to the main thread.
@@ -16,11 +16,8 @@ from qgis.core import (
     QgsProject,
     QgsRasterLayer,
     QgsReferencedRectangle,
-    QgsSingleSymbolRenderer,
-    QgsSymbol,
     QgsVectorLayer,
 )
-from qgis.PyQt.QtGui import QColor
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
 from geogpt_qgis.core.artifacts import Selection, ToolArtifact, ToolResult
@@ -30,6 +27,7 @@ from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
+from geogpt_qgis.tools.layer_tree import plan_arrangement
 from geogpt_qgis.tools.layers import (
     VectorReadPlan,
     check_new_layer_name,
@@ -64,12 +62,11 @@ class ProjectTools(ToolFamily):
     title = "Project layers"
     summary = (
         "list and describe layers; read attribute values; select features by expression; "
-        "show/hide, rename, colour and zoom to layers"
+        "show/hide, rename and zoom to layers"
     )
 
     def tools(self) -> list[ToolFunction]:
         return [
-            self.list_layers,
             self.describe_layer,
             self.read_features,
             self.select_features,
@@ -77,11 +74,8 @@ class ProjectTools(ToolFamily):
         ]
 
     # -- reading -----------------------------------------------------------
-    def list_layers(self) -> str:
-        """List the project's layers: name, type, CRS, feature count, visibility."""
-        return self.ctx.on_main(self._list_layers)
-
     def _list_layers(self) -> str:
+        """Every layer: name, id, type, geometry, CRS, feature count, visibility (``describe_layer`` without one)."""
         project = self.ctx.project
         layers = ordered_layers(project)
         if not layers:
@@ -103,12 +97,16 @@ class ProjectTools(ToolFamily):
             headers, rows
         )
 
-    def describe_layer(self, layer: str, at: str = "") -> ToolResult:
-        """Describe a layer: fields, values, CRS, extent, count; raster bands, stats.
+    def describe_layer(self, layer: str = "", at: str = "") -> str | ToolResult:
+        """Describe a layer: fields, values, CRS, extent, count; raster bands, stats. No layer: list them.
 
         Args:
             at: Raster values at 'x y;..' (project CRS or 'EPSG:4326 x y'), a layer's points or zones.
         """
+        if not layer.strip():
+            if at.strip():
+                raise ToolError("name the raster layer to read values from with layer")
+            return self.ctx.on_main(self._list_layers)
         if at.strip() and self.ctx.on_main(is_polygon_layer, self.ctx.project, at):
             return zonal_summary(self.ctx, layer, at)
         if at.strip():
@@ -263,43 +261,35 @@ class ProjectTools(ToolFamily):
         layer: str,
         visible: bool | None = None,
         name: str = "",
-        color: str = "",
-        opacity: float | None = None,
         zoom: bool = False,
+        move: str = "",
+        group: str = "",
     ) -> ToolResult:
-        """Show or hide, rename, colour or zoom to a layer (to its selection if any).
+        """Show or hide, rename or zoom to a layer (to its selection if any).
 
         Args:
+            move: top, bottom, above:<layer> or below:<layer>.
             name: New name.
-            color: e.g. red or #1f78b4.
-            opacity: 0 to 1.
         """
-        if visible is None and not name and not color and opacity is None and not zoom:
-            raise ToolError("nothing to change: give visible, name, color, opacity or zoom")
-        qcolor = None
-        if color or opacity is not None:
-            qcolor = QColor(color.strip() or "#1f78b4")
-            if color and not qcolor.isValid():
-                raise ToolError(f"{color!r} is not a colour; use a name like 'red' or a hex code like '#1f78b4'")
-            if opacity is not None and not 0.0 <= opacity <= 1.0:
-                raise ToolError(f"opacity must be between 0 and 1, not {opacity}")
+        if visible is None and not name and not zoom and not (move + group).strip():
+            raise ToolError("nothing to change: give visible, name, zoom, move or group (style_layer styles a layer)")
         if name:
             name = check_new_layer_name(name)
-        return self.ctx.on_main(self._set_layer, layer, visible, name, qcolor, color.strip(), opacity, zoom)
+        return self.ctx.on_main(
+            self._set_layer, layer, visible, name, zoom, move, group
+        )
 
     def _set_layer(
         self,
         ref: str,
         visible: bool | None,
         name: str,
-        qcolor: QColor | None,
-        color: str,
-        opacity: float | None,
         zoom: bool,
+        move: str = "",
+        group: str = "",
     ) -> ToolResult:
         target = resolve_layer(self.ctx.project, ref)
-        if qcolor is not None:
-            self._check_styleable(target)
+        arrangement = plan_arrangement(self.ctx.project, target, move, group) if (move + group).strip() else None
         if zoom and target.extent().isNull():
             raise ToolError(f"{target.name()!r} has an empty extent; nothing to zoom to")
         done = []
@@ -307,10 +297,10 @@ class ProjectTools(ToolFamily):
             done.append(self._rename(target, name))
         if visible is not None:
             done.append(self._set_visibility(target, visible))
-        if qcolor is not None:
-            done.append(self._set_color(target, qcolor, color, opacity))
         if zoom:
             done.append(self._zoom(target))
+        if arrangement is not None:
+            done.append(arrangement.apply())
         return ToolResult(" ".join(done), ToolArtifact(layers=(target.name(),)))
 
     def _zoom(self, target: QgsMapLayer) -> str:
@@ -356,31 +346,6 @@ class ProjectTools(ToolFamily):
         target.setName(new_name)
         note = f" Note: another layer is also named {new_name!r}." if clash else ""
         return f"Renamed {old!r} to {new_name!r}.{note}"
-
-    @staticmethod
-    def _check_styleable(target: QgsMapLayer) -> None:
-        """Refuse before any change, so a bad call changes nothing."""
-        if not isinstance(target, QgsVectorLayer):
-            raise ToolError(f"{target.name()!r} is a raster layer; a colour needs a vector layer")
-        if not target.isSpatial():
-            raise ToolError(f"{target.name()!r} has no geometry, so it has no map style")
-
-    def _set_color(self, vector: QgsVectorLayer, qcolor: QColor, color: str, opacity: float | None) -> str:
-        symbol = QgsSymbol.defaultSymbol(vector.geometryType())
-        if color:
-            symbol.setColor(qcolor)
-        else:  # only the opacity changes: keep the current colour
-            current = vector.renderer().symbol() if isinstance(vector.renderer(), QgsSingleSymbolRenderer) else None
-            symbol.setColor(current.color() if current is not None else symbol.color())
-        opacity = 1.0 if opacity is None else opacity
-        symbol.setOpacity(opacity)
-        vector.setRenderer(QgsSingleSymbolRenderer(symbol))
-        vector.triggerRepaint()
-        if self.ctx.iface is not None:
-            tree_view = self.ctx.iface.layerTreeView()
-            if tree_view is not None:
-                tree_view.refreshLayerSymbology(vector.id())
-        return f"Styled {vector.name()!r} with a single colour {symbol.color().name()} at opacity {opacity:g}."
 
 
 def _cell(value: object) -> str:

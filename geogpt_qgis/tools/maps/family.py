@@ -22,7 +22,12 @@ class MapPart(Protocol):
 
 def _part_types() -> list[type[MapPart]]:
     """The parts, imported here so that the family module stays light to import."""
-    return []
+    from geogpt_qgis.tools.maps.export import ExportPart
+    from geogpt_qgis.tools.maps.labels import LabelPart
+    from geogpt_qgis.tools.maps.loading import DataLoading
+    from geogpt_qgis.tools.maps.styling import StylePart
+
+    return [DataLoading, LabelPart, StylePart, ExportPart]
 
 
 class MapTools(ToolFamily):
@@ -42,3 +47,10 @@ class MapTools(ToolFamily):
 
     def unavailable_reason(self) -> str | None:
         return None if self._parts else "no map tools in this build"
+
+    def notice_user_text(self, text: str) -> None:
+        """Pass the user's message to the parts that trust what the user typed (URLs to load)."""
+        for part in self._parts:
+            notice = getattr(part, "notice_user_text", None)
+            if notice is not None:
+                notice(text)
