@@ -48,6 +48,7 @@ class ToolArtifact:
     added: tuple[AddedLayer, ...] = ()
     selected: tuple[Selection, ...] = ()
     chart: str = ""  # the PNG a chart was saved as
+    files: tuple[str, ...] = ()  # files a call wrote for the user (an exported map), absolute paths
 
     @property
     def empty(self) -> bool:
@@ -67,6 +68,7 @@ class ToolArtifact:
             "added": [{"name": a.name, "layer_id": a.layer_id} for a in self.added],
             "selected": [{"layer": s.layer, "count": s.count} for s in self.selected],
             "chart": self.chart,
+            "files": list(self.files),
         }
         return {key: value for key, value in data.items() if value}
 
@@ -91,6 +93,7 @@ class ToolArtifact:
                 for item in _mappings(data.get("selected"))
             ),
             chart=str(data.get("chart") or ""),
+            files=_texts(data.get("files")),
         )
 
 
@@ -135,6 +138,7 @@ def merged(artifacts: Iterable[ToolArtifact]) -> ToolArtifact:
         added=_unique(x for a in parts for x in a.added),
         selected=_unique(x for a in parts for x in a.selected),
         chart=next((a.chart for a in parts if a.chart), ""),
+        files=_unique(x for a in parts for x in a.files),
     )
 
 
