@@ -8,16 +8,30 @@ result is a layer in the project stored like any other result, and the model
 reads a table: per zone the statistics, or each class's share of the zone's
 pixels with its label, and the area they cover.  Areas come from pixel counts
 times the pixel area when the raster is projected (its map units squared, in
-m2 / ha for metres); for a geographic raster, whose pixels have no fixed area,
-the share is applied to the zone's ellipsoidal area instead.
+m2 / ha for metres).  A geographic raster's pixels have no fixed area (at 60°N
+a pixel is half as wide as at the equator, and shrinks row by row): each pixel
+whose centre is in the zone (QGIS's rule) counts with its own ellipsoidal area,
+summed per class with GDAL and numpy on the worker.  A share of the
+zone's polygon area would count the part of the zone outside the raster or on
+nodata, and weigh northern and southern pixels alike.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from qgis.core import QgsDistanceArea, QgsFeatureRequest, QgsProject, QgsUnitTypes, QgsVectorLayer
+from qgis.core import (
+    QgsCoordinateTransform,
+    QgsEllipsoidUtils,
+    QgsFeatureRequest,
+    QgsProject,
+    QgsProviderRegistry,
+    QgsUnitTypes,
+    QgsVectorLayer,
+)
 
 from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
 from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, short
@@ -44,6 +58,10 @@ class ZonalPlan:
     labels: dict[float, str]
     pixel_area: float  # in the raster's map units squared; 0 when geographic
     area_unit: str
+    path: str = ""  # a geographic raster's file (GDAL reads its pixels for their areas)
+    geotransform: tuple[float, ...] = ()
+    ellipsoid: tuple[float, float] = (6378137.0, 6356752.314245)  # semi-major, semi-minor axes (m)
+    crs: Any = field(default=None)  # the raster's CRS (zones are transformed into it)
 
 
 def is_polygon_layer(project: QgsProject, ref: str) -> bool:
@@ -65,7 +83,7 @@ def _plan(project: QgsProject, raster_ref: str, zones_ref: str) -> ZonalPlan:
     categorical = bool(labels) or (integer and provider.colorTable(1) != [])
     geographic = raster.crs().isGeographic()
     unit = QgsUnitTypes.toAbbreviatedString(raster.crs().mapUnits())
-    return ZonalPlan(
+    plan = ZonalPlan(
         raster=raster.name(),
         zones=zones.name(),
         categorical=categorical,
@@ -73,6 +91,14 @@ def _plan(project: QgsProject, raster_ref: str, zones_ref: str) -> ZonalPlan:
         pixel_area=0.0 if geographic else abs(read.pixel_x * read.pixel_y),
         area_unit=unit,
     )
+    if geographic and categorical and raster.providerType() == "gdal":
+        path = QgsProviderRegistry.instance().decodeUri("gdal", raster.source()).get("path") or ""
+        if path and Path(path).is_file():
+            plan.path, plan.crs = path, raster.crs()
+            ellipsoid = QgsEllipsoidUtils.ellipsoidParameters(raster.crs().ellipsoidAcronym())
+            if ellipsoid.valid and ellipsoid.semiMajor > 0 and ellipsoid.semiMinor > 0:
+                plan.ellipsoid = (ellipsoid.semiMajor, ellipsoid.semiMinor)
+    return plan
 
 
 def _integer_types() -> set[Any]:
@@ -101,20 +127,128 @@ def zonal_summary(ctx: ToolContext, raster: str, zones: str) -> ToolResult:
         }
         run = ProcessingRunner(ctx).run(ZONAL_STATS, parameters, name)
     added = run.artifact.added[-1].layer_id if run.artifact.added else ""
-    table = ctx.on_main(_table, ctx.project, plan, added)
+    areas: dict[int, dict[str, tuple[int, float]]] | None = None
+    if plan.categorical and not plan.pixel_area:
+        zones_wkb = ctx.on_main(_zone_geometries, ctx.project, plan, added)
+        areas = pixel_areas(plan, zones_wkb) if zones_wkb is not None else None
+    table = ctx.on_main(_table, ctx.project, plan, added, areas)
     artifact = ToolArtifact(layers=(plan.raster, plan.zones), added=run.artifact.added)
     return ToolResult(run.text.splitlines()[0] + "\n" + table, artifact)
 
 
-def _table(project: QgsProject, plan: ZonalPlan, layer_id: str) -> str:
+def _zone_geometries(project: QgsProject, plan: ZonalPlan, layer_id: str) -> list[tuple[int, bytes]] | None:
+    """The shown zones' polygons in the raster's CRS as WKB (main thread); ``None``: no file or no north-up grid."""
+    from osgeo import gdal
+
+    layer = project.mapLayer(layer_id)
+    if not plan.path or not isinstance(layer, QgsVectorLayer):
+        return None
+    dataset = gdal.Open(plan.path)
+    geotransform = tuple(dataset.GetGeoTransform()) if dataset is not None else ()
+    if len(geotransform) != 6 or geotransform[2] or geotransform[4]:
+        return None  # a rotated grid: its rows are not parallels
+    plan.geotransform = geotransform
+    transform = QgsCoordinateTransform(layer.crs(), plan.crs, project.transformContext())
+    zones = []
+    for feature in layer.getFeatures(QgsFeatureRequest().setLimit(MAX_ZONES_SHOWN)):
+        geometry = feature.geometry()
+        if geometry.transform(transform) == 0:  # Qgis.GeometryOperationResult.Success
+            zones.append((feature.id(), bytes(geometry.asWkb())))
+    return zones
+
+
+def pixel_areas(plan: ZonalPlan, zones: list[tuple[int, bytes]]) -> dict[int, dict[str, tuple[int, float]]]:
+    """Per zone, each class's pixels whose centre is in the zone: their count and m2 of ellipsoidal area (worker).
+
+    The counts replace the algorithm's here: ``native:zonalhistogram`` counts
+    half the pixels of a grid whose pixels are not square (QGIS issue 33456;
+    measured on 3.22 with 0.02° x 0.01° pixels), which a geographic grid often is.
+    """
+    import numpy as np
+    from osgeo import gdal, ogr
+
+    dataset = gdal.Open(plan.path)
+    band = dataset.GetRasterBand(1)
+    nodata = band.GetNoDataValue()
+    west, width, _r1, north, _r2, height = plan.geotransform
+    columns, rows = dataset.RasterXSize, dataset.RasterYSize
+    found: dict[int, dict[str, tuple[int, float]]] = {}
+    for fid, wkb in zones:
+        geometry = ogr.CreateGeometryFromWkb(wkb)
+        if geometry is None:
+            continue
+        left, right, bottom, top = geometry.GetEnvelope()
+        c0, c1 = sorted(((left - west) / width, (right - west) / width))
+        r0, r1 = sorted(((top - north) / height, (bottom - north) / height))
+        c0, r0 = max(math.floor(c0), 0), max(math.floor(r0), 0)
+        c1, r1 = min(math.ceil(c1), columns), min(math.ceil(r1), rows)
+        found[fid] = {}
+        if c1 <= c0 or r1 <= r0:
+            continue
+        values = band.ReadAsArray(c0, r0, c1 - c0, r1 - r0)
+        mask = _burn(geometry, (west + c0 * width, width, 0.0, north + r0 * height, 0.0, height), c1 - c0, r1 - r0)
+        if nodata is not None:
+            mask &= values != nodata
+        tops = north + (r0 + np.arange(r1 - r0)) * height
+        row_area = _band_area(np.radians(tops), np.radians(tops + height), math.radians(abs(width)), plan.ellipsoid)
+        weights = np.broadcast_to(row_area[:, None], values.shape)
+        for code in np.unique(values[mask]):
+            chosen = mask & (values == code)
+            found[fid][_code_text(code)] = (int(chosen.sum()), float(weights[chosen].sum()))
+    return found
+
+
+def _burn(geometry: Any, geotransform: tuple[float, ...], columns: int, rows: int) -> Any:
+    """Pixels of a window whose centre lies in ``geometry`` (GDAL's rasterize; QGIS's zonal rule too)."""
+    from osgeo import gdal, ogr
+
+    target = gdal.GetDriverByName("MEM").Create("", columns, rows, 1, gdal.GDT_Byte)
+    target.SetGeoTransform(geotransform)
+    source = ogr.GetDriverByName("Memory").CreateDataSource("")
+    layer = source.CreateLayer("zone")
+    feature = ogr.Feature(layer.GetLayerDefn())
+    feature.SetGeometry(geometry)
+    layer.CreateFeature(feature)
+    gdal.PushErrorHandler("CPLQuietErrorHandler")  # the zone has no CRS of its own: it is in the raster's
+    try:
+        gdal.RasterizeLayer(target, [1], layer, burn_values=[1])
+    finally:
+        gdal.PopErrorHandler()
+    return target.GetRasterBand(1).ReadAsArray() == 1
+
+
+def _band_area(south: Any, north: Any, longitude: float, ellipsoid: tuple[float, float]) -> Any:
+    """m2 between two parallels over ``longitude`` radians on an ellipsoid (exact: the authalic integral)."""
+    import numpy as np
+
+    a, b = ellipsoid
+    e = math.sqrt(max(1.0 - (b * b) / (a * a), 0.0))
+
+    def integral(phi: Any) -> Any:
+        s = np.sin(phi)
+        if e < 1e-12:
+            return 2.0 * s
+        return s / (1.0 - e * e * s * s) + np.log((1.0 + e * s) / (1.0 - e * s)) / (2.0 * e)
+
+    return np.abs(b * b * longitude / 2.0 * (integral(north) - integral(south)))
+
+
+def _code_text(code: Any) -> str:
+    value = float(code)
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def _table(
+    project: QgsProject,
+    plan: ZonalPlan,
+    layer_id: str,
+    areas: dict[int, dict[str, tuple[int, float]]] | None = None,
+) -> str:
     layer = project.mapLayer(layer_id)
     if not isinstance(layer, QgsVectorLayer):
         raise ToolError("the zonal algorithm added no layer")
     names = layer.fields().names()
     label_field = next((n for n in names if n.casefold() in LABEL_FIELDS), None)
-    measure = QgsDistanceArea()
-    measure.setSourceCrs(layer.crs(), project.transformContext())
-    measure.setEllipsoid(project.ellipsoid() if project.ellipsoid() != "NONE" else "EPSG:7030")
     rows: list[list[str]] = []
     total = 0
     for feature in layer.getFeatures(QgsFeatureRequest()):
@@ -124,7 +258,7 @@ def _table(project: QgsProject, plan: ZonalPlan, layer_id: str) -> str:
         label = python_value(feature[label_field]) if label_field else None
         zone = short(str(label), NAME_MAX_CHARS) if label is not None else f"fid {feature.id()}"
         if plan.categorical:
-            rows.append([zone, _shares(plan, feature, names, measure)])
+            rows.append([zone, _shares(plan, feature, names, (areas or {}).get(feature.id()))])
         else:
             values = [python_value(feature[f"z_{key}"]) for key in ("count", "mean", "min", "max")]
             rows.append([zone, *(_num(v) for v in values)])
@@ -132,31 +266,41 @@ def _table(project: QgsProject, plan: ZonalPlan, layer_id: str) -> str:
         ["zone", "classes (share of pixels, area)"] if plan.categorical else ["zone", "pixels", "mean", "min", "max"]
     )
     more = f"\n({total - MAX_ZONES_SHOWN} more zones in the layer)" if total > MAX_ZONES_SHOWN else ""
-    basis = (
-        f"areas from pixel counts x {plan.pixel_area:g} {plan.area_unit}2"
-        if plan.pixel_area
-        else "geographic raster: areas are each share of the zone's ellipsoidal area"
-    )
+    if plan.pixel_area:
+        basis = f"areas from pixel counts x {plan.pixel_area:g} {plan.area_unit}2"
+    elif areas is not None:
+        basis = "geographic raster: areas sum the ellipsoidal area of each pixel"
+    else:
+        basis = "geographic raster: pixel shares only, its pixel areas could not be read"
+
     return f"{plan.raster!r} within {plan.zones!r} ({basis}):\n" + markdown_table(headers, rows) + more
 
 
-def _shares(plan: ZonalPlan, feature: Any, names: list[str], measure: QgsDistanceArea) -> str:
+def _shares(
+    plan: ZonalPlan, feature: Any, names: list[str], areas: dict[str, tuple[int, float]] | None
+) -> str:
     counts: dict[str, float] = {}
     for name in names:
         if name.startswith("px_") and name != "px_NODATA":
             count = python_value(feature[name]) or 0
             if count:
                 counts[name[3:]] = float(count)
+    if areas is not None:  # counted with the areas, pixel by pixel
+        counts = {code: float(count) for code, (count, _m2) in areas.items() if count}
     pixels = sum(counts.values())
     if not pixels:
         return "no pixels"
-    zone_area = 0.0 if plan.pixel_area else measure.measureArea(feature.geometry())
     parts = []
     for code, count in sorted(counts.items(), key=lambda item: -item[1])[:MAX_CLASSES_SHOWN]:
         label = plan.labels.get(_code(code))
-        named = f"{code} {label}" if label else code
-        area = count * plan.pixel_area if plan.pixel_area else zone_area * count / pixels
-        parts.append(f"{named} {100 * count / pixels:.1f}% {_area(area, plan)}")
+        named = f"{code} {label}" if label and label != code else code
+        if plan.pixel_area:
+            area = _area(count * plan.pixel_area, plan)
+        elif areas is not None:
+            area = _area(areas[code][1], plan)
+        else:
+            area = ""
+        parts.append(f"{named} {100 * count / pixels:.1f}% {area}".rstrip())
     if len(counts) > MAX_CLASSES_SHOWN:
         parts.append(f"... {len(counts) - MAX_CLASSES_SHOWN} more")
     return "; ".join(parts)
