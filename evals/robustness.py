@@ -20,6 +20,7 @@ KINDS = (
     "band number out of range",
     "raster where a vector is expected",
     "class name instead of its code",
+    "field that does not exist",
 )
 
 
@@ -46,7 +47,9 @@ REPLAYS = [
         {"algorithm": "native:extractbylocaton", "parameters": {"INPUT": "schools"}},
         ["native:extractbylocation"],
     ),
-    Replay(KINDS[0], "describe_algorithm", {"algorithm": "buffer"}, [], note="native:buffer"),
+    Replay(KINDS[0], "find_algorithm", {"query": "buffer"}, [], note="native:buffer"),
+    Replay(KINDS[0], "find_algorithm", {"query": "native:dissolv"}, ["native:dissolve"]),
+    # The old name, as models taught on older transcripts call it (agent/aliases.py routes it).
     Replay(KINDS[0], "describe_algorithm", {"algorithm": "native:dissolv"}, ["native:dissolve"]),
     Replay(KINDS[1], "run_algorithm", _buffer(INPUT="rivers", DIST=100), ["DISTANCE"]),
     Replay(
@@ -119,6 +122,8 @@ REPLAYS = [
         },
         ["'grass' is a class label", "code is 2"],
     ),
+    Replay(KINDS[8], "label_layer", {"layer": "parks", "text": "park_name"}, ["did you mean 'name'"]),
+    Replay(KINDS[8], "label_layer", {"layer": "parks", "text": '"name" || "area"'}, ["'area_ha'"]),
 ]
 
 

@@ -189,6 +189,8 @@ class EvalRunner:
                 failures += check_layer(name, added[name], want)
         if expected.no_new_layers and (added or new):
             failures.append(f"layers were added where none should be: {', '.join(dict.fromkeys([*added, *new]))}")
+        for check in expected.project:
+            failures += check(project)
         outcome.failures = failures
         outcome.passed = not failures
         project.clear()

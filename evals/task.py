@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FEATURES = r"([\d,]+) features"  # the count in a tool's summary of a layer
-GROUPS = ("inspection", "single algorithm", "multi-step", "SQL", "OGC API", "decline")
+GROUPS = ("inspection", "single algorithm", "multi-step", "SQL", "OGC API", "decline", "maps")
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,8 @@ class Expected:
     layers: dict[str, LayerExpect] = field(default_factory=dict)
     no_new_layers: bool = False
     tolerance: float = 0.005
+    # Checks of the project the run leaves (labels, layer order, renderers...): each returns its failures.
+    project: list[Callable[[Any], list[str]]] = field(default_factory=list)
 
 
 def top_of(values: dict[str, float]) -> Expected:

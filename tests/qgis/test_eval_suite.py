@@ -50,6 +50,7 @@ def test_every_task_passes_and_every_replayed_mistake_is_answered_with_its_fix(e
         "band number out of range",
         "raster where a vector is expected",
         "class name instead of its code",
+        "field that does not exist",
     }
     assert robust["not_fixed"] == [], robust["not_fixed"]
 
