@@ -23,6 +23,7 @@ from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.code import CodeTools
 from geogpt_qgis.tools.edits import EditTools
+from geogpt_qgis.tools.maps.export import ExportPart
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from tests.support.model_server import ToolCall, Turn
@@ -170,6 +171,16 @@ GATED = {
         "Run native:truncatetable (Truncate table), which changes data in place",
         '"INPUT": "parks"',
     ),
+    "export_map": Gated(
+        "export_map",
+        lambda env: {"path": str(env.tmp_path / "town.pdf"), "title": "Elvbury"},
+        lambda env: ((env.tmp_path / "town.pdf").exists(), len(env.project.layoutManager().layouts())),
+        lambda env, before: before == (False, 0)
+        and (env.tmp_path / "town.pdf").is_file()
+        and env.project.layoutManager().layoutByName("Elvbury") is not None,
+        "with the exported map",
+        "town.pdf",
+    ),
 }
 NEEDS_POSTGIS = {"run_sql write", "run_sql without write flag"}
 
@@ -279,6 +290,7 @@ def test_a_gated_tool_called_without_a_decision_refuses_and_changes_nothing(name
         "remove_layer": EditTools,
         "edit_features": EditTools,
         "run_algorithm": ProcessingTools,
+        "export_map": ExportPart,
     }
     tool = getattr(families[gated.tool](tool_ctx), gated.tool)
     before = gated.state(env)
