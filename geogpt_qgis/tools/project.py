@@ -222,11 +222,7 @@ class ProjectTools(ToolFamily):
 
     @gated("preview_select_features")
     def select_features(self, layer: str, expression: Expression) -> ToolResult:
-        """Select the features matching an expression (empty clears the selection).
-
-        Args:
-            expression: e.g. "type" = 'primary' AND "pupils" > 300.
-        """
+        """Select the features matching an expression (empty clears the selection)."""
         if not expression.strip():
             return self.ctx.on_main(self._clear_selection, layer)
         plan, request = self.ctx.on_main(self._prepare_selection, layer, expression, approval_granted())

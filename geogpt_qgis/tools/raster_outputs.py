@@ -71,8 +71,8 @@ def _style_all(project: QgsProject, stats: list[OutputStats], hillshade: bool) -
             style(layer, item, hillshade)
 
 
-def style(layer: QgsRasterLayer, stats: OutputStats, hillshade: bool) -> None:
-    """Set the renderer (main thread)."""
+def style(layer: QgsRasterLayer, stats: OutputStats, hillshade: bool, ramp_name: str = RAMP) -> None:
+    """Set the renderer (main thread); ``ramp_name`` is a colour ramp of QGIS's default style."""
     provider = layer.dataProvider()
     low, high = float(stats.minimum or 0.0), float(stats.maximum or 0.0)
     if hillshade:
@@ -85,7 +85,7 @@ def style(layer: QgsRasterLayer, stats: OutputStats, hillshade: bool) -> None:
         renderer.setContrastEnhancement(enhancement)
         layer.setRenderer(renderer)
     elif stats.classes and len(stats.classes) <= MAX_PALETTE_CLASSES:
-        ramp = QgsStyle.defaultStyle().colorRamp(RAMP)
+        ramp = QgsStyle.defaultStyle().colorRamp(ramp_name)
         count = len(stats.classes)
         classes = [
             QgsPalettedRasterRenderer.Class(value, ramp.color(i / max(count - 1, 1)), "")
@@ -93,7 +93,7 @@ def style(layer: QgsRasterLayer, stats: OutputStats, hillshade: bool) -> None:
         ]
         layer.setRenderer(QgsPalettedRasterRenderer(provider, 1, classes))
     else:
-        ramp = QgsStyle.defaultStyle().colorRamp(RAMP)
+        ramp = QgsStyle.defaultStyle().colorRamp(ramp_name)
         function = QgsColorRampShader(low, high, ramp)
         function.classifyColorRamp(5)
         shader = QgsRasterShader(low, high)

@@ -21,6 +21,7 @@ from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.code import CodeTools
 from geogpt_qgis.tools.code_runner import compile_snippet
 from geogpt_qgis.tools.insights import InsightTools
+from geogpt_qgis.tools.maps.styling import StylePart
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.project import ProjectTools
 from tests.support.model_server import ToolCall, Turn
@@ -115,10 +116,10 @@ def test_a_lone_surrogate_anywhere_is_a_clear_error(tool_ctx):
 
 
 def test_nan_and_infinite_numbers_are_refused_before_the_tool_runs(tool_ctx):
-    toolkit = Toolkit(ProjectTools(tool_ctx).tools())
+    toolkit = Toolkit(StylePart(tool_ctx).tools())
     before = layer_state(tool_ctx.project)
     for value in (float("nan"), float("inf"), "-Infinity"):
-        ok, text, _ = run_call(toolkit, "set_layer", {"layer": "schools", "opacity": value})
+        ok, text, _ = run_call(toolkit, "style_layer", {"layer": "schools", "opacity": value})
         assert not ok and "opacity" in text and "finite number" in text, text
     assert layer_state(tool_ctx.project) == before
 
