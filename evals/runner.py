@@ -152,7 +152,9 @@ class EvalRunner:
         started = time.monotonic()
         try:
             run = worker.submit(
-                task.question, ModelConfig(model="qwen3:8b", base_url=self.server.url, timeout=60, max_steps=15)
+                task.question,
+                ModelConfig(model="qwen3:8b", base_url=self.server.url, timeout=60, max_steps=15),
+                task.policy,
             )
             finished = recorder.wait(run, 180)
         finally:

@@ -12,12 +12,14 @@ from evals.task import Task
 from evals.tasks_analysis import MULTI_STEP, SINGLE
 from evals.tasks_data import OGC, SQL, with_oracle
 from evals.tasks_maps_arrange import MAPS_ARRANGE
+from evals.tasks_maps_export import MAPS_EXPORT
 from evals.tasks_project import DECLINE, INSPECTION
 from evals.tasks_raster import RASTER
 
 
 def all_tasks(oracle: Oracle) -> list[Task]:
-    return [*INSPECTION, *SINGLE, *MULTI_STEP, *SQL, *with_oracle(OGC, oracle), *DECLINE, *RASTER, *MAPS_ARRANGE]
+    maps = [*MAPS_ARRANGE, *MAPS_EXPORT]
+    return [*INSPECTION, *SINGLE, *MULTI_STEP, *SQL, *with_oracle(OGC, oracle), *DECLINE, *RASTER, *maps]
 
 
 def run_suite(workdir: Path, server: Any, gpkg: Path, ctx_factory: Any, count_tokens: Any, only: str = "") -> dict:

@@ -90,3 +90,5 @@ class Task:
     question: str
     steps: list[Step]
     expect: Callable[[Any], Expected]  # given the oracle
+    # The run's approval policy: "trust" stands for a user who approves the gated steps (a file written).
+    policy: str = "ask"

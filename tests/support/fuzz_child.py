@@ -323,10 +323,11 @@ def strategies(vocabulary: dict[str, list[str]]) -> Any:
 
 # -- what must not change -----------------------------------------------------------------------------
 def project_state(project: Any) -> list[tuple[Any, ...]]:
-    """Layers with their names, counts, selection, visibility and style (main thread)."""
+    """Layers with their names, counts, selection, visibility, style, labels and place in the tree (main thread)."""
     from qgis.core import QgsVectorLayer
 
     root = project.layerTreeRoot()
+    tree = [(node.layerId(), node.parent().name() if node.parent() is not None else "") for node in root.findLayers()]
     rows = []
     for layer in project.mapLayers().values():
         node = root.findLayer(layer.id())
@@ -342,6 +343,8 @@ def project_state(project: Any) -> list[tuple[Any, ...]]:
                 round(layer.opacity(), 4),
                 renderer.dump() if renderer is not None else "",
                 layer.subsetString() if vector else "",
+                layer.labelsEnabled() if vector else None,
+                next((place for place in enumerate(tree) if place[1][0] == layer.id()), None),
             )
         )
     return sorted(rows)
