@@ -150,7 +150,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chart_view.py" line="74"/>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="57"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="58"/>
         <source>Open</source>
         <translation>Åpne</translation>
     </message>
@@ -242,22 +242,22 @@
         <translation>Ingen PostgreSQL-tilkobling er lagret i QGIS ennå (Datakildebehandler &gt; PostgreSQL).</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="106"/>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="107"/>
         <source>Could not check the connections&apos; roles: {}</source>
         <translation>Kunne ikke kontrollere tilkoblingenes roller: {}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="123"/>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="124"/>
         <source>⚠ &apos;{}&apos; connects as role &apos;{}&apos;, which {}. GeoGPT&apos;s SQL runs read-only and writes need your approval, but a role that may only SELECT is the safest choice for the agent.</source>
         <translation>⚠ &apos;{}&apos; kobler til som rollen &apos;{}&apos;, som {}. SQL fra GeoGPT kjøres skrivebeskyttet, og endringer krever din godkjenning, men en rolle som bare kan lese (SELECT) er det tryggeste valget for agenten.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="100"/>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="101"/>
         <source>Could not read the saved connections: {}</source>
         <translation>Kunne ikke lese de lagrede tilkoblingene: {}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="119"/>
+        <location filename="../geogpt_qgis/gui/connections_chooser.py" line="120"/>
         <source>⚠ Could not check the role of &apos;{}&apos;: {}</source>
         <translation>⚠ Kunne ikke kontrollere rollen til &apos;{}&apos;: {}</translation>
     </message>
@@ -298,13 +298,12 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/conversation_bar.py" line="35"/>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="65"/>
         <source>New conversation</source>
         <translation>Ny samtale</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/conversation_bar.py" line="39"/>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="58"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="59"/>
         <source>Rename…</source>
         <translation>Gi nytt navn…</translation>
     </message>
@@ -325,8 +324,8 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/conversation_bar.py" line="46"/>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="60"/>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="129"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="61"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="139"/>
         <source>Delete</source>
         <translation>Slett</translation>
     </message>
@@ -341,98 +340,118 @@
         <translation>Mer for denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="118"/>
-        <source>New conversation.</source>
-        <translation>Ny samtale.</translation>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="67"/>
+        <source>Untitled conversation</source>
+        <translation>Samtale uten tittel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="234"/>
+        <location filename="../geogpt_qgis/gui/conversation_dialogs.py" line="37"/>
         <source>Rename conversation</source>
         <translation>Gi samtalen nytt navn</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="234"/>
-        <source>Title:</source>
-        <translation>Tittel:</translation>
+        <location filename="../geogpt_qgis/gui/conversation_dialogs.py" line="39"/>
+        <source>New title for this conversation:</source>
+        <translation>Ny tittel på denne samtalen:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="241"/>
+        <location filename="../geogpt_qgis/gui/conversation_dialogs.py" line="42"/>
+        <source>e.g. Schools near rivers</source>
+        <translation>f.eks. Skoler nær elver</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_dialogs.py" line="63"/>
+        <source>A title cannot be empty.</source>
+        <translation>Tittelen kan ikke være tom.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_dialogs.py" line="72"/>
+        <source>conversation</source>
+        <translation>samtale</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="119"/>
+        <source>Started a new conversation.</source>
+        <translation>Startet en ny samtale.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="243"/>
         <source>Export conversation</source>
         <translation>Eksporter samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="241"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="243"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="249"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="258"/>
         <source>Delete conversation</source>
         <translation>Slett samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="249"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="258"/>
         <source>Delete this conversation and its run log? This cannot be undone.</source>
         <translation>Vil du slette denne samtalen og kjøreloggen? Dette kan ikke angres.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="149"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="150"/>
         <source>Conversation restored.</source>
         <translation>Samtalen er gjenopprettet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="151"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="152"/>
         <source>This step is waiting for your approval.</source>
         <translation>Dette steget venter på din godkjenning.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="153"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="154"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="238"/>
         <source>Waiting for your approval.</source>
         <translation>Venter på din godkjenning.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="186"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="187"/>
         <source>Conversation deleted.</source>
         <translation>Samtalen er slettet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="211"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="212"/>
         <source>GeoGPT run log</source>
         <translation>GeoGPT-kjørelogg</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="226"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="227"/>
         <source>No step of this conversation was approved &apos;always&apos;.</source>
         <translation>Ingen trinn i denne samtalen var godkjent «alltid».</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="255"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="264"/>
         <source>The conversation store failed: {e}</source>
         <translation>Samtalelageret feilet: {e}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="265"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="274"/>
         <source>Selected layer {name}.</source>
         <translation>Valgte laget {name}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="201"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="202"/>
         <source>Exported to {p}</source>
         <translation>Eksportert til {p}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="261"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="270"/>
         <source>The layer {name} is no longer in the project.</source>
         <translation>Laget {name} finnes ikke lenger i prosjektet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="224"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="225"/>
         <source>Steps of {tools} will ask for approval again.</source>
         <translation>Trinn fra {tools} vil be om godkjenning igjen.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="199"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="200"/>
         <source>Could not export: {e}</source>
         <translation>Kunne ikke eksportere: {e}</translation>
     </message>
@@ -452,42 +471,42 @@
         <translation>Vis bare samtalene som ble startet i prosjektet som er åpent nå</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="55"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="56"/>
         <source>No conversations yet.</source>
         <translation>Ingen samtaler ennå.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="59"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="60"/>
         <source>Export…</source>
         <translation>Eksporter…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="61"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="62"/>
         <source>Back to chat</source>
         <translation>Tilbake til chatten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="97"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="99"/>
         <source>no saved project</source>
         <translation>ikke noe lagret prosjekt</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="98"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="100"/>
         <source>1 turn</source>
         <translation>1 runde</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="99"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="101"/>
         <source> (current)</source>
         <translation> (gjeldende)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="105"/>
         <source>made before the project was saved</source>
         <translation>laget før prosjektet ble lagret</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversations_page.py" line="98"/>
+        <location filename="../geogpt_qgis/gui/conversations_page.py" line="100"/>
         <source>{n} turns</source>
         <translation>{n} runder</translation>
     </message>
@@ -853,27 +872,32 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="93"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="94"/>
         <source>Good answer: keep its method as a worked example for the assistant</source>
         <translation>Godt svar: ta vare på framgangsmåten som et løst eksempel for assistenten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="124"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="125"/>
         <source>My worked examples</source>
         <translation>Mine løste eksempler</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="115"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="132"/>
+        <source>No worked examples yet. When an answer did what you wanted, press 👍 under it: its steps are kept here, and the assistant follows them for similar questions.</source>
+        <translation>Ingen gjennomarbeidede eksempler ennå. Når et svar gjorde det du ville, trykk 👍 under det: stegene lagres her, og assistenten følger dem for lignende spørsmål.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="116"/>
         <source>Kept as a worked example</source>
         <translation>Lagret som løst eksempel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="107"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="108"/>
         <source>Nothing to keep: the answer used no tool</source>
         <translation>Ingenting å lagre: svaret brukte ikke noe verktøy</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="113"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="114"/>
         <source>Could not save the example</source>
         <translation>Kunne ikke lagre eksempelet</translation>
     </message>
@@ -1268,6 +1292,14 @@ Bydata = https://example.org/ogcapi</translation>
         <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="145"/>
         <source>QGIS did not answer in time; the master password dialog may still be open.</source>
         <translation>QGIS svarte ikke i tide; dialogen for hovedpassordet kan fortsatt være åpen.</translation>
+    </message>
+    <message>
+        <source>New conversation.</source>
+        <translation type="obsolete">Ny samtale.</translation>
+    </message>
+    <message>
+        <source>Title:</source>
+        <translation type="obsolete">Tittel:</translation>
     </message>
     <message>
         <source>ctx %p%</source>

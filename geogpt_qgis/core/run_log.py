@@ -133,14 +133,28 @@ class RunRecord:
         )
 
 
-STATUS_MARK = {"finished": "✓", "failed": "✗", "cancelled": "■", STOPPED: "■", "paused": "⏸", "running": "…"}
+# Marks in characters the default fonts of Linux, Windows and macOS all draw (⏸ is missing from DejaVu Sans);
+# a status without a clear mark says it in words.  LEGEND, under the runs, says what each mark means.
+STATUS_MARK = {
+    "finished": "✓",
+    "failed": "✗",
+    "cancelled": "■",
+    STOPPED: "■",
+    "paused": "(waiting for approval)",
+    "running": "…",
+}
+LEGEND = "_Marks: → a tool step started · ✓ it succeeded · ✗ it failed · ■ the run was stopped before its end._"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
 
 
 def format_runs(runs: Sequence[RunRecord]) -> str:
     """The runs of a conversation as Markdown, newest last."""
     if not runs:
         return "No runs recorded for this conversation yet."
-    return "\n\n".join(_format_run(i + 1, run) for i, run in enumerate(runs))
+    return "\n\n".join([*(_format_run(i + 1, run) for i, run in enumerate(runs)), LEGEND])
 
 
 def _format_run(number: int, run: RunRecord) -> str:
@@ -149,7 +163,8 @@ def _format_run(number: int, run: RunRecord) -> str:
     took = f"{run.seconds:.1f} s" if run.seconds is not None else "did not end (QGIS closed or crashed)"
     mark = STATUS_MARK.get(run.status, "")
     head = f"### Run {number}: {short(run.label, 80)}\n\n{when} · **{run.status}** {mark} · {took}"
-    head += f" · {calls} model calls, {tokens_in:,} tokens in, {tokens_out:,} out · {tools} tool calls"
+    head += f" · {_count(calls, 'model call')}, {tokens_in:,} tokens in, {tokens_out:,} out"
+    head += f" · {_count(tools, 'tool call')}"
     if run.error:
         head += f"\n\n> {run.error}"
     rows = [line for line in (_event_row(at, kind, data) for at, kind, data in run.events) if line]

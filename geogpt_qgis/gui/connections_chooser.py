@@ -65,6 +65,7 @@ class ConnectionsChooser(QWidget):
             "" if names else tr("No PostgreSQL connection is saved in QGIS yet (Data Source Manager > PostgreSQL).")
         )
         self.connections_hint.setVisible(not names)
+        self.connections_list.setVisible(bool(names))  # the hint says why there is nothing to choose
         self._roles_check.start()
 
     def _all_connections_toggled(self, everything: bool) -> None:

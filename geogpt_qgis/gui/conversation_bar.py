@@ -20,6 +20,7 @@ class ConversationBar(ResponsiveRow):
     export_requested = pyqtSignal()
     run_log_requested = pyqtSignal()
     delete_requested = pyqtSignal()
+    forget_always_requested = pyqtSignal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -31,13 +32,16 @@ class ConversationBar(ResponsiveRow):
         self.list_button.setCheckable(True)
         self.list_button.setToolTip(tr("Your conversations: resume, rename, delete, export"))
         self.list_button.toggled.connect(self.list_toggled)
-        self.new_button = QPushButton(tr("New conversation"))
+        self.new_button = QPushButton(tr("New conversation"))  # the one way to start afresh (no menu twin)
         self.new_button.setObjectName("geogptNew")
         self.new_button.clicked.connect(self.new_requested)
         self.menu = QMenu(self)
         self.rename_action = self.menu.addAction(tr("Rename…"), self.rename_requested.emit)
         self.export_action = self.menu.addAction(tr("Export to Markdown…"), self.export_requested.emit)
         self.run_log_action = self.menu.addAction(tr("Run log…"), self.run_log_requested.emit)
+        self.forget_always_action = self.menu.addAction(
+            tr("Ask again for steps approved 'always'"), self.forget_always_requested.emit
+        )
         self.menu.addSeparator()
         self.delete_action = self.menu.addAction(tr("Delete"), self.delete_requested.emit)
         self.menu.addSeparator()
@@ -58,8 +62,9 @@ class ConversationBar(ResponsiveRow):
         self.set_title("")
 
     def set_title(self, title: str) -> None:
-        shown = title or tr("New conversation")
-        self.title.set_full_text(shown)
+        """The conversation's title; an empty one reads "Untitled" (not "New conversation", the button beside it)."""
+        self.current_title = title
+        self.title.set_full_text(title or tr("Untitled conversation"))
 
     def _show_mcp_state(self) -> None:
         """The switch shows the saved setting (the options page may have changed it) without acting on it."""

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qgis.PyQt.QtCore import pyqtSignal
-from qgis.PyQt.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QStackedWidget, QVBoxLayout, QWidget
+from qgis.PyQt.QtWidgets import QDialog, QFileDialog, QMessageBox, QStackedWidget, QVBoxLayout, QWidget
 
 from geogpt_qgis.agent.store import title_from
 from geogpt_qgis.gui.background import FutureRelay
 from geogpt_qgis.gui.conversation_bar import ConversationBar
+from geogpt_qgis.gui.conversation_dialogs import RenameDialog, export_path
 from geogpt_qgis.gui.conversations_page import ConversationsPage
 from geogpt_qgis.gui.markdown_dialog import MarkdownDialog
 from geogpt_qgis.toolbelt.dependencies import missing_packages
@@ -74,6 +75,7 @@ class ConversationView(QWidget):
         bar.export_requested.connect(lambda: self.ask_export(self.runs.thread_id()))
         bar.delete_requested.connect(lambda: self.ask_delete(self.runs.thread_id()))
         bar.run_log_requested.connect(self.show_run_log)
+        bar.forget_always_requested.connect(self.forget_always)
         page = self.conversations
         page.open_requested.connect(self.open_conversation)
         page.rename_requested.connect(self.ask_rename)
@@ -114,7 +116,7 @@ class ConversationView(QWidget):
         self.conversation_bar.set_title("")
         self.composer.meter.reset_usage()
         self.watcher.drain()
-        self._say(tr("New conversation."))
+        self._say(tr("Started a new conversation."))
 
     def open_conversation(self, thread_id: str, restoring: bool = False) -> None:
         """Continue a stored conversation: its whole history in the chat, any waiting approval on top.
@@ -213,20 +215,41 @@ class ConversationView(QWidget):
 
         self.relay.when_done(self.runs.conversation.run_log(), show, self._store_failed)
 
+    def forget_always(self) -> None:
+        """Revoke the "always for this tool" answers of the conversation on screen: its steps ask again."""
+        if missing_packages():
+            return
+
+        def forgotten(tools: list[str]) -> None:
+            if tools:
+                self._say(tr("Steps of {tools} will ask for approval again.").format(tools=", ".join(tools)))
+            else:
+                self._say(tr("No step of this conversation was approved 'always'."))
+
+        self.relay.when_done(self.runs.conversation.forget_always(), forgotten, self._store_failed)
+
     # Dialog front-ends of the actions above (tests call the actions directly).
     def ask_rename(self, thread_id: str | None) -> None:
         if not thread_id:
             return
-        title, ok = QInputDialog.getText(self, tr("Rename conversation"), tr("Title:"))
-        if ok and title.strip():
-            self.rename_conversation(thread_id, title)
+        dialog = RenameDialog(self._title_of(thread_id), self)
+        if dialog.exec() == QDialog.DialogCode.Accepted and dialog.title():
+            self.rename_conversation(thread_id, dialog.title())
 
     def ask_export(self, thread_id: str | None) -> None:
         if not thread_id:
             return
-        path, _ = QFileDialog.getSaveFileName(self, tr("Export conversation"), "conversation.md", tr("Markdown (*.md)"))
+        proposed = export_path(self._title_of(thread_id), PlgOptionsManager.get_plg_settings().last_export_folder)
+        path, _ = QFileDialog.getSaveFileName(self, tr("Export conversation"), proposed, tr("Markdown (*.md)"))
         if path:
+            PlgOptionsManager.set_value("last_export_folder", str(Path(path).parent))
             self.export_conversation(thread_id, path)
+
+    def _title_of(self, thread_id: str) -> str:
+        """The title shown for a conversation: the bar's for the one on screen, else the list's."""
+        if thread_id == self.runs.thread_id():
+            return self.conversation_bar.current_title
+        return self.conversations.title_of(thread_id)
 
     def ask_delete(self, thread_id: str | None) -> None:
         if not thread_id:

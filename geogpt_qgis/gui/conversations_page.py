@@ -47,6 +47,7 @@ class ConversationsPage(QWidget):
         self.only_project = QCheckBox(tr("Only this project"))
         self.only_project.setToolTip(tr("Show only the conversations started in the project that is open now"))
         self.only_project.toggled.connect(self.refresh_requested)
+        self.titles: dict[str, str] = {}
         self.list = QListWidget()
         self.list.setWordWrap(True)
         self.list.setAlternatingRowColors(True)
@@ -92,6 +93,7 @@ class ConversationsPage(QWidget):
     def show_conversations(self, conversations: list, current: str | None = None) -> None:
         """Fill the list with ``ConversationInfo`` rows; ``current`` is marked and selected."""
         self.list.clear()
+        self.titles = {}  # the stored titles alone (the items add the date and project)
         for info in conversations:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
             project = Path(info.project).name if info.project else tr("no saved project")
@@ -99,6 +101,7 @@ class ConversationsPage(QWidget):
             marker = tr(" (current)") if info.thread_id == current else ""
             item = QListWidgetItem(f"{info.title}{marker}\n{when} · {project} · {turns}")
             item.setData(THREAD_ROLE, info.thread_id)
+            self.titles[info.thread_id] = info.title
             item.setToolTip(info.project or tr("made before the project was saved"))
             self.list.addItem(item)
             if info.thread_id == current:
@@ -114,6 +117,10 @@ class ConversationsPage(QWidget):
         for i in range(self.list.count()):
             if self.list.item(i).data(THREAD_ROLE) == thread_id:
                 self.list.setCurrentRow(i)
+
+    def title_of(self, thread_id: str) -> str:
+        """The stored title of a listed conversation ("" if it is not listed)."""
+        return self.titles.get(thread_id, "")
 
     def selected(self) -> str | None:
         item = self.list.currentItem()

@@ -17,6 +17,7 @@ from qgis.PyQt.QtCore import Qt, pyqtSignal
 from qgis.PyQt.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
+    QLabel,
     QListWidget,
     QListWidgetItem,
     QPushButton,
@@ -126,12 +127,22 @@ class MyRecipesBox(QGroupBox):
         self.list = QListWidget()
         self.list.setObjectName("geogptMyRecipes")
         self.list.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
+        # An empty list says what goes there and how one gets there (instead of an empty white box).
+        self.empty_hint = QLabel(
+            tr(
+                "No worked examples yet. When an answer did what you wanted, press 👍 under it: its steps are kept "
+                "here, and the assistant follows them for similar questions."
+            )
+        )
+        self.empty_hint.setObjectName("geogptMyRecipesHint")
+        self.empty_hint.setWordWrap(True)
         self.delete_button = QPushButton(tr("Delete"))
         self.delete_button.clicked.connect(self.delete_selected)
         row = QHBoxLayout()
         row.addStretch(1)
         row.addWidget(self.delete_button)
         column = QVBoxLayout(self)
+        column.addWidget(self.empty_hint)
         column.addWidget(self.list)
         column.addLayout(row)
         self.reload()
@@ -145,7 +156,11 @@ class MyRecipesBox(QGroupBox):
             item.setData(Qt.ItemDataRole.UserRole, recipe.id)
             item.setToolTip("\n".join(name for name, _ in recipe.calls))
             self.list.addItem(item)
-        self.delete_button.setEnabled(self.list.count() > 0)
+        empty = self.list.count() == 0
+        self.delete_button.setEnabled(not empty)
+        self.delete_button.setVisible(not empty)
+        self.list.setVisible(not empty)
+        self.empty_hint.setVisible(empty)
 
     def delete_selected(self) -> int:
         """Delete the selected recipes from the profile's library; how many went."""

@@ -50,6 +50,7 @@ class PlgSettings:
     mcp_host: str = "127.0.0.1"
     mcp_port: int = 8765
     last_thread_id: str = ""
+    last_export_folder: str = ""  # where the last conversation export went: the next one is proposed there
 
     @property
     def base_url(self) -> str:

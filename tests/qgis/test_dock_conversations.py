@@ -124,7 +124,7 @@ def test_the_list_resumes_renames_exports_and_deletes(panel, model_server, demo_
 
     panel.view.delete_conversation(first)
     wait_until(lambda: panel.status.text() == "Conversation deleted.", 20)
-    assert panel.chat.items() == [] and panel.conversation_bar.title.text() == "New conversation"
+    assert panel.chat.items() == [] and panel.conversation_bar.title.text() == "Untitled conversation"
     panel.view.show_conversations()
     wait_until(lambda: panel.conversations.list.count() == 1, 20)
 

@@ -45,12 +45,27 @@ def test_runs_read_as_markdown_with_totals():
     text = format_runs([run, RunRecord("r2", "and then", 1_700_000_010.0, None, "running")])
     first, second = text.split("\n\n### ")
     assert first.startswith("### Run 1: Select the primary schools")
-    assert "**finished** ✓ · 3.5 s · 1 model calls, 1,200 tokens in, 40 out · 1 tool calls" in first
+    assert "**finished** ✓ · 3.5 s · 1 model call, 1,200 tokens in, 40 out · 1 tool call" in first
     assert '|   0.50 s | → select_features | layer="schools", expression=' in first
     assert "| ✓ select_features | 0.05 s · Selected 16 of 31 features in 'schools' |" in first
     assert "2,400 of 8,192 tokens (29%), 12 older messages summarised" in first
     assert second.startswith("Run 2: and then") and "did not end (QGIS closed or crashed)" in second
     assert format_runs([]) == "No runs recorded for this conversation yet."
+
+
+def test_every_mark_is_drawn_by_the_default_fonts_and_explained():
+    """No mark outside the characters DejaVu Sans, Segoe UI and the macOS fonts all have (⏸ was not drawn)."""
+    paused = RunRecord("r1", "Delete the parks", 1_700_000_000.0, 1_700_000_001.0, "paused")
+    stopped = RunRecord("r2", "Buffer", 1_700_000_002.0, 1_700_000_003.0, "cancelled")
+    stopped.events = [(0.1, *event_record(ToolStarted("c1", "run_algorithm", {})))]
+    text = format_runs([paused, stopped])
+    assert "**paused** (waiting for approval)" in text and "**cancelled** ■" in text
+    assert "⏸" not in text
+    legend = text.split("\n\n")[-1]
+    assert all(mark in legend for mark in ("→", "✓", "✗", "■"))
+    assert "0 model calls" in text and "0 tool calls" in text
+    drawn = {"→", "✓", "✗", "■", "…", "·", "—"}
+    assert {c for c in text if ord(c) > 0x2000} <= drawn
 
 
 def test_a_tool_record_keeps_the_artifact_and_the_log_names_the_layers_it_added():
