@@ -1,4 +1,4 @@
-"""The processing tool family: search, describe and run QGIS processing algorithms."""
+"""The processing tool family: find (search or describe) and run QGIS processing algorithms."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ from geogpt_qgis.core.approval import ApprovalRequest, gated
 from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.processing.catalog import current_index
-from geogpt_qgis.tools.processing.describe import describe_algorithm_text, find_algorithm, renamed_note
+from geogpt_qgis.tools.processing.describe import (
+    describe_algorithm_text,
+    find_algorithm,
+    known_algorithm,
+    renamed_note,
+)
+from geogpt_qgis.tools.processing.params import check_before_approval
 from geogpt_qgis.tools.processing.runner import ProcessingRunner
 from geogpt_qgis.tools.processing.search import format_matches
 from geogpt_qgis.tools.safety.algorithms import classify_algorithm
@@ -25,46 +31,42 @@ class ProcessingTools(ToolFamily):
     name = "processing"
     title = "Processing"
     summary = "find, describe and run any QGIS processing algorithm; results become project layers"
-    prompt_hint = "Analysis: search_algorithms for the task, describe_algorithm, run_algorithm; results are layers."
+    prompt_hint = "Analysis: find_algorithm for the task, then its id, run_algorithm; results are layers."
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self._runner = ProcessingRunner(ctx)
 
     def tools(self) -> list[ToolFunction]:
-        return [self.search_algorithms, self.describe_algorithm, self.run_algorithm]
+        return [self.find_algorithm, self.run_algorithm]
 
     def unavailable_reason(self) -> str | None:
         if QgsApplication.processingRegistry().algorithmById("native:buffer") is None:
             return "QGIS Processing is not loaded (enable the Processing plugin)"
         return None
 
-    def search_algorithms(self, query: str) -> str:
-        """Find processing algorithms for a task.
-
-        Args:
-            query: The task in plain words, e.g. count points in polygon.
-        """
-        limit = SEARCH_RESULTS
+    # One tool for both steps (it was search_algorithms and describe_algorithm; agent/aliases.py still
+    # routes those names here): a query that names an algorithm (an id, a renamed id, a title only one
+    # algorithm has) is described; anything else is searched.  The docstring is the model's description.
+    def find_algorithm(self, query: str) -> str:
+        """Search algorithms for a task in plain words; an id (native:buffer) shows its parameters."""
+        wanted = (query or "").strip()
+        if not wanted:
+            raise ToolError("give the task in plain words (e.g. count points in polygon) or an algorithm id")
+        if _looks_like_id(wanted) or self.ctx.on_main(known_algorithm, wanted) is not None:
+            return self.ctx.on_main(self._describe, wanted)
         index = self.ctx.on_main(current_index)
-        matches = index.search(query, limit)
+        matches = index.search(wanted, SEARCH_RESULTS)
         if not matches:
-            raise ToolError(f"no algorithm matches {query!r}; try other words (e.g. the operation's name)")
+            raise ToolError(f"no algorithm matches {wanted!r}; try other words (e.g. the operation's name)")
         return format_matches(matches)
 
-    def describe_algorithm(self, algorithm: str) -> str:
-        """Show an algorithm's parameters: types, defaults, choices, units.
-
-        Args:
-            algorithm: Algorithm id, e.g. native:buffer.
-        """
-
-        def describe() -> str:
-            found = find_algorithm(algorithm)
-            note = renamed_note(algorithm, found)
-            return (f"Note: {note}\n" if note else "") + describe_algorithm_text(found)
-
-        return self.ctx.on_main(describe)
+    @staticmethod
+    def _describe(algorithm: str) -> str:
+        """An algorithm's parameters: types, defaults, choices, units (main thread)."""
+        found = known_algorithm(algorithm) or find_algorithm(algorithm)  # the latter names the closest ids
+        note = renamed_note(algorithm, found)
+        return (f"Note: {note}\n" if note else "") + describe_algorithm_text(found)
 
     def preview_run_algorithm(
         self, algorithm: str, parameters: dict[str, Any], **_naming: Any
@@ -77,6 +79,7 @@ class ProcessingTools(ToolFamily):
         effects = classify_algorithm(algorithm, parameters, self.ctx.project)
         if not effects.needs_approval:
             return None
+        check_before_approval(algorithm, parameters, self.ctx.project)  # no card for a call bound to fail
         lines = effects.lines()
         listed = json.dumps(parameters, indent=2, ensure_ascii=False, default=str)
         return ApprovalRequest(
@@ -92,8 +95,12 @@ class ProcessingTools(ToolFamily):
         """Run a processing algorithm; result layers are added to the project.
 
         Args:
-            algorithm: Algorithm id.
             parameters: Values by parameter name; layers by name. Leave outputs out.
             output_name: Result layer name, e.g. schools_near_rivers.
         """
         return self._runner.run(algorithm, parameters or {}, output_name)
+
+
+def _looks_like_id(query: str) -> bool:
+    """``provider:name`` with no spaces: an algorithm id (a wrong one gets the closest ids, not a search)."""
+    return ":" in query and not any(c.isspace() for c in query)

@@ -131,6 +131,36 @@ def resolve_parameters(
     return prepared
 
 
+def check_before_approval(algorithm: QgsProcessingAlgorithm, raw: dict[str, Any], project: QgsProject) -> None:
+    """The raster checks no approval can change, before the user is asked to approve the call (main thread).
+
+    A call that will fail whatever the user decides (a class label where its
+    code goes, a band out of range, a raster for a vector input, a slope on a
+    geographic DEM) raises its ``ToolError`` here, so the model gets the error
+    and the user is never shown a card for it.  Only the layers and text of
+    the call are read; outputs and everything else wait for the run.
+    """
+    definitions = {d.name(): d for d in algorithm.parameterDefinitions()}
+    try:
+        raw = _canonical_names(algorithm, raw or {}, definitions)
+    except ToolError:
+        return  # reported when the call runs
+    values: dict[str, Any] = {}
+    layers: dict[str, QgsMapLayer | None] = {}
+    for name, definition in definitions.items():
+        value = raw.get(name)
+        if value is None or definition.isDestination():
+            continue
+        if definition.type() in LAYER_TYPES:
+            try:
+                values[name], layers[name] = _layer_value(value, definition, project, name)
+            except ToolError:
+                continue  # reported when the call runs
+        else:
+            values[name] = value
+    check_raster_inputs(algorithm, values, layers)
+
+
 def _accurate_curves(
     algorithm: QgsProcessingAlgorithm, definitions: dict[str, Any], prepared: PreparedParameters
 ) -> None:

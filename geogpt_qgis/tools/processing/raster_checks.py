@@ -64,7 +64,7 @@ def check_raster_inputs(
 
 
 TEXT_KINDS = ("string", "raster_calc_expression", "expression", "matrix")
-_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+_LAYER_REF = re.compile(r"\"[^\"]*@[^\"]*\"|'[^']*@[^']*'")  # "landcover@1": a layer's band, not a class
 
 
 def check_class_names(
@@ -89,7 +89,7 @@ def check_class_names(
         for text in value if isinstance(value, list) else [value]:
             if not isinstance(text, str):
                 continue
-            bare = _QUOTED.sub(" ", text)  # "landcover@1" names a layer, not a class
+            bare = _LAYER_REF.sub(" ", text)  # a quoted label (A=="Forest") is still a label
             for label, (code, layer_name) in labels.items():
                 if re.search(rf"(?<![\w@]){re.escape(label)}(?![\w@])", bare, re.IGNORECASE):
                     raise ToolError(
@@ -113,7 +113,7 @@ def check_vector_slots(algorithm: QgsProcessingAlgorithm, layers: dict[str, QgsM
         if definition.type() in ("source", "vector") and isinstance(layer, QgsRasterLayer):
             raise ToolError(
                 f"{definition.name()} needs a vector layer; {layer.name()!r} is a raster layer. "
-                "Nothing was run. Give a vector layer (list_layers shows each layer's type)."
+                "Nothing was run. Give a vector layer (describe_layer without a layer shows each layer's type)."
             )
 
 

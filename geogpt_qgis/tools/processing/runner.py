@@ -57,7 +57,12 @@ from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, FLAG_NO_THREADI
 from geogpt_qgis.tools.processing.describe import find_algorithm, renamed_note
 from geogpt_qgis.tools.processing.naming import slug, suggest_name, unique_name
 from geogpt_qgis.tools.processing.output_checks import check_layer, check_reprojection
-from geogpt_qgis.tools.processing.params import TEMPORARY_OUTPUT, PreparedParameters, resolve_parameters
+from geogpt_qgis.tools.processing.params import (
+    TEMPORARY_OUTPUT,
+    PreparedParameters,
+    check_before_approval,
+    resolve_parameters,
+)
 from geogpt_qgis.tools.processing.steps import group_intermediates
 from geogpt_qgis.tools.raster_outputs import finish_raster_outputs
 from geogpt_qgis.tools.result_store import ResultStore, StagedResult, is_temporary, result_store, stage_result
@@ -229,6 +234,8 @@ class ProcessingRunner:
 
     def _plan(self, algorithm_id: str, parameters: dict[str, Any], approved: bool) -> RunPlan:
         algorithm = find_algorithm(algorithm_id)
+        # A call that fails whatever the user decides says why (its preview asked nobody: see family).
+        check_before_approval(algorithm, parameters, self.ctx.project)
         # The second lock: classified again as it runs, whatever the approve node decided.
         require_approval(algorithm, parameters, self.ctx.project, approved)
         prepared = resolve_parameters(algorithm, parameters, self.ctx.project, approved)
