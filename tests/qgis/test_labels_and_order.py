@@ -82,7 +82,10 @@ def test_a_field_labels_polygons_centred_inside_with_a_buffer_in_points(label_la
     assert text_format.size() == 12 and text_format.sizeUnit() == POINTS
     assert text_format.buffer().enabled() and text_format.buffer().size() > 0
     assert not settings.scaleVisibility
-    assert result == "Labelled 'parks' with field 'name' (12 pt, white buffer, centred inside each polygon)."
+    assert result == (
+        "Labelled 'parks' with field 'name' (12 pt, white buffer, centred inside each polygon). "
+        'text="undo" restores the previous labels.'
+    )
     assert result.artifact.layers == ("parks",)
 
 
@@ -109,6 +112,23 @@ def test_off_removes_the_labels(label_layer, demo_project):
     assert label_layer("parks", "off") == "Removed the labels of 'parks'."
     assert not layer(demo_project, "parks").labelsEnabled()
     assert label_layer("parks", "off") == "'parks' had no labels."
+
+
+def test_undo_restores_the_labels_each_call_replaced_in_turn(label_layer, demo_project):
+    parks = layer(demo_project, "parks")
+    with pytest.raises(ToolError, match="no earlier labels of 'parks' to restore"):
+        label_layer("parks", "undo")
+    label_layer("parks", "name", size=9)
+    label_layer("parks", "area_ha", size=14)
+    label_layer("parks", "off")
+    assert label_layer("parks", "undo") == "Restored the previous labels of 'parks' with 'area_ha'."
+    assert parks.labelsEnabled() and settings_of(demo_project, "parks").format().size() == 14
+    assert label_layer("parks", "UNDO") == "Restored the previous labels of 'parks' with 'name'."
+    assert settings_of(demo_project, "parks").format().size() == 9
+    assert label_layer("parks", "undo") == "Restored the previous labels of 'parks': none shown."
+    assert not parks.labelsEnabled()
+    with pytest.raises(ToolError, match="no earlier labels"):
+        label_layer("parks", "undo")
 
 
 BAD_LABELS = [

@@ -5,7 +5,8 @@ finds it in the Layer Styling panel and can keep refining it.  The tool picks
 what a cartographer would for the geometry type (points: the cartographic
 positions around the point; lines: curved along the line; polygons: centred
 inside), always draws a text buffer so labels stay legible over imagery, and
-can hide labels when zoomed out.  An expression is parsed and checked like
+can hide labels when zoomed out.  The labeling each call replaces is kept (per
+layer, for the session) so ``text="undo"`` puts the previous labels back.  An expression is parsed and checked like
 every other expression (``tools/safety/expressions.py``) and tried on one
 feature before the layer changes, so a bad call changes nothing.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from qgis.core import (
     Qgis,
+    QgsAbstractVectorLayerLabeling,
     QgsExpression,
     QgsExpressionContext,
     QgsExpressionContextUtils,
@@ -49,6 +51,8 @@ OFF_WORDS = frozenset({"off", "none", "no", "remove", "clear"})
 DEFAULT_SIZE = 10.0
 MIN_SIZE, MAX_SIZE = 4.0, 72.0
 BUFFER_MM = 1.0
+UNDO = "undo"
+MAX_DEPTH, MAX_LAYERS = 20, 200
 
 
 def _placement(member: str) -> Any:
@@ -71,6 +75,10 @@ class LabelPart:
 
     def __init__(self, ctx: ToolContext) -> None:
         self.ctx = ctx
+        self.history = LabelHistory()
+        project = getattr(ctx, "project", None)
+        if project is not None:
+            project.cleared.connect(self.history.clear)  # another project may reuse the same layer ids
 
     def tools(self) -> list[ToolFunction]:
         return [self.label_layer]
@@ -85,7 +93,7 @@ class LabelPart:
     def label_layer(
         self, layer: str, text: Expression, size: float | None = None, max_scale: float | None = None
     ) -> ToolResult:
-        """Label features by a field or expression ("off" removes); hidden beyond 1:max_scale."""
+        """Label by field or expression (or off, undo); hidden beyond 1:max_scale."""
         if not text.strip():
             raise ToolError('give text: a field name, an expression, or "off" to remove the labels')
         size = DEFAULT_SIZE if size is None else float(size)
@@ -102,8 +110,13 @@ class LabelPart:
         if not target.isSpatial():
             raise ToolError(f"{target.name()!r} has no geometry, so there is nothing to place labels on")
         done = ToolArtifact(layers=(target.name(),))
-        if text.casefold() in OFF_WORDS and text not in target.fields().names():
+        is_field = text in target.fields().names()
+        if text.casefold() == UNDO and not is_field:
+            return ToolResult(self._undo(target), done)
+        if text.casefold() in OFF_WORDS and not is_field:
             had = target.labelsEnabled()
+            if had:
+                self.history.push(target)
             target.setLabelsEnabled(False)
             target.triggerRepaint()
             said = f"Removed the labels of {target.name()!r}." if had else f"{target.name()!r} had no labels."
@@ -121,15 +134,58 @@ class LabelPart:
             settings.scaleVisibility = True
             settings.minimumScale = float(max_scale)  # the most zoomed-out scale that still shows labels
             settings.maximumScale = 0.0
+        self.history.push(target)
         target.setLabeling(QgsVectorLayerSimpleLabeling(settings))
         target.setLabelsEnabled(True)
         target.triggerRepaint()
         what = f"field {field!r}" if field else f"the expression {expression}"
         scale = f"; shown at scales larger than 1:{plain_number(max_scale)}" if max_scale else ""
         return ToolResult(
-            f"Labelled {target.name()!r} with {what} ({size:g} pt, white buffer, {where}{scale}).",
+            f"Labelled {target.name()!r} with {what} ({size:g} pt, white buffer, {where}{scale}). "
+            'text="undo" restores the previous labels.',
             done,
         )
+
+    def _undo(self, target: QgsVectorLayer) -> str:
+        earlier = self.history.pop(target.id())
+        if earlier is None:
+            raise ToolError(f"no earlier labels of {target.name()!r} to restore: label_layer has not changed them")
+        enabled, labeling = earlier
+        target.setLabeling(labeling)
+        target.setLabelsEnabled(enabled)
+        target.triggerRepaint()
+        if not enabled:
+            return f"Restored the previous labels of {target.name()!r}: none shown."
+        settings = labeling.settings() if isinstance(labeling, QgsVectorLayerSimpleLabeling) else None
+        shown = f" with {settings.fieldName!r}" if settings is not None else ""
+        return f"Restored the previous labels of {target.name()!r}{shown}."
+
+
+class LabelHistory:
+    """The labelings label_layer replaced, a bounded stack per layer id (main thread)."""
+
+    def __init__(self) -> None:
+        self._stacks: dict[str, list[tuple[bool, QgsAbstractVectorLayerLabeling | None]]] = {}
+
+    def push(self, layer: QgsVectorLayer) -> None:
+        current = layer.labeling()
+        stack = self._stacks.pop(layer.id(), [])  # re-inserted last: the least recently used go first
+        stack.append((layer.labelsEnabled(), current.clone() if current is not None else None))
+        self._stacks[layer.id()] = stack[-MAX_DEPTH:]
+        while len(self._stacks) > MAX_LAYERS:
+            del self._stacks[next(iter(self._stacks))]
+
+    def pop(self, layer_id: str) -> tuple[bool, QgsAbstractVectorLayerLabeling | None] | None:
+        stack = self._stacks.get(layer_id)
+        if not stack:
+            return None
+        earlier = stack.pop()
+        if not stack:
+            del self._stacks[layer_id]
+        return earlier
+
+    def clear(self) -> None:
+        self._stacks.clear()
 
 
 def _label_source(layer: QgsVectorLayer, text: str, approved: bool) -> tuple[str, str]:
