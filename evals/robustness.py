@@ -21,6 +21,10 @@ KINDS = (
     "raster where a vector is expected",
     "class name instead of its code",
     "field that does not exist",
+    "colour name instead of a hex code",
+    "number of classes as text",
+    "colour ramp that does not exist",
+    "numeric style on a text field",
 )
 
 
@@ -31,6 +35,9 @@ class Replay:
     args: Any
     names: list[str] = field(default_factory=list)  # what the error must name; empty: the call must work
     note: str = ""  # for calls that work: what the result must say
+
+
+COLOUR_NAME = "colour name instead of a hex code"
 
 
 def _buffer(**parameters: Any) -> dict[str, Any]:
@@ -124,6 +131,40 @@ REPLAYS = [
     ),
     Replay(KINDS[8], "label_layer", {"layer": "parks", "text": "park_name"}, ["did you mean 'name'"]),
     Replay(KINDS[8], "label_layer", {"layer": "parks", "text": '"name" || "area"'}, ["'area_ha'"]),
+    Replay(KINDS[8], "style_layer", {"layer": "districts", "method": "quantile", "field": "pop"}, ["'population'"]),
+    Replay(COLOUR_NAME, "style_layer", {"layer": "parks", "color": "forest green"}, [], note="#228b22"),
+    Replay(COLOUR_NAME, "style_layer", {"layer": "parks", "color": "grass"}, ["not a colour", "'#1f78b4'"]),
+    Replay(
+        "number of classes as text",
+        "style_layer",
+        {"layer": "districts", "method": "quantile", "field": "population", "classes": "5 classes"},
+        ["'classes'", "valid integer"],
+    ),
+    Replay(
+        "number of classes as text",
+        "style_layer",
+        {"layer": "districts", "method": "jenks", "field": "population", "classes": "5"},
+        [],
+        note="5 Jenks classes",
+    ),
+    Replay(
+        "colour ramp that does not exist",
+        "style_layer",
+        {"layer": "districts", "method": "quantile", "field": "population", "color": "viridian"},
+        ["did you mean 'Viridis'"],
+    ),
+    Replay(
+        "colour ramp that does not exist",
+        "style_layer",
+        {"layer": "elevation", "method": "pseudocolor", "color": "terrain"},
+        ["no colour ramp 'terrain'", "Spectral"],
+    ),
+    Replay(
+        "numeric style on a text field",
+        "style_layer",
+        {"layer": "districts", "method": "jenks", "field": "name"},
+        ["not numeric", "numeric fields: population"],
+    ),
 ]
 
 

@@ -51,6 +51,10 @@ def test_every_task_passes_and_every_replayed_mistake_is_answered_with_its_fix(e
         "raster where a vector is expected",
         "class name instead of its code",
         "field that does not exist",
+        "colour name instead of a hex code",
+        "number of classes as text",
+        "colour ramp that does not exist",
+        "numeric style on a text field",
     }
     assert robust["not_fixed"] == [], robust["not_fixed"]
 

@@ -142,7 +142,7 @@ def test_many_values_get_an_other_class(style, demo_project, gpkg):
 
 def test_single_symbol_colour_outline_and_opacity(style, demo_project):
     parks = layer(demo_project, "parks")
-    result = style.style_layer("parks", color="darkgreen,black", opacity=0.5)
+    result = style.style_layer("parks", color="dark green, black", opacity=0.5)  # CSS names, spaces ignored
     renderer = parks.renderer()
     assert isinstance(renderer, QgsSingleSymbolRenderer)
     assert renderer.symbol().color().name() == "#006400"
@@ -220,7 +220,7 @@ def test_undo_restores_the_exact_previous_renderer(style, demo_project, qgis_ifa
 BAD_CALLS = [
     (
         {"method": "quantile", "field": "name"},
-        "'name' is a text field; quantile needs a numeric one (numeric fields: fid, population)",
+        "'name' is not numeric; quantile needs a numeric field (numeric fields: population)",
     ),
     ({"method": "quantile", "field": "populaton"}, "no field in 'districts' 'populaton'; did you mean 'population'?"),
     (

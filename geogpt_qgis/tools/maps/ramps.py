@@ -22,8 +22,8 @@ RASTER_RAMP = "Viridis"
 
 
 def parse_color(text: str) -> QColor:
-    """``text`` as a colour: 'red', 'darkgreen', '#1f78b4' or '#80ff0000' (with alpha)."""
-    color = QColor(text.strip())
+    """``text`` as a colour: 'red', 'dark green' (CSS names, spaces ignored), '#1f78b4' or '#80ff0000' (alpha)."""
+    color = QColor("".join(text.split()))
     if not text.strip() or not color.isValid():
         raise ToolError(
             f"{text!r} is not a colour; use a CSS name like 'red' or 'steelblue', or a hex code like '#1f78b4'"

@@ -304,7 +304,7 @@ def check_request(
 
 
 def _colours(text: str) -> bool:
-    return all(QColor(part.strip()).isValid() or not part.strip() for part in text.split(","))
+    return all(QColor("".join(part.split())).isValid() or not part.strip() for part in text.split(","))
 
 
 def parse_rules(text: str) -> list[tuple[str, QColor]]:
@@ -312,7 +312,7 @@ def parse_rules(text: str) -> list[tuple[str, QColor]]:
     rules = []
     for number, part in enumerate((p for p in text.split(";") if p.strip()), start=1):
         expression, sep, color = part.rpartition("=")
-        if not sep or not expression.strip() or not QColor(color.strip()).isValid():
+        if not sep or not expression.strip() or not QColor("".join(color.split())).isValid():
             raise ToolError(
                 f"rule {number} {part.strip()!r} needs 'expression=colour', e.g. \"pupils\" > 300=red; ELSE=grey"
             )
@@ -339,10 +339,11 @@ def _check_field(layer: QgsVectorLayer, request: StyleRequest) -> None:
     if request.field not in names:
         raise ToolError(did_you_mean(request.field, names, f"field in {layer.name()!r}"))
     if request.method in (*GRADUATED, "heatmap") and not fields.field(request.field).isNumeric():
-        numeric = [f.name() for f in fields if f.isNumeric()]
+        keys = set(layer.primaryKeyAttributes())
+        numeric = [f.name() for i, f in enumerate(fields) if f.isNumeric() and i not in keys]
         listed = ", ".join(numeric) if numeric else "none"
         raise ToolError(
-            f"{request.field!r} is a text field; {request.method} needs a numeric one (numeric fields: {listed}); "
+            f"{request.field!r} is not numeric; {request.method} needs a numeric field (numeric fields: {listed}); "
             "use categorized for text"
         )
 
