@@ -66,7 +66,7 @@ $(LLAMA_MODEL): $(STAMPS)/llama-$(LLAMA_CPP_VERSION)
 
 llama: $(LLAMA_MODEL)  ## the real model server the tests use: llama-cpp-python (compiled once) and Gemma 3 270M
 
-demo/elvbury.gpkg demo/elvbury.qgz demo/elvbury_dem.tif demo/elvbury_landcover.tif &: scripts/make_demo_data.py $(STAMPS)/python-deps
+demo/elvbury.gpkg demo/elvbury.qgz demo/elvbury_dem.tif demo/elvbury_landcover.tif demo/sensors.csv &: scripts/make_demo_data.py $(STAMPS)/python-deps
 	$(PYTHON) scripts/make_demo_data.py demo
 
 demo: system demo/elvbury.gpkg  ## generate the demo town (GeoPackage, DEM and land-cover GeoTIFFs, styled project)
@@ -146,4 +146,4 @@ package: setup  ## the plugin zip for plugins.qgis.org, in dist/
 	$(PYTHON) scripts/plugin_dist.py package dist
 
 clean:  ## remove generated files (keeps the virtual environment)
-	rm -rf $(STAMPS) dist build demo/*.gpkg demo/*.qgz demo/*.tif demo/*.aux.xml .qgis-settings bench/results.json evals/results.json evals/results-real.json
+	rm -rf $(STAMPS) dist build demo/*.gpkg demo/*.qgz demo/*.tif demo/*.aux.xml demo/*.csv .qgis-settings bench/results.json evals/results.json evals/results-real.json

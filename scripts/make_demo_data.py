@@ -642,6 +642,43 @@ def _styled_rasters(folder: Path) -> list[Any]:
     return [dem, landcover]
 
 
+# --- A CSV of sensors with longitude/latitude columns, for loading delimited text ---------------------------------
+SENSORS_NAME = "sensors.csv"
+SENSOR_KINDS = ("air", "noise", "water", "traffic")
+
+
+def write_sensors(folder: Path, count: int = 30, seed: int = SEED) -> Path:
+    """``sensors.csv``: ``count`` sensors inside the town, WGS 84 longitude/latitude (6 decimals), comma-separated.
+
+    Placed in EPSG:25832 inside the town's rectangle (a margin of 300 m), then
+    converted with GDAL/PROJ; the same file on every run (its own random stream).
+    """
+    import csv
+
+    from osgeo import osr
+
+    rng = random.Random(seed + 7)
+    utm, wgs84 = osr.SpatialReference(), osr.SpatialReference()
+    utm.ImportFromEPSG(EPSG)
+    wgs84.ImportFromEPSG(4326)
+    wgs84.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER)  # x = longitude
+    to_lonlat = osr.CoordinateTransformation(utm, wgs84)
+    path = folder / SENSORS_NAME
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["sensor_id", "kind", "installed", "reading", "lon", "lat"])
+        for number in range(1, count + 1):
+            x = X0 + 300.0 + rng.random() * (WIDTH - 600.0)
+            y = Y0 + 300.0 + rng.random() * (HEIGHT - 600.0)
+            lon, lat, _ = to_lonlat.TransformPoint(x, y)
+            kind = SENSOR_KINDS[rng.randrange(len(SENSOR_KINDS))]
+            year = 2019 + rng.randrange(7)
+            reading = round(rng.uniform(5.0, 80.0), 1)
+            installed = f"{year}-0{rng.randrange(1, 10)}-15"
+            writer.writerow([f"S{number:03d}", kind, installed, reading, f"{lon:.6f}", f"{lat:.6f}"])
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir", type=Path, help="folder for elvbury.gpkg, its GeoTIFFs and elvbury.qgz")
@@ -652,6 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     gpkg = args.outdir / GPKG_NAME
     write_geopackage(layers, gpkg)
     write_rasters(layers, args.outdir)
+    write_sensors(args.outdir)
     if not args.no_project:
         write_project(gpkg.resolve(), args.outdir / PROJECT_NAME)
     counts = ", ".join(f"{layer.name} {len(layer.rows)}" for layer in layers)

@@ -44,7 +44,7 @@ RASTERS = {"elevation": "elvbury_dem.tif", "landcover": "elvbury_landcover.tif"}
 def test_generation_is_deterministic_and_small(tmp_path):
     first = _generate(tmp_path / "a", "--no-project")
     _generate(tmp_path / "b", "--no-project")
-    for name in ("elvbury.gpkg", *RASTERS.values()):
+    for name in ("elvbury.gpkg", *RASTERS.values(), "sensors.csv"):
         digests = {hashlib.sha256((run / name).read_bytes()).hexdigest() for run in (tmp_path / "a", tmp_path / "b")}
         assert len(digests) == 1, name
     assert 100_000 < first.stat().st_size < 1_000_000

@@ -1,0 +1,230 @@
+"""CSV/TSV files as point (or WKT) layers: delimiter, coordinate columns and CRS told from the file (worker).
+
+The delimiter comes from Python's ``csv.Sniffer``; the coordinate columns
+from the header (``lon``/``lat``, ``x``/``y``, ``easting``/``northing``...,
+or a WKT column); the CRS from the ``crs`` the model gave, else guessed from
+the value ranges, and the answer says it was guessed and why.  The layer is
+QGIS's delimited-text provider reading the file itself, so it stays linked to it.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from geogpt_qgis.core.cancel import CancelToken
+from geogpt_qgis.tools.base import ToolError
+
+DELIMITED_SUFFIXES = frozenset({".csv", ".tsv", ".txt"})
+SNIFF_BYTES = 64 * 1024
+MAX_SCANNED_ROWS = 1_000_000  # the value ranges come from at most this many rows
+CANCEL_EVERY = 5_000
+# Header names of coordinate columns, normalised (lower case, letters and digits only), best first.
+X_NAMES = ("lon", "lng", "long", "longitude", "x", "easting", "east", "xcoord", "coordx", "pointx", "utmx")
+Y_NAMES = ("lat", "latitude", "y", "northing", "north", "ycoord", "coordy", "pointy", "utmy")
+WKT_NAMES = ("wkt", "geom", "geometry", "thegeom", "wktgeom", "shape", "geometrywkt")
+_WKT_START = re.compile(r"^\s*(SRID=\d+;)?\s*(MULTI)?(POINT|LINESTRING|POLYGON)|^\s*GEOMETRYCOLLECTION", re.I)
+_DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
+GEOGRAPHIC = "EPSG:4326"
+
+
+@dataclass(frozen=True)
+class ProjectFrame:
+    """What the CRS guess knows of the project: its CRS and its layers' extent in that CRS (main thread)."""
+
+    crs: str
+    extent: tuple[float, float, float, float] | None
+
+
+@dataclass(frozen=True)
+class CsvLayout:
+    """A delimited file's shape: delimiter, header, the coordinate columns, and the values' range."""
+
+    delimiter: str
+    header: list[str]
+    x: str = ""
+    y: str = ""
+    wkt: str = ""
+    decimal_comma: bool = False
+    rows: int = 0
+    bounds: tuple[float, float, float, float] | None = None
+
+    @property
+    def columns_used(self) -> str:
+        return f"WKT column {self.wkt!r}" if self.wkt else f"X={self.x!r}, Y={self.y!r}"
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _pick(header: list[str], names: tuple[str, ...]) -> str:
+    normalised = {_norm(h): h for h in reversed(header)}
+    return next((normalised[n] for n in names if n in normalised), "")
+
+
+def _sniff(sample: str, suffix: str) -> str:
+    if suffix == ".tsv":
+        return "\t"
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+    except csv.Error:
+        first = sample.splitlines()[0] if sample else ""
+        counts = {d: first.count(d) for d in ",;\t|"}
+        best = max(counts, key=lambda d: counts[d])
+        if not counts[best]:
+            raise ToolError("cannot tell the delimiter of this text file (one column only?)") from None
+        return best
+
+
+def inspect_csv(path: Path, cancel: CancelToken) -> CsvLayout:
+    """Read ``path``'s header and values: delimiter, coordinate columns and their range (worker thread)."""
+    with path.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
+        sample = handle.read(SNIFF_BYTES)
+        handle.seek(0)
+        delimiter = _sniff(sample, path.suffix.lower())
+        reader = csv.reader(handle, delimiter=delimiter)
+        header = [h.strip() for h in next(reader, [])]
+        if not any(header):
+            raise ToolError(f"{path.name} is empty: no header line")
+        x, y = _pick(header, X_NAMES), _pick(header, Y_NAMES)
+        wkt = "" if (x and y) else _pick(header, WKT_NAMES)
+        first = next(reader, None)
+        if not (x and y) and not wkt and first:
+            wkt = next((h for h, v in zip(header, first, strict=False) if _WKT_START.match(v or "")), "")
+        if not (x and y) and not wkt:
+            raise ToolError(
+                f"{path.name} has no coordinate columns; its header is: {', '.join(header)}. Name the X/Y columns "
+                "lon/lat, x/y or easting/northing (or add a WKT column), or join the table to a layer instead."
+            )
+        rows: Iterator[list[str]] = itertools.chain([first], reader) if first else iter(())
+        if wkt:
+            return _scan_wkt(CsvLayout(delimiter, header, wkt=wkt), rows, cancel)
+        return _scan_xy(CsvLayout(delimiter, header, x=x, y=y), rows, cancel)
+
+
+def _scan_xy(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken) -> CsvLayout:
+    ix, iy = layout.header.index(layout.x), layout.header.index(layout.y)
+    xs: list[float] = []
+    ys: list[float] = []
+    commas = dots = False  # "10,5" with ";" between columns: a decimal comma
+    count = 0
+    for count, row in enumerate(rows, start=1):
+        if count % CANCEL_EVERY == 0:
+            cancel.raise_if_cancelled()
+        if count > MAX_SCANNED_ROWS or len(row) <= max(ix, iy):
+            continue
+        raw_x, raw_y = row[ix].strip(), row[iy].strip()
+        commas = commas or bool(_DECIMAL_COMMA.match(raw_x) or _DECIMAL_COMMA.match(raw_y))
+        dots = dots or "." in raw_x or "." in raw_y
+        try:
+            xs.append(float(raw_x.replace(",", ".")))
+            ys.append(float(raw_y.replace(",", ".")))
+        except ValueError:
+            continue
+    if not xs:
+        raise ToolError(f"the columns {layout.x!r} and {layout.y!r} hold no numbers")
+    decimal_comma = commas and not dots and layout.delimiter != ","
+    bounds = (min(xs), min(ys), max(xs), max(ys))
+    return CsvLayout(layout.delimiter, layout.header, layout.x, layout.y, "", decimal_comma, count, bounds)
+
+
+def _scan_wkt(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken) -> CsvLayout:
+    from shapely import wkt as shapely_wkt
+    from shapely.errors import ShapelyError
+
+    index = layout.header.index(layout.wkt)
+    boxes = []
+    count = 0
+    for count, row in enumerate(rows, start=1):
+        if count % CANCEL_EVERY == 0:
+            cancel.raise_if_cancelled()
+        if count > MAX_SCANNED_ROWS or len(row) <= index or not row[index].strip():
+            continue
+        text = row[index].split(";", 1)[-1] if row[index].upper().startswith("SRID=") else row[index]
+        try:
+            geometry = shapely_wkt.loads(text)
+        except (ShapelyError, ValueError):
+            continue
+        if not geometry.is_empty:
+            boxes.append(geometry.bounds)
+    if not boxes:
+        raise ToolError(f"the column {layout.wkt!r} holds no WKT geometry")
+    bounds = (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+    return CsvLayout(layout.delimiter, layout.header, wkt=layout.wkt, rows=count, bounds=bounds)
+
+
+def guess_crs(bounds: tuple[float, float, float, float], frame: ProjectFrame) -> tuple[str, str]:
+    """The CRS the values are most likely in, and how that was guessed (for the answer)."""
+    from qgis.core import QgsCoordinateReferenceSystem, QgsCoordinateTransform, QgsCoordinateTransformContext
+
+    xmin, ymin, xmax, ymax = bounds
+    if -180 <= xmin <= xmax <= 180 and -90 <= ymin <= ymax <= 90:
+        return GEOGRAPHIC, "guessed EPSG:4326 (longitude/latitude): all values lie within ±180/±90"
+    project = QgsCoordinateReferenceSystem(frame.crs) if frame.crs else QgsCoordinateReferenceSystem()
+    if project.isValid() and not project.isGeographic():
+        if frame.extent is not None and _overlaps(bounds, _grown(frame.extent)):
+            return frame.crs, f"guessed the project's CRS {frame.crs}: the values fall within the project's layers"
+        area = project.bounds()  # the CRS's area of use, in longitude/latitude
+        try:
+            to_lonlat = QgsCoordinateTransform(
+                project, QgsCoordinateReferenceSystem(GEOGRAPHIC), QgsCoordinateTransformContext()
+            )
+            from qgis.core import QgsRectangle
+
+            box = to_lonlat.transformBoundingBox(QgsRectangle(xmin, ymin, xmax, ymax))
+        except Exception:  # noqa: BLE001 - QgsCsException: the values are outside the CRS's domain
+            box = None
+        if box is not None and not area.isEmpty() and area.contains(box):
+            return frame.crs, f"guessed the project's CRS {frame.crs}: the values lie in its area of use"
+    raise ToolError(
+        f"cannot tell the CRS of the coordinates (X {xmin:g} to {xmax:g}, Y {ymin:g} to {ymax:g}): they are not "
+        f"longitude/latitude nor inside the project's CRS ({frame.crs or 'none'}); pass crs, e.g. EPSG:25832"
+    )
+
+
+def _grown(extent: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    """The project's extent with a margin of half its size: sensors just outside the town still count."""
+    xmin, ymin, xmax, ymax = extent
+    dx, dy = (xmax - xmin) / 2 or 1000.0, (ymax - ymin) / 2 or 1000.0
+    return xmin - dx, ymin - dy, xmax + dx, ymax + dy
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
+
+
+def delimited_uri(path: Path, layout: CsvLayout, crs: str) -> str:
+    """The delimited-text provider's URI for ``path`` (its path encoded as a file URL, options as its query)."""
+    from qgis.PyQt.QtCore import QUrl, QUrlQuery
+
+    items = [
+        ("type", "csv"),
+        ("delimiter", "\\t" if layout.delimiter == "\t" else layout.delimiter),
+        ("detectTypes", "yes"),
+        ("crs", crs),
+        ("spatialIndex", "no"),
+        ("subsetIndex", "no"),
+        ("watchFile", "no"),
+    ]
+    if layout.wkt:
+        items.append(("wktField", layout.wkt))
+    else:
+        items += [("xField", layout.x), ("yField", layout.y), ("geomType", "point")]
+    if layout.decimal_comma:
+        items.append(("decimalPoint", ","))
+    query = QUrlQuery()
+    for key, value in items:
+        query.addQueryItem(key, value)
+    url = QUrl.fromLocalFile(str(path))
+    url.setQuery(query.query(QUrl.ComponentFormattingOption.FullyEncoded), QUrl.ParsingMode.StrictMode)
+    return bytes(url.toEncoded()).decode("ascii")

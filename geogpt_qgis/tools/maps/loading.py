@@ -1,0 +1,295 @@
+"""The ``load_data`` tool: a file, a URL or a saved connection's table becomes a project layer, linked to its source.
+
+Threads: the source is probed on the worker (GDAL opens the file, the CSV is
+scanned, the URL is fetched once, the database catalogue is read), which
+yields a ``LoadPlan``; the main thread only makes the QGIS layer from that
+plan and adds it (``_add``).  Loaded data is not a temporary result: the
+layer keeps pointing at its source and the result store never copies it.
+
+Which URLs: reading a URL the user typed in this conversation, or one under
+an OGC API server configured in the settings, runs freely.  Any other URL
+(one the model took from a layer's text or made up) could carry project data
+to a host of an injected instruction's choosing, so it is gated: the user
+approves the request first (the preview names the URL).  Files and saved
+connections stay on the machine and need no approval.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsCoordinateTransform,
+    QgsMapLayer,
+    QgsRasterLayer,
+    QgsVectorLayer,
+)
+from qgis.PyQt import sip
+from qgis.PyQt.QtCore import QCoreApplication
+
+from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult
+from geogpt_qgis.core.cancel import current_conversation
+from geogpt_qgis.core.effects import Effect
+from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFunction
+from geogpt_qgis.tools.layers import (
+    add_result_layer,
+    check_new_layer_name,
+    crs_label,
+    feature_count_label,
+    geometry_label,
+    ordered_layers,
+)
+from geogpt_qgis.tools.maps import web
+from geogpt_qgis.tools.maps.delimited import DELIMITED_SUFFIXES, ProjectFrame, delimited_uri, guess_crs, inspect_csv
+from geogpt_qgis.tools.maps.files import missing_file, plan_file
+from geogpt_qgis.tools.maps.load_plan import RASTER, LoadPlan
+from geogpt_qgis.tools.ogc.servers import parse_servers
+from geogpt_qgis.tools.thread_guard import raster_layer, vector_layer
+
+_URL = re.compile(r"https?://[^\s<>\"'`)\]]+", re.IGNORECASE)
+VSICURL = "/vsicurl/"
+# Providers whose extent is read from the file, cheaply: the CSV guess compares with these layers.
+_LOCAL_PROVIDERS = frozenset({"ogr", "gdal", "memory", "delimitedtext", "spatialite"})
+# Providers that read files through GDAL or Qt, never QGIS's network manager: their layers are made on the worker
+# and moved to the main thread (docs/DESIGN: allowed for these; server providers are made on the main thread).
+_WORKER_PROVIDERS = frozenset({"ogr", "gdal", "delimitedtext"})
+# Layers of these providers count features (or pixels) from a server or database: not counted here.
+_REMOTE_PROVIDERS = frozenset({"OAPIF", "wms", "postgres", "WFS"})
+NEEDS_APPROVAL = (
+    "this URL was not given by the user in this conversation, so loading it needs their approval; "
+    "ask the user for the URL if you took it from data"
+)
+
+
+def url_key(url: str) -> str:
+    """``scheme://host/path`` without query or trailing slash: what a trusted URL is compared by."""
+    parts = urlsplit(url.strip().rstrip(".,;:"))
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+class DataLoading:
+    """The loading part of the maps family."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.ctx = ctx
+        self._mentioned: dict[str, list[str]] = {}  # conversation id -> URL keys the user typed
+
+    def tools(self) -> list[ToolFunction]:
+        return [self.load_data]
+
+    # -- which URLs --------------------------------------------------------------------------------
+    def notice_user_text(self, text: str) -> None:
+        """Remember the URLs the user typed in this conversation: loading those needs no approval."""
+        found = [url_key(u) for u in _URL.findall(text or "")]
+        if found:
+            known = self._mentioned.setdefault(current_conversation.get(), [])
+            known += [key for key in found if key not in known]
+
+    def _trusted(self, url: str) -> bool:
+        key = url_key(url)
+        servers = [url_key(s.url) for s in parse_servers(PlgOptionsManager.get_plg_settings().ogc_servers)]
+        given = self._mentioned.get(current_conversation.get(), [])
+        return any(key == known or key.startswith(known + "/") for known in [*given, *servers] if known)
+
+    @staticmethod
+    def _remote(source: str) -> str:
+        """The http(s) URL ``source`` reads ("" for a file or a table)."""
+        text = source.strip()
+        text = text[len(VSICURL) :] if text.startswith(VSICURL) else text
+        return text if web.is_url(text) else ""
+
+    def preview_load_data(self, source: str, layer: str = "", crs: str = "", name: str = "") -> ApprovalRequest | None:
+        """Only a URL the user did not give asks: the request itself is what leaves the machine."""
+        url = self._remote(source)
+        if not url or self._trusted(url):
+            return None
+        host = urlsplit(url).netloc
+        return ApprovalRequest(
+            action=f"Load data from {host}",
+            details=f"GeoGPT would request this URL, which you did not give in this conversation:\n{url}",
+            affected=[f"URL {url}"],
+            effects=[Effect.NETWORK.value, Effect.ADD_LAYER.value],
+        )
+
+    # -- the tool ----------------------------------------------------------------------------------
+    @gated("preview_load_data")
+    def load_data(self, source: str, layer: str = "", crs: str = "", name: str = "") -> ToolResult:
+        """Add a layer from a file, URL or connection.schema.table."""
+        source = source.strip().strip("\"'")
+        if not source:
+            raise ToolError("source is empty: give a file path, a URL or connection.schema.table")
+        name = check_new_layer_name(name) if name.strip() else ""
+        if crs.strip() and not QgsCoordinateReferenceSystem(crs.strip()).isValid():
+            raise ToolError(f"{crs!r} is not a CRS QGIS knows; give an id such as EPSG:4326 or EPSG:25832")
+        plan = self._plan(source, layer, crs.strip(), name)
+        self.ctx.check_cancelled()
+        made = _made_here(plan)
+        self.ctx.check_cancelled()
+        added, details = self.ctx.on_main(self._add, plan, made)
+        lines = [f"Loaded {added.name!r} ({details}) from {plan.source}.", *plan.notes]
+        artifact = ToolArtifact(tables=plan.tables, collections=plan.collections, added=(added,))
+        return ToolResult("\n".join(lines), artifact)
+
+    def _plan(self, source: str, layer: str, crs: str, name: str) -> LoadPlan:
+        url = self._remote(source)
+        if url:
+            if not self._trusted(url) and not approval_granted():
+                raise ToolError(NEEDS_APPROVAL)
+            return self._plan_url(url, source.startswith(VSICURL), layer, name)
+        table = self._table(source)
+        if table is not None:
+            return table(name)
+        frame, home = self.ctx.on_main(self._frame)
+        path = Path(source).expanduser()
+        if not path.is_absolute() and home:
+            path = Path(home) / path
+        if not path.exists():
+            raise missing_file(path)
+        if path.suffix.lower() in DELIMITED_SUFFIXES:
+            return self._plan_csv(path, crs, frame, name)
+        return plan_file(str(path), str(path), layer, name)
+
+    def _plan_url(self, url: str, as_file: bool, layer: str, name: str) -> LoadPlan:
+        if web.is_tile_template(url):
+            return web.xyz_plan(url, name)
+        timeout = PlgOptionsManager.get_plg_settings().ogc_timeout
+        found = web.peek(url, timeout, self.ctx.cancel)
+        kind = "file" if as_file else web.classify(found)
+        if kind == "ogc":
+            return web.ogc_plan(url, layer, name, timeout, self.ctx.cancel)
+        if kind == "wms":
+            frame, _ = self.ctx.on_main(self._frame)
+            return web.wms_plan(found, url, layer, name, frame.crs)
+        if kind == "wmts":
+            return web.wmts_plan(found, url, layer, name)
+        return plan_file(VSICURL + url, url, layer, name)
+
+    def _plan_csv(self, path: Path, crs: str, frame: ProjectFrame, name: str) -> LoadPlan:
+        layout = inspect_csv(path, self.ctx.cancel)
+        if crs:
+            chosen, how = crs, f"CRS {crs} as given"
+        else:
+            assert layout.bounds is not None  # noqa: S101 - inspect_csv raised when no value was read
+            chosen, how = guess_crs(layout.bounds, frame)
+        kind = "Tab" if layout.delimiter == "\t" else repr(layout.delimiter)
+        notes = (f"Columns used: {layout.columns_used} ({kind}-separated).", f"CRS: {how}.")
+        return LoadPlan(
+            "vector", "delimitedtext", delimited_uri(path, layout, chosen), name or path.stem, str(path), notes
+        )
+
+    def _table(self, source: str) -> Any:
+        """A planner for ``connection.schema.table`` when ``source`` names a saved connection, else ``None``."""
+        from geogpt_qgis.tools.maps.db_tables import split_table_source, table_plan
+        from geogpt_qgis.tools.postgis.connections import (
+            allowed_connection_names,
+            resolve_connection,
+            saved_connection_names,
+        )
+
+        if "/" in source or "\\" in source:
+            return None
+        parts = split_table_source(source, saved_connection_names())
+        if parts is None:
+            return None
+        connection, schema, table = parts
+        settings = PlgOptionsManager.get_plg_settings()
+        allowed = allowed_connection_names(settings.postgis_connections)
+        saved = self.ctx.on_main(resolve_connection, connection, allowed)
+        return lambda name: table_plan(saved, schema, table, name, self.ctx.cancel, settings.sql_timeout)
+
+    # -- main thread -------------------------------------------------------------------------------
+    def _frame(self) -> tuple[ProjectFrame, str]:
+        """The project's CRS and its local layers' extent (for the CSV guess), and its home folder (main thread)."""
+        project = self.ctx.project
+        target = project.crs()
+        extent = None
+        for existing in ordered_layers(project):
+            if existing.providerType() not in _LOCAL_PROVIDERS or not existing.isSpatial():
+                continue
+            try:
+                box = QgsCoordinateTransform(existing.crs(), target, project).transformBoundingBox(existing.extent())
+            except Exception:  # noqa: BLE001, S112 - QgsCsException: a layer outside the project's CRS
+                continue
+            if box.isNull() or box.isEmpty():
+                continue
+            bounds = (box.xMinimum(), box.yMinimum(), box.xMaximum(), box.yMaximum())
+            extent = (
+                bounds
+                if extent is None
+                else (
+                    min(extent[0], bounds[0]),
+                    min(extent[1], bounds[1]),
+                    max(extent[2], bounds[2]),
+                    max(extent[3], bounds[3]),
+                )
+            )
+        return ProjectFrame(target.authid() if target.isValid() else "", extent), project.homePath()
+
+    def _add(self, plan: LoadPlan, made: QgsMapLayer | None) -> tuple[AddedLayer, str]:
+        """Add the layer (made here unless the worker made it) under a free name (main thread); what it holds."""
+        if made is None:
+            if plan.kind == RASTER:
+                made = raster_layer(plan.uri, plan.name, plan.provider)
+            else:
+                made = vector_layer(plan.uri, plan.name, plan.provider)
+            if not made.isValid():
+                _discard(made)
+                raise ToolError(_not_opened(plan, made))
+        try:
+            name = add_result_layer(self.ctx.project, made, plan.name)
+        except ToolError:
+            _discard(made)
+            raise
+        return AddedLayer(name, made.id()), _describe(made, plan)
+
+
+def _made_here(plan: LoadPlan) -> QgsMapLayer | None:
+    """A file's layer, made on this worker and moved to the main thread; ``None`` for server layers.
+
+    Opening a remote file through ``/vsicurl/`` or scanning a large CSV takes
+    as long as reading it: here it never stops the map from drawing.
+    """
+    if plan.provider not in _WORKER_PROVIDERS:
+        return None
+    layer: QgsMapLayer
+    if plan.kind == RASTER:
+        layer = QgsRasterLayer(plan.uri, plan.name, plan.provider)
+    else:
+        layer = QgsVectorLayer(plan.uri, plan.name, plan.provider)
+    if not layer.isValid():
+        raise ToolError(_not_opened(plan, layer))  # freed on this thread, which made it
+    layer.moveToThread(QCoreApplication.instance().thread())
+    return layer
+
+
+def _not_opened(plan: LoadPlan, layer: QgsMapLayer) -> str:
+    provider = layer.dataProvider()
+    broken = layer.error().summary() or (provider.error().summary() if provider is not None else "")
+    detail = "" if plan.provider == "postgres" else broken  # a postgres error may quote the connection
+    return f"QGIS could not open {plan.source}" + (f": {detail}" if detail else "")
+
+
+def _discard(layer: QgsMapLayer) -> None:
+    """Free a layer that is not added on the main thread, where it lives (never when a traceback lets go of it)."""
+    sip.transferto(layer, None)  # Qt owns it now; Python's reference no longer frees it
+    layer.deleteLater()
+
+
+def _describe(layer: Any, plan: LoadPlan) -> str:
+    """``Point, 30 features, EPSG:4326`` or ``raster 800×600 px, 1 band, EPSG:25832``."""
+    if isinstance(layer, QgsRasterLayer):
+        if plan.provider == "wms":
+            return f"web map layer, {crs_label(layer)}"
+        bands = layer.bandCount()
+        return (
+            f"raster {layer.width()}×{layer.height()} px, {bands} band{'s' if bands != 1 else ''}, {crs_label(layer)}"
+        )
+    if plan.provider in _REMOTE_PROVIDERS:
+        return f"{geometry_label(layer)}, {crs_label(layer)}"
+    return f"{geometry_label(layer)}, {feature_count_label(layer)} features, {crs_label(layer)}"

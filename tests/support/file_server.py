@@ -1,0 +1,102 @@
+"""A static HTTP server on 127.0.0.1 in its own process, for loading URLs: files, capabilities, slow answers.
+
+``GET /<name>`` serves ``ROOT/<name>`` (the query is ignored, so
+``/wms?SERVICE=WMS&REQUEST=GetCapabilities`` serves ``ROOT/wms``), with
+``http://BASE`` in text files replaced by the server's own URL (capabilities
+name their GetMap URL).  ``/slow/<name>`` waits ``SLOW_SECONDS`` first.  A
+missing file is a 404.  Its own process: QGIS's main thread may wait for it
+inside C++ (the WMS provider reads capabilities there) without the GIL.
+
+    python -m tests.support.file_server ROOT PORT
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from tests.support.net import free_port
+
+SLOW_SECONDS = 1.0
+REPO = Path(__file__).resolve().parents[2]
+_TYPES = {".xml": "text/xml", ".geojson": "application/geo+json", ".json": "application/json", ".csv": "text/csv"}
+
+
+def _handler(root: Path) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _body(self) -> tuple[int, bytes, str]:
+            path = urlsplit(self.path).path
+            if path.startswith("/slow/"):
+                time.sleep(SLOW_SECONDS)
+                path = path[len("/slow") :]
+            target = (root / path.lstrip("/")).resolve()
+            if root.resolve() not in target.parents or not target.is_file():
+                return 404, b"no such file", "text/plain"
+            data = target.read_bytes()
+            kind = _TYPES.get(target.suffix, "application/octet-stream" if target.suffix else "text/xml")
+            if kind.startswith("text/"):
+                data = data.replace(b"http://BASE", f"http://127.0.0.1:{self.server.server_port}".encode())
+            return 200, data, kind
+
+        def _answer(self, with_body: bool) -> None:
+            status, data, kind = self._body()
+            ranged = self.headers.get("Range", "")
+            if status == 200 and ranged.startswith("bytes="):  # GDAL's /vsicurl/ reads ranges
+                start, _, end = ranged[len("bytes=") :].partition("-")
+                first, last = int(start or 0), min(int(end or len(data) - 1), len(data) - 1)
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {first}-{last}/{len(data)}")
+                data = data[first : last + 1]
+            else:
+                self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
+            if with_body:
+                self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._answer(True)
+
+        def do_HEAD(self) -> None:
+            self._answer(False)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def file_server(root: Path) -> Iterator[str]:
+    """Serve ``root`` on a free port; yields the base URL."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.file_server", str(root), str(port)], cwd=REPO)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(url + "/", timeout=1)
+                break
+            except httpx.HTTPError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the file server did not start") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+if __name__ == "__main__":
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2])), _handler(Path(sys.argv[1]))).serve_forever()
