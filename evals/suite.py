@@ -13,13 +13,14 @@ from evals.tasks_analysis import MULTI_STEP, SINGLE
 from evals.tasks_data import OGC, SQL, with_oracle
 from evals.tasks_maps_arrange import MAPS_ARRANGE
 from evals.tasks_maps_export import MAPS_EXPORT
+from evals.tasks_maps_load import MAPS_LOAD
 from evals.tasks_maps_style import MAPS_STYLE
 from evals.tasks_project import DECLINE, INSPECTION
 from evals.tasks_raster import RASTER
 
 
 def all_tasks(oracle: Oracle) -> list[Task]:
-    maps = [*MAPS_ARRANGE, *MAPS_EXPORT, *MAPS_STYLE]
+    maps = [*MAPS_LOAD, *MAPS_ARRANGE, *MAPS_EXPORT, *MAPS_STYLE]
     return [*INSPECTION, *SINGLE, *MULTI_STEP, *SQL, *with_oracle(OGC, oracle), *DECLINE, *RASTER, *maps]
 
 
