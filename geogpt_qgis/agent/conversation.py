@@ -186,6 +186,7 @@ class Conversation:
 
         messages = await session.history(thread_id)
         request = await session.pending(thread_id)
+        session.standing(thread_id).forget()  # a reopened conversation asks again before risky steps
         entries = with_extras(transcript(messages))
         current_conversation.set(thread_id)
         for family in session.families:  # server URLs the user gave earlier stay usable
@@ -212,6 +213,15 @@ class Conversation:
         """The stored messages (LangChain objects) of a conversation (default: the current one)."""
         thread_id = thread_id or self.thread_id
         return self._call(lambda session: session.history(thread_id))
+
+    def forget_always(self) -> Future:
+        """Revoke the current conversation's "always for this tool" answers; completes with the tools they were for."""
+        thread_id = self.thread_id
+
+        async def forget(session: AgentSession) -> list[str]:
+            return session.standing(thread_id).forget()
+
+        return self._call(forget)
 
     # -- the stored conversations -------------------------------------------------
     def conversations(self, project: str | None = None) -> Future:

@@ -33,6 +33,7 @@ from geogpt_qgis.agent.providers import unparsed_as_invalid, with_retries
 from geogpt_qgis.agent.reply import Reply, stream_reply
 from geogpt_qgis.agent.toolkit import ToolOutcome
 from geogpt_qgis.core.approval import (
+    ALWAYS,
     APPROVE,
     POLICY_ASK,
     POLICY_NEVER,
@@ -41,6 +42,7 @@ from geogpt_qgis.core.approval import (
     ApprovalRequest,
     Decision,
     automatic_notice,
+    current_standing,
     rejection_message,
 )
 from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact
@@ -232,9 +234,12 @@ async def approve(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
     interrupts then return the decisions already given, in order.  Once the
     user rejects a step, the rest of the reply's risky steps are refused
     without asking (a reply that tries ten deletions costs one click).
+    A call covered by an earlier "always for this tool" answer of this
+    conversation (``StandingApprovals``) runs without asking.
     """
     last = state["messages"][-1]
     policy = state.get("approval_policy", POLICY_ASK)
+    standing = current_standing.get()
     decisions: dict[str, dict[str, Any]] = {}
     reviews: dict[str, dict[str, Any] | None] = {}
     refused: Decision | None = None
@@ -251,10 +256,14 @@ async def approve(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
             continue
         if refused is not None or policy in (POLICY_NEVER, POLICY_TRUST):
             decision = _automatic_decision(policy, refused)
+        elif standing is not None and standing.covers(request):
+            decision = Decision(APPROVE, automatic=ALWAYS)
         else:
             decision = _ask_user(call_id, request)
             if decision.trust:
                 policy = POLICY_TRUST
+            if decision.always and decision.approved and standing is not None:
+                standing.grant(request)
             if not decision.approved:
                 refused = decision
         decisions[call_id] = decision.to_dict()

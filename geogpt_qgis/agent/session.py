@@ -34,7 +34,7 @@ from geogpt_qgis.agent.providers import (
 )
 from geogpt_qgis.agent.store import ConversationStore
 from geogpt_qgis.agent.toolkit import Toolkit
-from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest
+from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest, StandingApprovals, current_standing
 from geogpt_qgis.core.cancel import RunCancelled, current_conversation
 from geogpt_qgis.core.events import ApprovalRequested, Event, ReasoningDelta, RunFinished, TextDelta
 from geogpt_qgis.core.think import ThinkTagSplitter
@@ -84,6 +84,12 @@ class AgentSession:
         self._model_info: dict[tuple[str, str], ModelInfo] = {}
         self._calibrations: dict[tuple[str, str], TokenCalibration] = {}
         self._toolkits: dict[tuple, Toolkit] = {}
+        # "Always for this tool" answers per conversation, for this session only (see StandingApprovals).
+        self._standing: dict[str, StandingApprovals] = {}
+
+    def standing(self, thread_id: str | None = None) -> StandingApprovals:
+        """The "always for this tool" answers of a conversation (default: this one)."""
+        return self._standing.setdefault(thread_id or self.thread_id, StandingApprovals())
 
     async def _model_info_for(self, config: ModelConfig) -> ModelInfo | None:
         if config.provider != PROVIDER_OLLAMA:
@@ -148,6 +154,7 @@ class AgentSession:
         """Run, recording the run and its events in the store; prune old checkpoints after."""
         thread_id = self.thread_id
         current_conversation.set(thread_id)  # tools keep per-conversation state (the code namespace)
+        current_standing.set(self.standing(thread_id))  # the approve node reads the "always" answers
         if self.store is None:
             async for event in self._drive(inputs, config):
                 yield event

@@ -19,6 +19,10 @@ POLICY_ASK = "ask"
 POLICY_TRUST = "trust"  # approve everything in this conversation without asking
 POLICY_NEVER = "never"
 POLICIES = (POLICY_ASK, POLICY_TRUST, POLICY_NEVER)
+# Marks a decision made by an "always for this tool" answer (``StandingApprovals``), not by a policy.
+ALWAYS = "always"
+# The effect kind of a request whose tool lists none: what that tool itself does when approved.
+UNLISTED = "unlisted"
 
 APPROVE, REJECT = "approve", "reject"
 
@@ -61,6 +65,7 @@ class Decision:
     trust: bool = False  # approve the rest of this conversation without asking
     automatic: str = ""  # set when a policy decided, not the user
     call_id: str = ""  # the tool call the user answered (from the card), checked against the one waiting
+    always: bool = False  # approve this tool's calls with the same effects for the rest of the conversation
 
     @property
     def approved(self) -> bool:
@@ -81,6 +86,7 @@ class Decision:
             bool(value.get("trust")),
             str(value.get("automatic") or ""),
             str(value.get("call_id") or ""),
+            always=bool(value.get("always")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,8 +117,58 @@ def approval_granted() -> bool:
     return bool(decision and decision.approved)
 
 
+class StandingApprovals:
+    """The "always for this tool" answers of one conversation, and which requests they cover.
+
+    An answer covers later calls of the same tool whose effects (``core.effects``
+    kinds) are the same or fewer: "always" for a ``run_sql`` that writes to a
+    database never covers one that also talks to the network.  A request whose
+    tool lists no effects counts as one kind (``UNLISTED``: what the tool itself
+    does), so it is covered only by an answer given for such a request.  Kept in
+    memory by the run engine, per conversation: a conversation reopened from the
+    store, or after QGIS restarts, asks again (the user sees every standing
+    answer being given; none outlives the session it was given in).
+    """
+
+    def __init__(self) -> None:
+        self._grants: dict[str, list[frozenset[str]]] = {}
+
+    @staticmethod
+    def _kinds(request: ApprovalRequest) -> frozenset[str]:
+        return frozenset(request.effects) or frozenset({UNLISTED})
+
+    def grant(self, request: ApprovalRequest) -> None:
+        """Remember the user's "always" for ``request``'s tool and effects."""
+        kinds = self._kinds(request)
+        held = self._grants.setdefault(request.tool, [])
+        if request.tool and kinds not in held:
+            held.append(kinds)
+
+    def covers(self, request: ApprovalRequest) -> bool:
+        """Whether an earlier "always" approves ``request`` without asking: same tool, same or fewer effects."""
+        kinds = self._kinds(request)
+        return bool(request.tool) and any(kinds <= held for held in self._grants.get(request.tool, []))
+
+    @property
+    def tools(self) -> list[str]:
+        """The tools with a standing "always", in the order given."""
+        return [tool for tool, held in self._grants.items() if held]
+
+    def forget(self) -> list[str]:
+        """Drop every standing answer (the user revoked them); returns the tools they were for."""
+        tools = self.tools
+        self._grants.clear()
+        return tools
+
+
+# The standing answers of the conversation being run (set by the run engine around a run).
+current_standing: ContextVar[StandingApprovals | None] = ContextVar("geogpt_standing", default=None)
+
+
 def automatic_notice(decision: Decision, request: ApprovalRequest) -> str:
     """What the chat says when the policy, not the user, decided a step."""
+    if decision.approved and decision.automatic == ALWAYS:
+        return f"Approved automatically (you chose always for {request.tool} in this conversation): {request.action}."
     if decision.approved:
         return f"Approved automatically (you trust this conversation): {request.action}."
     return f"Not allowed by your approval policy: {request.action}."

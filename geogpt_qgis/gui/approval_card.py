@@ -4,8 +4,11 @@ One line says what will change; a short list gives the facts (what it
 affects, the layer, the file, the filter: the call's own arguments); the code
 or SQL sits in a highlighted box that scrolls (and may be edited when the step
 allows it).  Approve is the primary answer (Ctrl+Enter); Reject takes an
-optional reason for the assistant (Ctrl+Backspace); approve everything in
-this conversation, or drop the step.  Once decided the card folds to one line.
+optional reason for the assistant (Ctrl+Backspace); "Always for this tool"
+approves it and, for the rest of the conversation, this tool's calls with the
+same or fewer effects (Ctrl+Shift+Enter; ``core.approval.StandingApprovals``);
+approve everything in this conversation, or drop the step.  Once decided the
+card folds to one line.
 """
 
 from __future__ import annotations
@@ -84,6 +87,14 @@ class ApprovalCard(QFrame):
         self.approve_button = QPushButton(tr("Approve"))
         self.approve_button.setObjectName("geogptApprove")
         self.approve_button.setToolTip(tr("Run this step (Ctrl+Enter)"))
+        self.always_button = QPushButton(tr("Always for this tool"))
+        self.always_button.setObjectName("geogptAlways")
+        self.always_button.setToolTip(
+            tr(
+                "Approve, and run {tool}'s steps that do no more than this one without asking again "
+                "in this conversation (Ctrl+Shift+Enter)"
+            ).format(tool=self.request.tool or tr("this tool"))
+        )
         self.trust_button = QPushButton(tr("Approve all in this conversation"))
         self.reject_button = QPushButton(tr("Reject"))
         self.reject_button.setToolTip(tr("Do not run it; the assistant reads your reason (Ctrl+Backspace)"))
@@ -91,10 +102,18 @@ class ApprovalCard(QFrame):
         self.drop_button.setToolTip(tr("Give up this step without continuing the conversation"))
         self._lay_out()
         self.approve_button.clicked.connect(lambda: self._approve(trust=False))
+        self.always_button.clicked.connect(lambda: self._approve(trust=False, always=True))
         self.trust_button.clicked.connect(lambda: self._approve(trust=True))
         self.reject_button.clicked.connect(self._reject)
         self.drop_button.clicked.connect(self._drop)
-        for keys, answer in (("Ctrl+Return", self.approve_button), ("Ctrl+Backspace", self.reject_button)):
+        shortcuts = (
+            ("Ctrl+Return", self.approve_button),
+            ("Ctrl+Enter", self.approve_button),
+            ("Ctrl+Shift+Return", self.always_button),
+            ("Ctrl+Shift+Enter", self.always_button),
+            ("Ctrl+Backspace", self.reject_button),
+        )
+        for keys, answer in shortcuts:
             action = QAction(self)
             action.setShortcut(QKeySequence(keys))
             action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -109,16 +128,19 @@ class ApprovalCard(QFrame):
         top = QHBoxLayout()
         top.addWidget(self.title, 1)
         top.addWidget(self.outcome)
-        # Two short rows rather than one long one: the card fits a 300 px dock.
+        # Short rows rather than one long one: the card fits a 300 px dock.
         self.approve_button.setDefault(True)
         buttons = QHBoxLayout()
         for button in (self.approve_button, self.reject_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         more = ResponsiveRow()
+        more.add(self.always_button, short=tr("Always"))
         more.add(self.trust_button, short=tr("Approve all"))
-        more.add(self.drop_button)
         more.row.addStretch(1)
+        last = QHBoxLayout()  # giving up the step, apart from the answers
+        last.addWidget(self.drop_button)
+        last.addStretch(1)
         self.body = QWidget()
         body = QVBoxLayout(self.body)
         body.setContentsMargins(0, 0, 0, 0)
@@ -126,6 +148,7 @@ class ApprovalCard(QFrame):
             body.addWidget(widget)
         body.addLayout(buttons)
         body.addWidget(more)
+        body.addLayout(last)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.body)
@@ -154,14 +177,17 @@ class ApprovalCard(QFrame):
     def pending(self) -> bool:
         return self.approve_button.isEnabled()
 
-    def _approve(self, trust: bool) -> None:
+    def _approve(self, trust: bool, always: bool = False) -> None:
         if not self.pending:
             return
         edited = self.editor.toPlainText()
-        decision = {"action": APPROVE, "trust": trust, "call_id": self.request.call_id}
+        decision = {"action": APPROVE, "trust": trust, "always": always, "call_id": self.request.call_id}
         if self.request.editable and edited != self.request.details:
             decision["edited"] = edited
-        self.close_with(tr("Approved (edited)") if "edited" in decision else tr("Approved"))
+        outcome = tr("Approved (edited)") if "edited" in decision else tr("Approved")
+        if always:
+            outcome = tr("Approved (always for {tool} in this conversation)").format(tool=self.request.tool)
+        self.close_with(outcome)
         self.decided.emit(decision)
 
     def _reject(self) -> None:
@@ -177,7 +203,8 @@ class ApprovalCard(QFrame):
 
     def close_with(self, outcome: str) -> None:
         """Disable the answers, say what became of the step, fold to one line (also when the panel drops it)."""
-        for widget in (self.approve_button, self.trust_button, self.reject_button, self.drop_button, self.reason):
+        answers = (self.approve_button, self.always_button, self.trust_button, self.reject_button, self.drop_button)
+        for widget in (*answers, self.reason):
             widget.setEnabled(False)
         self.editor.setReadOnly(True)
         self.outcome.setText(outcome)

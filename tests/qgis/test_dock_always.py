@@ -1,0 +1,128 @@
+"""'Always for this tool' on the approval card, in the real dock against the scripted model server.
+
+The answer covers later calls of the same tool with the same or fewer effects,
+in this conversation only: another tool, or the same tool doing more (an
+expression that reads files), still asks; the ⋯ menu and a new conversation
+revoke it.  The card's keyboard shortcuts give each answer.
+"""
+
+from __future__ import annotations
+
+from qgis.PyQt.QtCore import Qt
+from qgis.PyQt.QtGui import QGuiApplication
+from qgis.PyQt.QtTest import QTest
+from qgis.PyQt.QtWidgets import QApplication, QLabel
+
+from geogpt_qgis.core.approval import ApprovalRequest, StandingApprovals
+from geogpt_qgis.gui.approval_card import ApprovalCard
+from tests.support.dock import items_of, type_and_send
+from tests.support.model_server import ToolCall, Turn
+from tests.support.runs import wait_until
+
+
+def delete(expression: str) -> ToolCall:
+    return ToolCall("edit_features", {"layer": "schools", "expression": expression, "delete": True})
+
+
+def schools(project) -> int:
+    return project.mapLayersByName("schools")[0].featureCount()
+
+
+def paused_card(panel, runs: int) -> ApprovalCard:
+    wait_until(lambda: len(panel.statuses) >= runs, 30)
+    assert panel.statuses[-1] == "paused", panel.statuses
+    card = panel.runs.awaiting
+    assert isinstance(card, ApprovalCard) and card.pending
+    return card
+
+
+def keys(card: ApprovalCard, key: Qt.Key, modifiers: Qt.KeyboardModifier) -> None:
+    """Press a shortcut with the focus in the card (offscreen, a window is active only once asked)."""
+    window = card.window()
+    window.activateWindow()
+    QApplication.setActiveWindow(window)
+    card.editor.setFocus()
+    wait_until(lambda: QGuiApplication.focusWindow() is window.windowHandle(), 10)
+    wait_until(lambda: QApplication.focusWidget() is card.editor, 10)
+    QTest.keyClick(card.editor, key, modifiers)
+
+
+def test_always_for_a_tool_skips_its_next_card_but_not_a_wider_call_nor_another_tool(panel, model_server, demo_project):
+    before = schools(demo_project)
+    model_server.script(
+        [
+            Turn(tool_calls=[delete('"pupils" > 900')]),
+            Turn(tool_calls=[delete('"pupils" > 800')]),  # same tool, same effects: no card
+            Turn(tool_calls=[delete("file_exists('/etc/hostname') AND \"pupils\" > 700")]),  # reads files: asks
+            Turn(text="Done."),
+            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]),  # another tool: asks
+            Turn(text="Kept the parks."),
+        ]
+    )
+    type_and_send(panel, "delete the largest schools")
+    card = paused_card(panel, 1)
+    always = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    keys(card, Qt.Key.Key_Return, always)
+    assert card.outcome.text() == "Approved (always for edit_features in this conversation)"
+    assert not card.body.isVisible()
+
+    wider = paused_card(panel, 2)  # the second delete ran without a card; the third asks
+    assert len(items_of(panel, ApprovalCard)) == 2
+    assert "reads" in wider.affected.text()
+    second = model_server.chat_requests()[2].tool_messages()[-1]["content"]
+    assert "deleted" in second and not second.startswith("Not"), second  # it ran
+    notices = [w.text() for w in items_of(panel, QLabel)]
+    assert any("you chose always for edit_features in this conversation" in text for text in notices), notices
+    keys(wider, Qt.Key.Key_Backspace, Qt.KeyboardModifier.ControlModifier)
+    assert wider.outcome.text() == "Rejected"
+    wait_until(lambda: len(panel.statuses) == 3, 30)
+    assert panel.statuses[-1] == "finished"
+    assert "Not done: the user rejected" in model_server.chat_requests()[3].tool_messages()[-1]["content"]
+    assert schools(demo_project) < before
+
+    type_and_send(panel, "remove the parks too")
+    other = paused_card(panel, 4)
+    assert other.request.tool == "remove_layer"
+    QTest.mouseClick(other.reject_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: len(panel.statuses) == 5, 30)
+    assert "parks" in [layer.name() for layer in demo_project.mapLayers().values()]
+    assert len(model_server.chat_requests()) == 6
+
+
+def test_the_menu_and_a_new_conversation_revoke_always(panel, model_server, demo_project):
+    model_server.script(
+        [
+            Turn(tool_calls=[delete('"pupils" > 900')]),
+            Turn(text="Deleted."),
+            Turn(tool_calls=[delete('"pupils" > 800')]),  # revoked: asks again
+            Turn(text="Deleted more."),
+        ]
+    )
+    type_and_send(panel, "delete the largest schools")
+    QTest.mouseClick(paused_card(panel, 1).always_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: len(panel.statuses) == 2, 30)
+    panel.conversation_bar.forget_always_action.trigger()
+    wait_until(lambda: "edit_features" in panel.status.text(), 10)
+    assert panel.status.text() == "Steps of edit_features will ask for approval again."
+    type_and_send(panel, "and the next ones")
+    card = paused_card(panel, 3)
+    keys(card, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)  # Ctrl+Enter: approve once
+    assert card.outcome.text() == "Approved"
+    wait_until(lambda: len(panel.statuses) == 4, 30)
+    assert panel.statuses[-1] == "finished"
+
+
+def test_standing_answers_cover_the_same_tool_with_the_same_or_fewer_effects():
+    def request(tool: str, *effects: str) -> ApprovalRequest:
+        return ApprovalRequest("x", "", tool=tool, effects=list(effects))
+
+    standing = StandingApprovals()
+    standing.grant(request("run_sql", "write_database", "network"))
+    assert standing.covers(request("run_sql", "write_database", "network"))
+    assert standing.covers(request("run_sql", "write_database"))
+    assert not standing.covers(request("run_sql", "write_database", "write_file"))
+    assert not standing.covers(request("run_pyqgis", "write_database"))
+    assert not standing.covers(request("run_sql"))  # a request listing no effects is its own kind
+    standing.grant(request("remove_layer"))
+    assert standing.covers(request("remove_layer")) and not standing.covers(request("remove_layer", "run_code"))
+    assert standing.forget() == ["run_sql", "remove_layer"] and not standing.covers(request("remove_layer"))
