@@ -29,7 +29,7 @@ import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from geogpt_qgis.core.approval import POLICY_NEVER, POLICY_TRUST
@@ -275,7 +275,7 @@ def _save(project: QgsProject, results: ResultStore, target: Path, err: TextIO) 
 
 def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO) -> int:
     """Run the question on the agent's worker while the main thread runs Qt's event loop."""
-    from qgis.PyQt.QtCore import QEventLoop, QTimer
+    from qgis.PyQt.QtCore import QEventLoop
 
     from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
@@ -306,17 +306,7 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     worker.event.connect(on_event)
     # No one can answer an approval card here: the policy decides every gated step.
     run_id = worker.submit(args.question, config, args.approval)
-    interrupted = []
-
-    def interrupt(*_args: object) -> None:
-        interrupted.append(True)
-        worker.cancel(run_id)
-
-    previous = signal.signal(signal.SIGINT, interrupt)
-    # Qt's loop blocks Python's signal handling; a ticking timer lets Ctrl+C through.
-    ticker = QTimer()
-    ticker.timeout.connect(lambda: None)
-    ticker.start(200)
+    ctrl_c = CtrlC(lambda: worker.cancel(run_id))
     timed_out: list[bool] = []
 
     def time_out() -> None:
@@ -326,12 +316,11 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     deadline = _deadline(args.timeout, time_out, loop.quit)
     try:
         if renderer.status is None:
-            loop.exec()
+            with ctrl_c:
+                loop.exec()
     finally:
-        ticker.stop()
         for timer in deadline:
             timer.stop()
-        signal.signal(signal.SIGINT, previous)
         if store is not None:
             err.write(f"Conversation {worker.thread_id} (continue it with --conversation {worker.thread_id})\n")
         worker.shutdown(STOP_GRACE_MS if timed_out else 3000)
@@ -341,20 +330,60 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         code = EXIT_FAILED
     elif renderer.status == "finished":
         code = EXIT_OK
-    elif renderer.status == "cancelled" or interrupted:
+    elif renderer.status == "cancelled" or ctrl_c.pressed:
         err.write("Stopped.\n")
         code = EXIT_INTERRUPTED
     else:
         err.write(f"error: {renderer.error or 'the run failed'}\n")
         code = EXIT_FAILED
-    if (timed_out and worker.is_busy()) or worker.worker.isRunning() or code == EXIT_INTERRUPTED:
-        # A step that ignores cancellation, an agent thread still winding down, or Ctrl+C: leave now. Tearing
-        # QGIS down after an interrupted run aborted the process now and then on QGIS 3.44 (SIGABRT, not 130);
-        # nothing is saved after Ctrl+C anyway.
+    if (timed_out and worker.is_busy()) or worker.worker.isRunning():
+        # A step that ignores cancellation, or an agent thread still winding down: leave now rather than
+        # tear QGIS down under a running thread.
         err.flush()
         out.flush()
         os._exit(code)
     return code
+
+
+class CtrlC:
+    """Ctrl+C while Qt's loop runs: the signal handler only takes note; a ticking timer acts on it.
+
+    Python runs a signal handler wherever the main thread happens to be, in the
+    middle of a write to stdout say.  Cancelling from there posted the run's end,
+    whose rendering wrote to stdout again: a "reentrant call" error inside a Qt
+    slot, and QGIS aborted.  Qt's loop also holds Python's handlers back until
+    some Python code runs: the timer is that code.
+    """
+
+    TICK_MS = 100
+
+    def __init__(self, on_press: Callable[[], object]) -> None:
+        from qgis.PyQt.QtCore import QTimer
+
+        self.pressed = False
+        self._acted = False
+        self._on_press = on_press
+        self._ticker = QTimer()
+        self._ticker.timeout.connect(self._tick)
+        self._previous: Any = None
+
+    def __enter__(self) -> CtrlC:
+        self._previous = signal.signal(signal.SIGINT, self._note)
+        self._ticker.start(self.TICK_MS)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._ticker.stop()
+        signal.signal(signal.SIGINT, self._previous)
+        self._tick()  # pressed in the last moments: still stop the run
+
+    def _note(self, *_args: object) -> None:
+        self.pressed = True
+
+    def _tick(self) -> None:
+        if self.pressed and not self._acted:
+            self._acted = True
+            self._on_press()
 
 
 # A run out of time is cancelled this long before the deadline, and waited for at most this long.
