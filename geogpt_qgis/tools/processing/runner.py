@@ -56,6 +56,7 @@ from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_threa
 from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, FLAG_NO_THREADING, has_flag
 from geogpt_qgis.tools.processing.describe import find_algorithm, renamed_note
 from geogpt_qgis.tools.processing.naming import slug, suggest_name, unique_name
+from geogpt_qgis.tools.processing.nearest_check import distance_limit_notes
 from geogpt_qgis.tools.processing.output_checks import check_layer, check_reprojection
 from geogpt_qgis.tools.processing.params import (
     TEMPORARY_OUTPUT,
@@ -239,6 +240,7 @@ class ProcessingRunner:
         # The second lock: classified again as it runs, whatever the approve node decided.
         require_approval(algorithm, parameters, self.ctx.project, approved)
         prepared = resolve_parameters(algorithm, parameters, self.ctx.project, approved)
+        prepared.notes += distance_limit_notes(algorithm.id(), prepared.values)
         renamed = renamed_note(algorithm_id, algorithm)
         if renamed:
             prepared.notes.insert(0, renamed)
