@@ -129,7 +129,7 @@ class ExportPart:
         from geogpt_qgis.tools.maps.canvas_image import render_png
 
         failed = render_png(self.ctx, plan.view, plan.dpi, plan.target.path)
-        text = f"Saved {plan.what()} of {plan.view.source} to {plan.target.path}."
+        text = f"Saved {plan.what()} to {plan.target.path} (showing {plan.view.source})."
         if failed:
             names = self.ctx.on_main(_layer_names, self.ctx.project, failed)
             text += f" These layers failed to draw: {', '.join(names)}."
