@@ -19,8 +19,9 @@ from typing import Any
 from bench.common import REPO
 
 DISCOVERY = frozenset(
-    {"list_layers", "describe_layer", "list_tables", "describe_table", "describe_ogc_collections"}
-    | {"search_algorithms", "describe_algorithm", "describe_capabilities", "find_examples"}
+    {"describe_layer", "describe_table", "describe_ogc_collections", "find_algorithm"}
+    | {"describe_capabilities", "find_examples"}
+    | {"list_layers", "list_tables", "search_algorithms", "describe_algorithm"}  # merged tools' old names
 )
 SHAPES = {"POINT": "point", "MULTIPOINT": "point", "LINESTRING": "line", "MULTILINESTRING": "line"}
 SHAPES |= {"POLYGON": "polygon", "MULTIPOLYGON": "polygon"}

@@ -180,7 +180,7 @@ MULTI_STEP = [
         "multi-step",
         "Which schools lie within 500 m of a river? Count them per district.",
         [
-            [Call("search_algorithms", {"query": "buffer"})],
+            [Call("find_algorithm", {"query": "buffer"})],
             run("native:buffer", "rivers_500m", INPUT="rivers", DISTANCE=500, SEGMENTS=32),
             run(
                 "native:extractbylocation",

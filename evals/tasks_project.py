@@ -32,7 +32,7 @@ INSPECTION = [
         "count-schools",
         "inspection",
         "How many schools are there?",
-        [[Call("list_layers")], lambda r: f"There are **{_layer_row(r, 'schools')['features']} schools**."],
+        [[Call("describe_layer")], lambda r: f"There are **{_layer_row(r, 'schools')['features']} schools**."],
         lambda o: Expected(numbers=[len(o.rows("schools"))]),
     ),
     Task(
@@ -111,7 +111,7 @@ DECLINE = [
         "decline",
         "How many bus stops are there in the Centre district?",
         [
-            [Call("list_layers")],
+            [Call("describe_layer")],
             lambda r: f"There is no bus stop layer in this project. The layers are: {_layers_listed(r)}.",
         ],
         lambda o: Expected(words=["no bus stop", *o.layer_names()], no_new_layers=True),
@@ -134,7 +134,7 @@ DECLINE = [
         "no-railways",
         "decline",
         "Show the railway lines on the map.",
-        [[Call("list_layers")], lambda r: f"This project has no railway data. Its layers are {_layers_listed(r)}."],
+        [[Call("describe_layer")], lambda r: f"This project has no railway data. Its layers are {_layers_listed(r)}."],
         lambda o: Expected(words=["no railway", *o.layer_names()], no_new_layers=True),
     ),
     Task(
@@ -142,7 +142,7 @@ DECLINE = [
         "decline",
         "Summarise the census table in the database.",
         [
-            [Call("list_tables")],
+            [Call("describe_table")],
             lambda r: (
                 "The database has no census table. Its tables are "
                 + ", ".join(re.findall(r"public\.(\w+)", r.last))

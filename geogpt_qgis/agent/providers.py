@@ -307,7 +307,7 @@ class ToolCallStreamRepair:
     chunk only; clients concatenate what later chunks carry.  llama-cpp-python's
     server repeats both in every chunk of a constrained tool call (and the legacy
     ``function_call`` beside ``tool_calls``), so the client read the name as
-    ``list_layerslist_layers...``.  Repeats of what this stream already sent for
+    ``describe_layerdescribe_layer...``.  Repeats of what this stream already sent for
     the same call are dropped; everything else passes unchanged.
     """
 

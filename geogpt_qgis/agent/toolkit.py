@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, ValidationError, create_model
 
+from geogpt_qgis.agent.aliases import ALIASES, routed
 from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_decision
 from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, content_and_artifact
 from geogpt_qgis.core.bounds import bounded, check_text
@@ -95,17 +96,25 @@ class Toolkit:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def _routed(self, name: str, args: Any) -> tuple[str, Any]:
+        """An old tool name (``agent.aliases``: merged tools) as the tool that answers it now."""
+        return routed(name, args, self._tools.__contains__)
+
     def _parameters(self, tool: StructuredTool) -> list[str]:
         schema = tool.args_schema
         return list(getattr(schema, "model_fields", {}))
 
     def unknown_tool(self, name: str) -> ToolOutcome:
-        close = closest_names(name, self._tools) if len(name) <= _SHOWN_CHARS else []
+        # Close to an old name ("list_layer"): the tool that answers it now is the one to suggest.
+        known = {**{old: new for old, (new, _) in ALIASES.items() if new in self._tools}, **{n: n for n in self._tools}}
+        close = closest_names(name, known) if len(name) <= _SHOWN_CHARS else []
+        close = list(dict.fromkeys(known[n] for n in close))
         hint = f" Did you mean {' or '.join(close)}?" if close else ""
         return _error(f"there is no tool {_shown(name)}.{hint} Available tools: {', '.join(self._tools)}.")
 
     def malformed_call(self, name: str, problem: str) -> ToolOutcome:
         """For a call whose arguments could not even be parsed as JSON."""
+        name, _ = self._routed(name, None)
         tool = self._tools.get(name)
         if tool is None:
             return self.unknown_tool(name)
@@ -117,6 +126,7 @@ class Toolkit:
 
     def check_arguments(self, name: str, args: Any) -> dict[str, Any] | ToolOutcome:
         """Validated keyword arguments for ``name``, or the error to send back."""
+        name, args = self._routed(name, args)
         tool = self._tools.get(name)
         if tool is None:
             return self.unknown_tool(name)
@@ -150,6 +160,7 @@ class Toolkit:
         that fails unexpectedly gives the error (a ``ToolOutcome``) to answer
         the call with, without running it.
         """
+        name, args = self._routed(name, args)
         tool = self._tools.get(name)
         function = getattr(tool.func, "__wrapped__", None) if tool is not None else None
         preview_name = getattr(function, "approval_preview", None)
@@ -182,6 +193,7 @@ class Toolkit:
         ``decision`` is the user's answer for a gated call; the tool can see it
         (``approval_granted``) and refuses to act without it.
         """
+        name, args = self._routed(name, args)
         checked = self.check_arguments(name, args)
         if isinstance(checked, ToolOutcome):
             return checked

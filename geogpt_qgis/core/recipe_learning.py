@@ -18,8 +18,11 @@ from typing import Any
 
 from geogpt_qgis.core.recipes import Call, Recipe
 
-# Calls that only look for a method teach nothing once the method is known.
-SKIPPED_TOOLS = frozenset({"find_examples", "describe_capabilities", "search_algorithms", "describe_algorithm"})
+# Calls that only look for a method teach nothing once the method is known (the last two: find_algorithm's
+# old names, still in stored conversations).
+SKIPPED_TOOLS = frozenset(
+    {"find_examples", "describe_capabilities", "find_algorithm", "search_algorithms", "describe_algorithm"}
+)
 DISTANCE_KEYS = frozenset({"DISTANCE", "MAX_DISTANCE", "BUFFER", "SEARCH_DISTANCE", "TOLERANCE"})
 _ORDINALS = ("", "other ", "third ", "fourth ")
 _NUMBER = re.compile(r"(?<![\w.<])\d+(?:\.\d+)?(?![\w.>])")

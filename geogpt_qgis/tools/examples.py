@@ -78,7 +78,7 @@ class ExampleTools(ToolFamily):
         vocabulary = self.ctx.on_main(self._vocabulary)
         found = recipe_index(self.user_recipes()).search(question, vocabulary, MAX_EXAMPLES)
         if not found:
-            return "No worked example matches; use search_algorithms or describe the data first."
+            return "No worked example matches; use find_algorithm or describe the data first."
         return "Examples (replace <placeholders> with the user's layers, fields and values):\n" + render_examples(found)
 
     def _vocabulary(self) -> Vocabulary:

@@ -123,7 +123,7 @@ def test_unknown_tools_and_bad_arguments_go_back_to_the_model(provider, model_se
     assert [r.ok for r in results] == [False, False, False]
     requests = model_server.chat_requests()
     unknown = requests[1].tool_messages()[-1]["content"]
-    assert "there is no tool 'list_layer'" in unknown and "Did you mean list_layers" in unknown
+    assert "there is no tool 'list_layer'" in unknown and "Did you mean describe_layer" in unknown
     wrong_type = requests[2].tool_messages()[-1]["content"]
     assert "invalid arguments for set_layer" in wrong_type and "'visible'" in wrong_type
     assert "did you mean 'schools'?" in requests[3].tool_messages()[-1]["content"]
@@ -135,7 +135,7 @@ def test_arguments_that_are_not_json_go_back_to_the_model_openai(model_server, w
         [
             Turn(tool_calls=[ToolCall("describe_layer", raw_arguments='{"layer" "schools"}')]),
             # Cut-off JSON is completed by the streaming parser; the missing value is then reported.
-            Turn(tool_calls=[ToolCall("describe_layer", raw_arguments='{"layer": ')]),
+            Turn(tool_calls=[ToolCall("read_features", raw_arguments='{"layer": ')]),
             Turn(text="ok"),
         ]
     )
@@ -145,7 +145,7 @@ def test_arguments_that_are_not_json_go_back_to_the_model_openai(model_server, w
     assert "the arguments of your describe_layer call are not valid JSON" in message
     assert "its parameters are: layer" in message
     message = model_server.chat_requests()[2].tool_messages()[-1]["content"]
-    assert "invalid arguments for describe_layer: missing required argument 'layer'" in message
+    assert "invalid arguments for read_features: missing required argument 'layer'" in message
 
 
 def test_arguments_that_are_not_json_go_back_to_the_model_ollama(model_server, worker, recorder):

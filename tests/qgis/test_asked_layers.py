@@ -53,7 +53,7 @@ def test_optional_secondary_outputs_are_made_only_when_asked(tools, demo_project
 
 
 def test_describe_algorithm_says_optional_outputs_are_made_only_when_asked(tools):
-    text = call_in_thread(tools.describe_algorithm, "native:extractbyattribute")
+    text = call_in_thread(tools.find_algorithm, "native:extractbyattribute")
     assert "Outputs (added to the project as layers; leave them out): OUTPUT (" in text
     assert (
         'Optional outputs, made only if you pass NAME="TEMPORARY_OUTPUT" (only when the user asked): FAIL_OUTPUT'

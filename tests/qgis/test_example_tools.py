@@ -61,4 +61,4 @@ def test_a_recipe_of_the_users_own_is_found_and_a_deleted_one_is_not(examples, t
 
 
 def test_a_question_with_nothing_to_match_says_what_to_do_instead(examples):
-    assert "search_algorithms" in call_in_thread(examples.find_examples, "the of and")
+    assert "find_algorithm" in call_in_thread(examples.find_examples, "the of and")

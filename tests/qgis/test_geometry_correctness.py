@@ -186,7 +186,7 @@ def test_single_sided_buffers_and_enclosing_circles_are_accurate_too(tools, demo
 
 
 def test_describe_algorithm_says_which_default_the_tools_use(tools):
-    text = call_in_thread(tools.describe_algorithm, "native:minimumenclosingcircle")
+    text = call_in_thread(tools.find_algorithm, "native:minimumenclosingcircle")
     assert "- SEGMENTS: integer (>= 8, <= 100000); default 128 here (areas within 0.1% of the exact circle; " in text
     assert "QGIS's own default 72 is 0.13% low" in text
 

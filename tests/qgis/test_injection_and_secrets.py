@@ -291,7 +291,7 @@ def test_postgis_table_and_column_names_and_comments_stay_on_one_line(tool_ctx):
     try:
         with saved_connection("h3_elvbury") as name:
             tools = PostgisTools(tool_ctx)
-            listed = call_in_thread(tools.list_tables, name, schema)
+            listed = call_in_thread(tools.describe_table, [f"{schema}.*"], name)
             described = call_in_thread(tools.describe_table, [table], name)
     finally:
         with connect() as pg, pg.cursor() as cursor:

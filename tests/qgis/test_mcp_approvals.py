@@ -148,7 +148,7 @@ def test_every_call_is_in_the_run_log_with_the_clients_name(chat, tool_ctx, tmp_
     server.start()
     try:
         assert server.wait_started()
-        for name, arguments in (("list_layers", {}), ("remove_layer", {"layer": "schools"})):
+        for name, arguments in (("describe_layer", {}), ("remove_layer", {"layer": "schools"})):
             outcome: dict = {}
             thread = call_in_background(server.url, name, arguments, outcome)
             wait_until(lambda: not thread.is_alive(), 30)  # noqa: B023 - waited for within the loop
@@ -169,7 +169,7 @@ def test_every_call_is_in_the_run_log_with_the_clients_name(chat, tool_ctx, tmp_
             )
             run.events = [(at, kind, json.loads(data)) for at, kind, data in rows]
     assert [(run.label, run.status) for run in runs] == [
-        (f"MCP call from {CLIENT}: list_layers", "finished"),
+        (f"MCP call from {CLIENT}: describe_layer", "finished"),
         (f"MCP call from {CLIENT}: remove_layer", "failed"),
     ]
     assert [kind for _at, kind, _data in runs[1].events] == ["tool_started", "approval", "tool"]

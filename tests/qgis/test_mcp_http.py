@@ -63,18 +63,18 @@ def test_the_sdk_client_lists_tools_and_calls_them_over_http(serve, tool_ctx):
     from geogpt_qgis.tools.project import ProjectTools
 
     server = serve()
-    expected = ProjectTools(tool_ctx).list_layers()
+    expected = ProjectTools(tool_ctx).describe_layer()
 
     async def talk():
         async with client(server.url) as session:
             listed = await session.list_tools()
-            layers = await session.call_tool("list_layers", {})
+            layers = await session.call_tool("describe_layer", {})
             described = await session.call_tool("describe_layer", {"layer": "schools"})
             unknown = await session.call_tool("remove_layers", {})
             return listed, layers, described, unknown
 
     listed, layers, described, unknown = run(talk)
-    assert {"list_layers", "describe_layer", "remove_layer"} <= {tool.name for tool in listed.tools}
+    assert {"describe_layer", "find_algorithm", "remove_layer"} <= {tool.name for tool in listed.tools}
     assert not layers.is_error and texts(layers) == expected
     assert "Fields (" in texts(described)
     assert unknown.is_error and "Did you mean remove_layer" in texts(unknown)
@@ -124,7 +124,7 @@ def test_past_the_queue_a_call_is_told_the_server_is_busy(serve, tool_ctx):
         async with client(server.url) as first, client(server.url) as second:
             waiting = asyncio.create_task(first.call_tool("remove_layer", {"layer": "schools"}))
             assert await asyncio.to_thread(entered.wait, 20)
-            busy = await second.call_tool("list_layers", {})
+            busy = await second.call_tool("describe_layer", {})
             release.set()
             return await waiting, busy
 
@@ -161,7 +161,7 @@ def test_a_client_that_hangs_up_mid_call_leaves_nothing_half_done(serve, tool_ct
 
     async def again():  # and the server still serves
         async with client(server.url) as session:
-            return await session.call_tool("list_layers", {})
+            return await session.call_tool("describe_layer", {})
 
     assert not run(again).is_error
 
@@ -188,7 +188,7 @@ def test_the_plugins_service_follows_the_settings_with_a_stored_token(demo_proje
 
         async def talk():
             async with client(state.url, state.token) as session:
-                layers = await session.call_tool("list_layers", {})
+                layers = await session.call_tool("describe_layer", {})
                 removed = await session.call_tool("remove_layer", {"layer": "schools"})
                 return layers, removed
 

@@ -1,6 +1,6 @@
 """The MCP Inspector's command-line mode (npm, installed by ``make setup`` in tools/) against the plugin in QGIS.
 
-A client nobody here wrote: it lists the tools, calls ``list_layers`` and a
+A client nobody here wrote: it lists the tools, calls ``describe_layer`` (the layer list) and a
 gated tool over Streamable HTTP with the options page's token, and is refused
 without it.  Run offline: the inspector was installed beforehand.
 """
@@ -45,13 +45,13 @@ def inspect(tmp_path: Path, url: str, token: str | None, *method: str) -> subpro
     )
 
 
-def test_the_inspector_lists_tools_and_calls_list_layers_and_a_gated_tool(plugin_server, tmp_path, demo_project):
+def test_the_inspector_lists_tools_and_calls_describe_layer_and_a_gated_tool(plugin_server, tmp_path, demo_project):
     url, token = plugin_server.url, plugin_server.token
     listed = inspect(tmp_path, url, token, "tools/list")
     assert listed.returncode == 0, listed.stderr
     names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
-    assert {"list_layers", "describe_layer", "remove_layer", "run_pyqgis"} <= names
-    layers = inspect(tmp_path, url, token, "tools/call", "--tool-name", "list_layers")
+    assert {"describe_layer", "find_algorithm", "remove_layer", "run_pyqgis"} <= names
+    layers = inspect(tmp_path, url, token, "tools/call", "--tool-name", "describe_layer")
     assert layers.returncode == 0, layers.stderr
     answer = json.loads(layers.stdout)
     assert not answer["isError"] and "| schools |" in answer["content"][0]["text"]

@@ -57,39 +57,45 @@ def test_tools_resources_and_answers_are_the_dock_agents(project_file, tmp_path,
     schemas = {s["function"]["name"]: s["function"] for s in toolkit.bounded_schemas}
     tool_ctx.project.clear()
     assert tool_ctx.project.read(str(project_file))
-    expected_layers = ProjectTools(tool_ctx).list_layers()
+    expected_layers = ProjectTools(tool_ctx).describe_layer()
     layer_count = len(tool_ctx.project.mapLayers())
 
     async def talk():
         async with session(project_file, tmp_path) as client:
             listed = (await client.list_tools()).tools
-            layers = await client.call_tool("list_layers", {})
+            layers = await client.call_tool("describe_layer", {})
+            old_name = await client.call_tool("list_layers", {})  # a merged tool's old name still answers
             described = await client.call_tool("describe_layer", {"layer": "schools"})
             bad_type = await client.call_tool("describe_layer", {"layer": 5})
-            missing = await client.call_tool("describe_layer", {})
-            extra = await client.call_tool("list_layers", {"verbose": True})
+            missing = await client.call_tool("read_features", {})
+            extra = await client.call_tool("describe_layer", {"verbose": True})
             unknown = await client.call_tool("describe_layers", {"layer": "schools"})
             resources = (await client.list_resources()).resources
             all_layers = await client.read_resource("geogpt://layers")
             catalogue = await client.read_resource("geogpt://tools")
-            return listed, layers, described, bad_type, missing, extra, unknown, resources, all_layers, catalogue
+            answers = layers, old_name, described, bad_type, missing, extra, unknown
+            return listed, *answers, resources, all_layers, catalogue
 
-    listed, layers, described, bad_type, missing, extra, unknown, resources, all_layers, catalogue = asyncio.run(talk())
+    listed, layers, old_name, described, bad_type, missing, extra, unknown, resources, all_layers, catalogue = (
+        asyncio.run(talk())
+    )
     names = [tool.name for tool in listed]
-    assert {"list_layers", "describe_layer", "read_features", "run_algorithm", "describe_capabilities"} <= set(names)
+    assert {"describe_layer", "read_features", "find_algorithm", "run_algorithm", "describe_capabilities"} <= set(names)
+    assert not {"list_layers", "search_algorithms", "describe_algorithm"} & set(names)  # merged: not offered
     for tool in listed:  # the schemas the toolkit enforces, as they are
         assert tool.input_schema == schemas[tool.name]["parameters"], tool.name
         assert tool.description == schemas[tool.name]["description"]
     assert not layers.is_error and texts(layers) == expected_layers
+    assert not old_name.is_error and texts(old_name) == expected_layers
     assert not described.is_error and "Fields (" in texts(described) and "schools" in texts(described)
     assert described.meta["geogpt/artifact"]["layers"] == ["schools"]
-    for result, call in ((bad_type, ("describe_layer", {"layer": 5})), (missing, ("describe_layer", {}))):
+    for result, call in ((bad_type, ("describe_layer", {"layer": 5})), (missing, ("read_features", {}))):
         assert result.is_error
         assert texts(result) == toolkit.check_arguments(*call).text
     assert "invalid arguments for describe_layer" in texts(bad_type)
     assert "missing required argument 'layer'" in texts(missing)
     assert extra.is_error
-    assert texts(extra) == "Error: list_layers has no argument 'verbose'; valid arguments: it takes no arguments."
+    assert texts(extra) == "Error: describe_layer has no argument 'verbose'; valid arguments: layer, at."
     assert unknown.is_error and "Did you mean describe_layer" in texts(unknown)
     uris = {str(r.uri) for r in resources}
     assert {"geogpt://layers", "geogpt://tools"} <= uris and len(uris) == 2 + layer_count  # one per layer
@@ -97,16 +103,16 @@ def test_tools_resources_and_answers_are_the_dock_agents(project_file, tmp_path,
     schools = next(row for row in rows if row["name"] == "schools")
     assert (schools["type"], schools["crs"], schools["feature_count"]) == ("vector", "EPSG:25832", 31)
     gated = {entry["name"]: entry["gated"] for entry in json.loads(catalogue.contents[0].text)}
-    assert gated["run_pyqgis"] and gated["remove_layer"] and not gated["list_layers"]
+    assert gated["run_pyqgis"] and gated["remove_layer"] and not gated["describe_layer"]
 
 
 def test_a_gated_call_is_refused_with_the_reason_when_no_one_can_approve(project_file, tmp_path):
     async def talk():
         async with session(project_file, tmp_path) as client:
-            before = await client.call_tool("list_layers", {})
+            before = await client.call_tool("describe_layer", {})
             removed = await client.call_tool("remove_layer", {"layer": "schools"})
             code = await client.call_tool("run_pyqgis", {"code": "print(1)"})
-            after = await client.call_tool("list_layers", {})
+            after = await client.call_tool("describe_layer", {})
             return before, removed, code, after
 
     before, removed, code, after = asyncio.run(talk())
@@ -119,9 +125,9 @@ def test_a_gated_call_is_refused_with_the_reason_when_no_one_can_approve(project
 def test_trusted_clients_may_run_gated_steps(project_file, tmp_path):
     async def talk():
         async with session(project_file, tmp_path, "--approval", "trust") as client:
-            before = await client.call_tool("list_layers", {})
+            before = await client.call_tool("describe_layer", {})
             removed = await client.call_tool("remove_layer", {"layer": "schools"})
-            after = await client.call_tool("list_layers", {})
+            after = await client.call_tool("describe_layer", {})
             return before, removed, after
 
     before, removed, after = asyncio.run(talk())
@@ -157,7 +163,7 @@ def test_garbage_and_malformed_requests_leave_the_server_serving(project_file, t
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": not_an_object})
         refused = json.loads(process.stdout.readline())
         assert refused["id"] == 2 and refused["error"]["code"] == -32602
-        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_layers", "arguments": {}}})
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "describe_layer", "arguments": {}}})
         answer = json.loads(process.stdout.readline())
         assert answer["id"] == 3 and " layers (project CRS" in answer["result"]["content"][0]["text"]
         process.stdin.close()

@@ -77,17 +77,17 @@ def audit_rows() -> int:
 # -- connections -------------------------------------------------------------------
 def test_saved_connections_are_found_and_can_be_restricted(pg, elvbury):
     assert pg.unavailable_reason() is None
-    text = call(pg.list_tables)  # no connection named: the only one
+    text = call(pg.describe_table)  # no tables: the list; no connection named: the only one
     assert "- elvbury: geogpt@127.0.0.1:5432/geogpt_demo" in text
     assert "public.schools" in text
     assert "password" not in text
     PlgOptionsManager.set_value("postgis_connections", "another")
     assert pg.unavailable_reason() == "no saved PostgreSQL connection is enabled"
     with pytest.raises(ToolError, match="the connection 'elvbury' is not enabled for GeoGPT"):
-        call(pg.list_tables, "elvbury")
+        call(pg.describe_table, None, "elvbury")
     PlgOptionsManager.set_value("postgis_connections", "elvbury")
     with pytest.raises(ToolError, match="no connection 'elvbry'; did you mean 'elvbury'"):
-        call(pg.list_tables, "elvbry")
+        call(pg.describe_table, [], "elvbry")
 
 
 def test_a_connection_with_an_authentication_configuration(tool_ctx, fixtures_in_db):
@@ -109,16 +109,19 @@ def test_a_connection_with_an_authentication_configuration(tool_ctx, fixtures_in
 
 
 # -- catalogue -----------------------------------------------------------------------
-def test_list_tables_shows_geometry_srid_estimates_and_comments(pg, elvbury):
-    text = call(pg.list_tables, elvbury)
+def test_describe_table_without_tables_lists_geometry_srid_estimates_and_comments(pg, elvbury):
+    text = call(pg.describe_table, None, elvbury)
     assert "| public.schools | table | geom (POINT, SRID 25832) | ~31 | Schools of Elvbury |" in text
     assert "| public.roads | table | geom (LINESTRING, SRID 25832) | ~417 |" in text
     assert "spatial_ref_sys" not in text
     assert "geogpt_test.salaries" in text
-    only = call(pg.list_tables, elvbury, "geogpt_test")
-    assert "public." not in only
+    only = call(pg.describe_table, ["geogpt_test.*"], elvbury)
+    assert "public." not in only and "geogpt_test.salaries" in only
+    assert call(pg.describe_table, ['"geogpt_test".*'], elvbury) == only
     with pytest.raises(ToolError, match="no schema 'publc'; did you mean 'public'"):
-        call(pg.list_tables, elvbury, "publc")
+        call(pg.describe_table, ["publc.*"], elvbury)
+    with pytest.raises(ToolError, match="list one schema per call"):
+        call(pg.describe_table, ["public.*", "schools"], elvbury)
 
 
 def test_describe_table_from_statistics(pg, elvbury):
@@ -324,7 +327,7 @@ def test_which_district_has_the_most_schools(model_server, worker, elvbury):
     answer = f"**{top[0][0]}** has the most schools: {top[0][1]}, ahead of {top[1][0]} ({top[1][1]})."
     model_server.script(
         [
-            Turn(tool_calls=[ToolCall("list_tables")]),
+            Turn(tool_calls=[ToolCall("list_tables")]),  # the old name of describe_table without tables
             Turn(
                 tool_calls=[ToolCall("describe_table", {"connection": "elvbury", "tables": ["districts", "schools"]})]
             ),
@@ -341,11 +344,12 @@ def test_which_district_has_the_most_schools(model_server, worker, elvbury):
     results = recorder.tool_results(run)
     assert [r.name for r in results] == ["list_tables", "describe_table", "run_sql"]
     assert all(r.ok for r in results)
+    assert "| public.schools | table |" in results[0].result
     for name, count in top:
         assert f"| {name} | {count} |" in results[-1].result
     assert recorder.text(run) == answer
     tools_sent = [t["function"]["name"] for t in model_server.chat_requests()[0].body["tools"]]
-    assert {"list_tables", "describe_table", "run_sql"} <= set(tools_sent)
+    assert {"describe_table", "run_sql"} <= set(tools_sent) and "list_tables" not in tools_sent
 
 
 def test_stop_in_the_dock_cancels_a_running_query(qgis_iface, demo_project, tmp_path, model_server, elvbury):

@@ -47,7 +47,7 @@ def test_schools_near_rivers_per_district(provider, model_server, worker, demo_p
     )
     model_server.script(
         [
-            Turn(tool_calls=[ToolCall("search_algorithms", {"query": "buffer"})]),
+            Turn(tool_calls=[ToolCall("find_algorithm", {"query": "buffer"})]),
             Turn(
                 tool_calls=[
                     ToolCall(
@@ -72,7 +72,7 @@ def test_schools_near_rivers_per_district(provider, model_server, worker, demo_p
                     )
                 ]
             ),
-            Turn(tool_calls=[ToolCall("search_algorithms", {"query": "count points in polygon"})]),
+            Turn(tool_calls=[ToolCall("search_algorithms", {"query": "count points in polygons"})]),  # old name
             Turn(
                 tool_calls=[
                     ToolCall(
@@ -111,7 +111,7 @@ def test_schools_near_rivers_per_district(provider, model_server, worker, demo_p
     assert finished.status == "finished", finished.error
     results = recorder.tool_results(run)
     assert [r.name for r in results] == [
-        "search_algorithms",
+        "find_algorithm",
         "run_algorithm",
         "run_algorithm",
         "search_algorithms",
@@ -119,8 +119,8 @@ def test_schools_near_rivers_per_district(provider, model_server, worker, demo_p
         "read_features",
     ]
     assert all(r.ok for r in results), [r.result for r in results if not r.ok]
-    assert results[0].result.startswith("- native:buffer — Buffer")
-    assert "native:countpointsinpolygon" in results[3].result.splitlines()[0]
+    assert results[0].result.startswith("native:buffer — Buffer")  # a bare name: described
+    assert results[3].result.startswith("- native:countpointsinpolygon — ")  # words: searched
 
     # The final layer holds the right count for every district.
     final = demo_project.mapLayersByName("districts_schools_near_rivers")
@@ -138,8 +138,9 @@ def test_schools_near_rivers_per_district(provider, model_server, worker, demo_p
         requests[-1].body["messages"][-1]
     )
     assert recorder.text(run) == answer
-    assert "search_algorithms" in str(requests[0].body.get("tools"))
-    assert "search_algorithms for the task" in requests[0].body["messages"][0]["content"]
+    assert "find_algorithm" in str(requests[0].body.get("tools"))
+    assert "search_algorithms" not in str(requests[0].body.get("tools"))
+    assert "find_algorithm for the task" in requests[0].body["messages"][0]["content"]
 
 
 def test_long_algorithms_report_progress_to_the_dock(model_server, worker, demo_project, tmp_path):

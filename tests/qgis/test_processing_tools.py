@@ -193,30 +193,44 @@ def test_field_calculator_computes_planar_area(tools, demo_project, gpkg):
 
 # -- search and describe ------------------------------------------------------------
 def test_search_finds_algorithms_by_intent(tools):
-    found = call_in_thread(tools.search_algorithms, "count points in polygons")
+    found = call_in_thread(tools.find_algorithm, "count points in polygons")
     assert found.splitlines()[0].startswith("- native:countpointsinpolygon — Count points in polygon: ")
     assert len(found.splitlines()) == 6
     with pytest.raises(ToolError, match="no algorithm matches"):
-        call_in_thread(tools.search_algorithms, "zzqx")
+        call_in_thread(tools.find_algorithm, "zzqx")
 
 
 def test_describe_algorithm_lists_types_defaults_enums_and_units(tools):
-    text = call_in_thread(tools.describe_algorithm, "native:buffer")
+    text = call_in_thread(tools.find_algorithm, "native:buffer")
     assert text.startswith("native:buffer — Buffer (Vector geometry)")
     assert "- DISTANCE: distance in the units of INPUT's CRS; default 10 — Distance" in text
     assert "- END_CAP_STYLE: enum, one of: 0=Round, 1=Flat, 2=Square; default 0 (Round) — End cap style" in text
     assert "- SEGMENTS: integer (>= 1); default 32 here (areas within 0.1% of the exact circle; " in text
     assert "OUTPUT (vector output: Buffered)" in text
-    location = call_in_thread(tools.describe_algorithm, "native:countpointsinpolygon")
+    location = call_in_thread(tools.find_algorithm, "native:countpointsinpolygon")
     assert "- POLYGONS: vector layer (polygon) — Polygons" in location
     assert "[optional]" in location
 
 
+def test_find_algorithm_describes_what_names_one_algorithm_and_searches_the_rest(tools):
+    # A bare name or a title only one algorithm has is described, as an id is.
+    assert call_in_thread(tools.find_algorithm, "buffer").startswith("native:buffer — Buffer (Vector geometry)")
+    assert call_in_thread(tools.find_algorithm, " Centroids ").startswith("native:centroids — Centroids")
+    # A title two providers share is searched: the ids to choose from.
+    shared = call_in_thread(tools.find_algorithm, "Raster calculator")  # GDAL's and QGIS's
+    assert shared.startswith("- ") and "gdal:rastercalculator" in shared and "Parameters:" not in shared
+    # A wrong id is not searched for: the closest ids.
+    with pytest.raises(ToolError, match="no algorithm 'native:dissolv'; did you mean native:dissolve"):
+        call_in_thread(tools.find_algorithm, "native:dissolv")
+    with pytest.raises(ToolError, match="give the task in plain words"):
+        call_in_thread(tools.find_algorithm, "  ")
+
+
 def test_describe_says_which_algorithms_need_approval(tools):
-    assert "approval" not in call_in_thread(tools.describe_algorithm, "native:buffer")
-    downloader = call_in_thread(tools.describe_algorithm, "native:filedownloader")
+    assert "approval" not in call_in_thread(tools.find_algorithm, "native:buffer")
+    downloader = call_in_thread(tools.find_algorithm, "native:filedownloader")
     assert downloader.endswith("Needs the user's approval: it talks to the network.")
-    truncate = call_in_thread(tools.describe_algorithm, "native:truncatetable")
+    truncate = call_in_thread(tools.find_algorithm, "native:truncatetable")
     assert truncate.endswith("Needs the user's approval: it changes data in place.")
 
 

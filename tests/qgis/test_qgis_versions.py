@@ -104,14 +104,14 @@ def test_describing_and_running_a_renamed_id_tells_the_model_which_id_ran(proces
     pair = ("qgis:voronoipolygons", "native:voronoipolygons")
     present = _present(pair)
     asked = counterpart(present)
-    described = call_in_thread(tools.describe_algorithm, asked)
+    described = call_in_thread(tools.find_algorithm, asked)
     assert described.startswith(f"Note: {asked} is called {present} in this QGIS")
     assert f"\n{present} — " in described
     result = call_in_thread(tools.run_algorithm, asked, {"INPUT": "schools"}, "school_areas")
     assert result.startswith(f"{present} finished.\nNote: {asked} is called {present} in this QGIS"), result
     assert tool_ctx.project.mapLayersByName("school_areas")
     with pytest.raises(ToolError, match="no algorithm 'native:voronoipolygon'"):
-        call_in_thread(tools.describe_algorithm, "native:voronoipolygon")
+        call_in_thread(tools.find_algorithm, "native:voronoipolygon")
 
 
 @pytest.mark.parametrize("pair", sorted(RENAMES.items()))

@@ -62,12 +62,21 @@ def sentence(body: dict[str, Any]) -> dict[str, Any]:
     return bounded(body)
 
 
-def force_tool(name: str):
-    """The model must call ``name`` when the user has just spoken; free afterwards."""
+def force_tool(name: str, without_arguments: bool = False):
+    """The model must call ``name`` when the user has just spoken; free afterwards.
+
+    ``without_arguments``: the tool's schema is sent with no parameters, so the
+    grammar makes the model call it with ``{}`` (``describe_layer`` then lists
+    the layers, whatever layer name a 270M model would have made up).
+    """
 
     def shape(body: dict[str, Any]) -> dict[str, Any]:
         if body["messages"][-1]["role"] == "user":
             body["tool_choice"] = {"type": "function", "function": {"name": name}}
+            if without_arguments:
+                for tool in body.get("tools") or []:
+                    if tool["function"]["name"] == name:
+                        tool["function"]["parameters"] = {"type": "object", "properties": {}}
             return bounded(body)
         return sentence(body)
 
@@ -134,25 +143,25 @@ def test_a_real_servers_stream_reaches_the_dock_as_it_comes(qgis_iface, demo_pro
             assert sent["model"] == MODEL_ALIAS and sent["stream"] is True
             assert sent["messages"][-1]["role"] == "user"
             assert sent["messages"][-1]["content"].endswith("Say hello to the map makers of Elvbury.")
-            assert {t["function"]["name"] for t in sent["tools"]} >= {"list_layers", "describe_layer"}
+            assert {t["function"]["name"] for t in sent["tools"]} >= {"describe_layer", "find_algorithm"}
         finally:
             close_dock(dock)
 
 
 def test_a_tool_call_made_by_the_real_model_is_parsed_and_run(tmp_path, user_data, llama_server):
     project = copy_demo(tmp_path / "demo")
-    with ShapingProxy(llama_server, force_tool("list_layers")) as proxy:
+    with ShapingProxy(llama_server, force_tool("describe_layer", without_arguments=True)) as proxy:
         done = ask_real("Which layers does this project have?", project, proxy.base_url, "--max-steps", "3")
     assert done.returncode == 0, done.stderr
     # The server streamed an OpenAI tool call (the model's arguments under the tool's JSON-schema grammar) ...
     calls = [c for d in streamed_deltas(proxy.replies[0]) for c in d.get("tool_calls") or []]
-    assert calls and calls[0]["function"]["name"] == "list_layers"
+    assert calls and calls[0]["function"]["name"] == "describe_layer"
     # ... the agent ran it on the real project and sent the result back with the call's id.
-    assert "list_layers" in done.stderr
+    assert "describe_layer" in done.stderr
     follow_up = proxy.sent[1]["messages"]
     call = next(m for m in follow_up if m["role"] == "assistant" and m.get("tool_calls"))
     result = next(m for m in follow_up if m["role"] == "tool")
-    assert call["tool_calls"][0]["function"]["name"] == "list_layers"
+    assert call["tool_calls"][0]["function"]["name"] == "describe_layer"
     assert result["tool_call_id"] == call["tool_calls"][0]["id"]
     assert "schools" in result["content"] and "hospitals" in result["content"]
     assert "tool_choice" not in proxy.sent[1]  # after the tool, the model was free to answer

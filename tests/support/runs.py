@@ -16,13 +16,12 @@ from geogpt_qgis.core.events import RunFinished, TextDelta, ToolFinished, ToolSt
 
 # The project tools, in the order the registry offers them.
 PROJECT_TOOL_NAMES = [
-    "list_layers",
     "describe_layer",
     "read_features",
     "select_features",
     "set_layer",
 ]
-PROCESSING_TOOL_NAMES = ["search_algorithms", "describe_algorithm", "run_algorithm"]
+PROCESSING_TOOL_NAMES = ["find_algorithm", "run_algorithm"]
 EDIT_TOOL_NAMES = ["remove_layer", "edit_features"]
 CODE_TOOL_NAMES = ["run_pyqgis"]
 INSIGHT_TOOL_NAMES = ["find_places", "make_chart"]

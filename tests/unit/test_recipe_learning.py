@@ -55,4 +55,5 @@ def test_layers_fields_numbers_values_and_places_become_placeholders():
 
 
 def test_a_run_that_only_looked_for_a_method_is_not_a_recipe():
+    assert generalise("how do I buffer?", [("find_algorithm", {"query": "buffer"})], LAYERS, FIELDS) is None
     assert generalise("how do I buffer?", [("search_algorithms", {"query": "buffer"})], LAYERS, FIELDS) is None

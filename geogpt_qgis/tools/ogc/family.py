@@ -23,6 +23,7 @@ from geogpt_qgis.tools.ogc.query import bounded_limit, check_filter, clip_featur
 from geogpt_qgis.tools.ogc.servers import OgcServer, ServerDirectory, parse_servers, urls_in
 from geogpt_qgis.tools.processing.naming import slug
 from geogpt_qgis.tools.result_store import ResultStore, StagedResult, finish_result, stage_result
+from geogpt_qgis.tools.result_style import style_result
 
 if TYPE_CHECKING:
     from qgis.core import QgsVectorLayer
@@ -90,8 +91,7 @@ class OgcTools(ToolFamily):
         """List a feature server's collections, or describe some: properties, values, extent, CRSs.
 
         Args:
-            collections: Collection ids (none: list them all).
-            server: Server name or URL (default: the only one).
+            server: Name or URL; default: the only one.
         """
         if not collections:
             return self._list_collections(server)
@@ -124,10 +124,9 @@ class OgcTools(ToolFamily):
         """Fetch features into a new layer.
 
         Args:
-            collection: Collection id.
             filter: CQL2 text, e.g. beds > 100.
-            bbox: [min_x, min_y, max_x, max_y].
-            bbox_crs: e.g. EPSG:25832 (default: CRS84).
+            bbox: [xmin,ymin,xmax,ymax]
+            bbox_crs: Default CRS84.
         """
         cap = bounded_limit(limit)
         with self._http() as http:
@@ -212,6 +211,7 @@ class OgcTools(ToolFamily):
     ) -> tuple[str | tuple[ResultStore, StagedResult], list[str], tuple[float, float, float, float] | None]:
         """Make the layer, add it (linked) or stage it for the store (fetched) (main thread); its fields and extent."""
         layer = make()
+        style_result(layer)  # see-through: the project's own layers stay readable under the fetched ones
         fields = layer.fields().names()
         extent = None
         if layer.providerType() == "memory" and not layer.extent().isNull():  # a linked layer would fetch it all

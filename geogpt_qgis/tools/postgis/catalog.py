@@ -77,7 +77,7 @@ def list_tables(db: Database, schema: str = "") -> str:
         for (nsp, name), info in shown
     ]
     head = f"{len(tables)} tables and views" + (f" in schema {schema}" if schema else "")
-    more = f" (first {MAX_TABLES}; pass a schema to see others)" if len(tables) > MAX_TABLES else ""
+    more = f' (first {MAX_TABLES}; tables=["schema.*"] lists one schema)' if len(tables) > MAX_TABLES else ""
     return f"{head}{more}:\n" + markdown_table(("table", "kind", "geometry", "rows (estimate)", "comment"), table_rows)
 
 
@@ -96,7 +96,8 @@ def resolve_table(db: Database, name: str) -> tuple[int, str, str, str, int]:
         oid = db.rows("SELECT to_regclass(%s)::oid", [cleaned])[0][0] if cleaned else None
     except ToolError:  # PostgreSQL could not read it as a name ("invalid name syntax")
         raise ToolError(
-            f"{short(cleaned, 60)!r} is not a table name: write table or schema.table (list_tables shows them)"
+            f"{short(cleaned, 60)!r} is not a table name: write table or schema.table "
+            "(describe_table without tables lists them)"
         ) from None
     if oid is None:
         tables = db.readable_tables()

@@ -32,6 +32,7 @@ from geogpt_qgis.tools.postgis.query import (
     run_write,
 )
 from geogpt_qgis.tools.processing.naming import slug
+from geogpt_qgis.tools.result_style import style_result
 from geogpt_qgis.tools.safety.sql import Classified, classify
 
 PREVIEW_ROWS = 20  # rows the model reads; aggregate in SQL for more
@@ -61,7 +62,7 @@ class PostgisTools(ToolFamily):
         return None
 
     def tools(self) -> list[ToolFunction]:
-        return [self.list_tables, self.describe_table, self.run_sql]
+        return [self.describe_table, self.run_sql]
 
     def _connection(self, name: str) -> SavedConnection:
         return self.ctx.on_main(lambda: resolve_connection(name, self._allowed()))
@@ -69,34 +70,36 @@ class PostgisTools(ToolFamily):
     def _database(self, name: str) -> Database:
         return Database(self._connection(name), self.ctx.cancel, self._settings().sql_timeout)
 
-    def list_tables(self, connection: str = "", schema_name: str = "") -> str:
-        """List database connections and the tables of one: geometry, SRID, rows.
-
-        Args:
-            connection: Default: the only one.
-        """
+    def _list_tables(self, connection: str, schema_name: str = "") -> str:
+        """The connections, and the tables of one: geometry, SRID, rows (``describe_table`` without tables)."""
         allowed = self._allowed()
         connections = self.ctx.on_main(lambda: describe_connections(allowed))
         if not connection.strip() and len(allowed) > 1:
-            return f"{connections}\nCall list_tables with one of them to see its tables."
+            return f"{connections}\nCall describe_table with one of them as connection to see its tables."
         with self._database(connection) as db:
             return f"{connections}\n\n{catalog.list_tables(db, schema_name.strip())}"
 
-    def describe_table(self, tables: list[str], connection: str = "") -> ToolResult:
-        """Describe tables: columns, types, keys, common values, geometry.
+    def describe_table(self, tables: list[str] | None = None, connection: str = "") -> str | ToolResult:
+        """Describe tables: columns, types, keys, common values, geometry. No tables: list them.
 
         Args:
-            tables: e.g. ["public.schools"].
+            tables: e.g. ["public.schools"]; "public.*" lists a schema.
             connection: Default: the only one.
         """
-        if not tables:
-            raise ToolError("name at least one table")
-        if len(tables) > MAX_DESCRIBED:
+        # It was list_tables too (agent/aliases.py routes that name here): no tables lists them all,
+        # "schema.*" the tables of one schema.
+        names = [name.strip() for name in tables or [] if name.strip()]
+        schemas = [name.removesuffix("*").removesuffix(".").strip('"') for name in names if name.endswith("*")]
+        if len(schemas) > 1 or (schemas and len(names) > 1):
+            raise ToolError('list one schema per call ("schema.*"), without other tables')
+        if not names or schemas:
+            return self._list_tables(connection, schemas[0] if schemas else "")
+        if len(names) > MAX_DESCRIBED:
             raise ToolError(f"describe at most {MAX_DESCRIBED} tables per call")
         saved = self._connection(connection)
         with Database(saved, self.ctx.cancel, self._settings().sql_timeout) as db:
-            text = "\n\n".join(catalog.describe_table(db, table) for table in tables)
-        return ToolResult(text, ToolArtifact(tables=tuple(with_place(table, saved.name) for table in tables)))
+            text = "\n\n".join(catalog.describe_table(db, table) for table in names)
+        return ToolResult(text, ToolArtifact(tables=tuple(with_place(table, saved.name) for table in names)))
 
     def preview_run_sql(
         self, sql: str, connection: str = "", write: bool = False, **_display: Any
@@ -135,7 +138,6 @@ class PostgisTools(ToolFamily):
         """Run one SQL statement (read-only unless write); shows the count and first rows.
 
         Args:
-            connection: Default: the only one.
             output_name: Add the result as a layer or table with this name.
         """
         settings = self._settings()
@@ -168,6 +170,7 @@ class PostgisTools(ToolFamily):
     def _add_copy(self, path: Path, base: str) -> AddedLayer:
         """The query's copy added to the project (main thread)."""
         layer = result_layer(path, base)
+        style_result(layer)  # see-through: the project's own layers stay readable under the query's
         return AddedLayer(add_result_layer(self.ctx.project, layer, base), layer.id())
 
 

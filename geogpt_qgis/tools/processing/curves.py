@@ -76,7 +76,7 @@ def coarse_note(algorithm_id: str, name: str, value: float) -> str | None:
 
 
 def describe_default(algorithm_id: str, name: str, qgis_default: object) -> str | None:
-    """What ``describe_algorithm`` says about a curve parameter's default, or ``None`` for other parameters."""
+    """What ``find_algorithm`` says about a curve parameter's default, or ``None`` for other parameters."""
     parameter = curve_parameter(algorithm_id, name)
     if parameter is None:
         return None

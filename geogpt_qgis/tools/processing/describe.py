@@ -74,8 +74,26 @@ def find_algorithm(algorithm_id: str) -> QgsProcessingAlgorithm:
     close = closest_names(wanted, ids, 3)
     if ":" not in wanted:
         close = list(dict.fromkeys([*closest_names(f"native:{wanted}", ids, 2), *close]))[:3]
-    hint = f"; did you mean {' or '.join(close)}?" if close else "; use search_algorithms to find one"
+    hint = f"; did you mean {' or '.join(close)}?" if close else "; find_algorithm with plain words finds one"
     raise ToolError(f"no algorithm {wanted!r}{hint}")
+
+
+def known_algorithm(name: str) -> QgsProcessingAlgorithm | None:
+    """The algorithm ``name`` names without a doubt (an id, a renamed id, ``buffer`` for native:buffer,
+    a title only one algorithm has), else ``None``: then it is words to search for.  Main thread."""
+    registry = QgsApplication.processingRegistry()
+    wanted = name.strip()
+    if not wanted:
+        return None
+    candidates = [wanted]
+    if ":" not in wanted and not any(c.isspace() for c in wanted):
+        candidates.append(f"native:{wanted.casefold()}")
+    for candidate in candidates:
+        found = registered_id(candidate, lambda c: registry.algorithmById(c) is not None)
+        if found is not None:
+            return registry.algorithmById(found)
+    titled = [a for a in registry.algorithms() if a.displayName().casefold() == wanted.casefold()]
+    return titled[0] if len(titled) == 1 else None
 
 
 def renamed_note(requested: str, algorithm: QgsProcessingAlgorithm) -> str:
