@@ -83,11 +83,13 @@ class Arrangement:
         if self.anchor is None and not self.group_name:
             at = 0 if self.place == "top" else len(order)
         else:
-            neighbours = _anchor_layer_ids(self.anchor) if self.anchor is not None else []
-            neighbours = neighbours or _sibling_layer_ids(root, self.layer)
+            if self.anchor is not None:
+                neighbours = _anchor_layer_ids(self.anchor)
+            else:
+                neighbours = _sibling_layer_ids(root, self.layer)
             positions = [ids.index(layer_id) for layer_id in neighbours if layer_id in ids]
             if not positions:
-                return  # alone in a new group: it keeps its place in the drawing order
+                return  # alone in a new group, or next to an empty one: it keeps its place in the drawing order
             at = max(positions) + 1 if self.place in ("below", "bottom") else min(positions)
         order.insert(at, self.layer)
         root.setCustomLayerOrder(order)

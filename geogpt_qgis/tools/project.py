@@ -62,7 +62,7 @@ class ProjectTools(ToolFamily):
     title = "Project layers"
     summary = (
         "list and describe layers; read attribute values; select features by expression; "
-        "show/hide, rename and zoom to layers"
+        "show/hide, rename, reorder, group and zoom to layers"
     )
 
     def tools(self) -> list[ToolFunction]:
