@@ -194,7 +194,8 @@ def test_raster_pseudocolor_paletted_and_hillshade(style, demo_project):
     codes = [float(c) for c in codes if c != nodata]
     assert isinstance(landcover.renderer(), QgsPalettedRasterRenderer)
     assert [c.value for c in landcover.renderer().classes()] == codes
-    assert f"paletted (ramp Viridis): {len(codes)} values" in text
+    assert f"paletted (ramp Viridis): {len(codes)} values: 1 Water, 2 Grass, 3 Forest" in text
+    assert [c.label for c in landcover.renderer().classes()][:3] == ["Water", "Grass", "Forest"]  # names kept
     with pytest.raises(ToolError, match="use method pseudocolor"):
         style.style_layer("elevation", method="paletted")
 

@@ -20,6 +20,7 @@ from qgis.core import (
     QgsExpression,
     QgsFeatureRequest,
     QgsMapLayer,
+    QgsPalettedRasterRenderer,
     QgsRasterLayer,
     QgsVectorLayer,
     QgsWkbTypes,
@@ -35,7 +36,7 @@ from geogpt_qgis.tools.layers import VectorReadPlan, plan_vector_read, read_rows
 from geogpt_qgis.tools.maps import ramps, renderers
 from geogpt_qgis.tools.maps.classify import GRADUATED, MAX_CLASSES, METHOD_WORDS, class_ranges, describe_ranges
 from geogpt_qgis.tools.maps.style_history import StyleHistory, apply_symbology_xml, symbology_xml
-from geogpt_qgis.tools.rasters import RasterReadPlan, band_summary, plan_raster_read
+from geogpt_qgis.tools.rasters import RasterReadPlan, band_summary, gdal_labels, plan_raster_read
 from geogpt_qgis.tools.safety.expressions import require_safe_expression
 
 VECTOR_METHODS = ("single", "categorized", *GRADUATED, "rules", "heatmap")
@@ -94,6 +95,7 @@ class StyleData:
     minimum: float | None = None
     maximum: float | None = None
     codes: list[float] = dataclasses.field(default_factory=list)
+    labels: dict[float, str] = dataclasses.field(default_factory=dict)  # a paletted raster's class names
 
 
 class StylePart:
@@ -252,7 +254,8 @@ class StylePart:
                     f"paletted needs a band of at most 32 whole-number values; {plan.layer_name!r} has a "
                     f"range of {plain_number(low)} to {plain_number(high)}: use method pseudocolor"
                 )
-            return StyleData(minimum=low, maximum=high, codes=codes)
+            labels = (plan.raster.labels.get(1) or _gdal_labels(plan.raster.source)) if method == "paletted" else {}
+            return StyleData(minimum=low, maximum=high, codes=codes, labels=labels)
         if method not in ("categorized", *GRADUATED) or plan.vector is None:
             return StyleData()
         values = self._field_values(plan.vector, plan.request.field)
@@ -396,6 +399,14 @@ def _categories_text(data: StyleData) -> str:
     return f"{len(data.values)} classes: {shown}."
 
 
+def _gdal_labels(source: str) -> dict[float, str]:
+    """GDAL's category names or attribute-table names of band 1 (worker)."""
+    from osgeo import gdal
+
+    dataset = gdal.OpenEx(source, gdal.OF_RASTER | gdal.OF_READONLY)  # kept: a band must not outlive it
+    return gdal_labels(dataset.GetRasterBand(1))
+
+
 def _style_raster(layer: QgsRasterLayer, method: str, data: StyleData, ramp_name: str, opacity: float | None) -> str:
     from geogpt_qgis.tools.raster_outputs import OutputStats, style
 
@@ -405,7 +416,14 @@ def _style_raster(layer: QgsRasterLayer, method: str, data: StyleData, ramp_name
         text = f"Styled {name} as a hillshade (sun from 315°, 45° high)."
     elif method == "paletted":
         style(layer, OutputStats(layer.id(), data.minimum, data.maximum, data.codes), False, ramp_name)
-        codes = ", ".join(plain_number(c) for c in data.codes[:SHOWN_CATEGORIES])
+        renderer = layer.renderer()
+        for code, label in data.labels.items():  # the class names it had, or GDAL's
+            if isinstance(renderer, QgsPalettedRasterRenderer) and code in data.codes:
+                renderer.setLabel(code, label)
+        codes = ", ".join(
+            f"{plain_number(c)} {data.labels[c]}" if data.labels.get(c) else plain_number(c)
+            for c in data.codes[:SHOWN_CATEGORIES]
+        )
         text = f"Styled {name} paletted (ramp {ramp_name}): {len(data.codes)} values: {codes}."
     else:
         style(layer, OutputStats(layer.id(), data.minimum, data.maximum, []), False, ramp_name)
