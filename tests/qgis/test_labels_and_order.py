@@ -142,6 +142,7 @@ BAD_LABELS = [
     (("parks", ""), 'give text: a field name, an expression, or "off"'),
     (("parks", "name", 0.5), "size is in points"),
     (("parks", "name", 10, -5), "max_scale is a scale denominator"),
+    (("parks", "name", 10, float("inf")), "max_scale is a scale denominator"),
 ]
 
 

@@ -13,6 +13,7 @@ feature before the layer changes, so a bad call changes nothing.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from qgis.core import (
@@ -99,7 +100,7 @@ class LabelPart:
         size = DEFAULT_SIZE if size is None else float(size)
         if not MIN_SIZE <= size <= MAX_SIZE:
             raise ToolError(f"size is in points, from {MIN_SIZE:g} to {MAX_SIZE:g}, not {size:g}")
-        if max_scale is not None and max_scale < 0:
+        if max_scale is not None and not 0 <= max_scale < math.inf:
             raise ToolError(f"max_scale is a scale denominator such as 25000, not {max_scale:g}")
         return self.ctx.on_main(self._label, layer, text.strip(), size, max_scale or None, approval_granted())
 
@@ -118,7 +119,7 @@ class LabelPart:
             if had:
                 self.history.push(target)
             target.setLabelsEnabled(False)
-            target.triggerRepaint()
+            _refresh(target)
             said = f"Removed the labels of {target.name()!r}." if had else f"{target.name()!r} had no labels."
             return ToolResult(said, done)
         field, expression = _label_source(target, text, approved)
@@ -137,7 +138,7 @@ class LabelPart:
         self.history.push(target)
         target.setLabeling(QgsVectorLayerSimpleLabeling(settings))
         target.setLabelsEnabled(True)
-        target.triggerRepaint()
+        _refresh(target)
         what = f"field {field!r}" if field else f"the expression {expression}"
         scale = f"; shown at scales larger than 1:{plain_number(max_scale)}" if max_scale else ""
         return ToolResult(
@@ -153,7 +154,7 @@ class LabelPart:
         enabled, labeling = earlier
         target.setLabeling(labeling)
         target.setLabelsEnabled(enabled)
-        target.triggerRepaint()
+        _refresh(target)
         if not enabled:
             return f"Restored the previous labels of {target.name()!r}: none shown."
         settings = labeling.settings() if isinstance(labeling, QgsVectorLayerSimpleLabeling) else None
@@ -221,6 +222,12 @@ def _check_evaluates(layer: QgsVectorLayer, expression: QgsExpression) -> None:
         expression.evaluate(context)
         if expression.hasEvalError():
             raise ToolError(f"the label expression fails on {layer.name()!r}: {expression.evalErrorString()}")
+
+
+def _refresh(layer: QgsVectorLayer) -> None:
+    """Redraw the layer and tell the Layer Styling panel and legend that its style changed."""
+    layer.triggerRepaint()
+    layer.emitStyleChanged()
 
 
 def _text_format(size: float) -> QgsTextFormat:
