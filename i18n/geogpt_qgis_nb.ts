@@ -7,6 +7,7 @@
         <location filename="../geogpt_qgis/gui/answer_actions.py" line="26"/>
         <location filename="../geogpt_qgis/gui/first_run_card.py" line="90"/>
         <location filename="../geogpt_qgis/gui/first_run_card.py" line="97"/>
+        <location filename="../geogpt_qgis/gui/markdown_view.py" line="50"/>
         <location filename="../geogpt_qgis/gui/mcp_options.py" line="54"/>
         <source>Copy</source>
         <translation>Kopier</translation>

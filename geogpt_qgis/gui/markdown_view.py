@@ -4,7 +4,8 @@ Finished blocks (paragraphs, lists, tables, code) are rendered once with Qt's
 Markdown reader and appended; the unfinished tail is shown as plain text with
 its marks taken out (never a raw ``**``) and replaced by its rendering when its
 block completes.  A stored answer is shown through the same block path, so it
-looks the same live and reopened.  So a 2,000-token answer
+looks the same live and reopened.  Each fenced code block has a "Copy" link
+above it that puts exactly its code on the clipboard (``core.code_blocks``).  So a 2,000-token answer
 costs about four times a 500-token one, not sixteen.  The view grows to fit
 its text (the chat's scroll area scrolls, not each message).
 """
@@ -13,9 +14,12 @@ from __future__ import annotations
 
 import re
 
-from qgis.PyQt.QtCore import Qt
+from qgis.PyQt.QtCore import Qt, QUrl
 from qgis.PyQt.QtGui import (
     QColor,
+    QDesktopServices,
+    QGuiApplication,
+    QTextBlock,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -26,8 +30,10 @@ from qgis.PyQt.QtGui import (
 )
 from qgis.PyQt.QtWidgets import QWidget
 
+from geogpt_qgis.core.code_blocks import COPY_SCHEME, code_of, with_copy_links
 from geogpt_qgis.core.markdown_stream import MarkdownBlockSplitter
 from geogpt_qgis.gui.auto_height import AutoHeightTextBrowser
+from geogpt_qgis.toolbelt.i18n import tr
 
 CODE_BACKGROUND = QColor(0, 0, 0, 18)  # a tint that reads on light and dark themes
 CODE_FENCE = QTextFormat.Property.BlockCodeFence
@@ -36,9 +42,12 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 
 def render_markdown_fragment(markdown: str) -> QTextDocumentFragment:
-    """Markdown rendered by Qt (CommonMark + GitHub tables), as an insertable fragment; code on a tinted ground."""
+    """Markdown rendered by Qt (CommonMark + GitHub tables), as an insertable fragment; code on a tinted ground.
+
+    Each fenced code block has a small "Copy" link at the right above it.
+    """
     document = QTextDocument()
-    document.setMarkdown(markdown)
+    document.setMarkdown(with_copy_links(markdown, tr("Copy")))
     block = document.begin()
     while block.isValid():
         # A fenced code block's lines; not the empty line Qt ends it with (a separator then takes its format).
@@ -50,6 +59,28 @@ def render_markdown_fragment(markdown: str) -> QTextDocumentFragment:
             QTextCursor(block).setBlockFormat(fmt)
         block = block.next()
     return QTextDocumentFragment(document)
+
+
+def align_copy_links(block: QTextBlock) -> None:
+    """Put the copy links from ``block`` on: small, at the right (after insertion: a fragment's first block
+    takes the format of the block it is inserted into)."""
+    while block.isValid():
+        fragment = block.begin().fragment() if not block.begin().atEnd() else None
+        if fragment is not None and fragment.charFormat().anchorHref().startswith(f"{COPY_SCHEME}:"):
+            fmt = block.blockFormat()
+            fmt.setAlignment(Qt.AlignmentFlag.AlignRight)
+            fmt.setBottomMargin(0)
+            QTextCursor(block).setBlockFormat(fmt)
+        block = block.next()
+
+
+def follow_link(url: QUrl) -> None:
+    """A copy link puts its code block's code on the clipboard; any other link opens in the browser."""
+    code = code_of(bytes(url.toEncoded()).decode("ascii"))
+    if code is not None:
+        QGuiApplication.clipboard().setText(code)
+    elif url.scheme() in ("http", "https", "mailto"):  # the model wrote the link: nothing that runs or reads files
+        QDesktopServices.openUrl(url)
 
 
 def plain_preview(pending: str) -> str:
@@ -75,6 +106,8 @@ class MarkdownView(AutoHeightTextBrowser):
             Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
         self.setObjectName("geogptMarkdown")  # styled by the chat column's one style sheet
+        self.setOpenLinks(False)  # a link never replaces the answer: copy links copy, others open outside
+        self.anchorClicked.connect(follow_link)
         self.viewport().setAutoFillBackground(False)
         # Words are never cut: a table whose words do not fit the width scrolls sideways in this box instead.
         self.setWordWrapMode(QTextOption.WrapMode.WordWrap)
@@ -125,11 +158,14 @@ class MarkdownView(AutoHeightTextBrowser):
         cursor.setPosition(self._tail_start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
+        first = cursor.block().blockNumber()
         for block in blocks:
             if self._blocks_rendered:
                 cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
             cursor.insertFragment(render_markdown_fragment(block))
             self._blocks_rendered += 1
+        if blocks:
+            align_copy_links(self.document().findBlockByNumber(first))
         self._tail_start = self._end_cursor().position()
         self._tail_open = False
 
