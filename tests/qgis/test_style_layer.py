@@ -232,12 +232,15 @@ BAD_CALLS = [
     ({"method": "graduated", "field": "population"}, "no style method 'graduated'"),
     ({"method": "pseudocolor"}, "pseudocolor is a raster style; 'districts' is a vector layer"),
     ({"method": "heatmap"}, "a heatmap needs a point layer"),
+    ({"method": "heatmap", "opacity": 0.5}, "a heatmap has no opacity of its own"),
     ({"method": "quantile", "field": "population", "classes": 40}, "classes must be 2 to 20"),
     ({"method": "rules", "field": '"population" > 10000'}, "rule 1 '\"population\" > 10000' needs 'expression=colour'"),
     ({"method": "rules", "field": '"popul" > 1=red'}, "did you mean 'population'?"),
     ({"method": "rules", "field": "env('HOME') = 'x'=red"}, "is not evaluated without the user's approval"),
     ({"method": "categorized", "field": "name", "color": "red"}, "no colour ramp 'red'"),
     ({"opacity": 2}, "opacity must be between 0 and 1"),
+    ({"method": "rules", "field": "\"population\" + 'many' > 3=red"}, "fails on 'districts': Cannot convert 'many'"),
+    ({"method": "rules", "field": "\"population\" > 1=red; ELSE=nocolour"}, "rule 2 'ELSE=nocolour' needs"),
 ]
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from qgis.core import (
     QgsExpression,
+    QgsExpressionContext,
+    QgsExpressionContextUtils,
     QgsFeatureRequest,
     QgsMapLayer,
     QgsPalettedRasterRenderer,
@@ -288,6 +290,8 @@ def check_request(
         raise ToolError(f"classes must be 2 to {MAX_CLASSES}, not {classes}")
     if opacity is not None and not 0.0 <= opacity <= 1.0:
         raise ToolError(f"opacity must be between 0 and 1, not {opacity:g}")
+    if opacity is not None and method == "heatmap":
+        raise ToolError("a heatmap has no opacity of its own; call again without opacity")
     text, ramp, fill, outline = color.strip(), "", None, None
     if method in RAMPED:
         ramp = text  # these methods colour along a ramp: color names it
@@ -363,6 +367,16 @@ def _check_rule(layer: QgsVectorLayer, expression: str) -> None:
     for column in sorted(parsed.referencedColumns()):
         if column != QgsFeatureRequest.ALL_ATTRIBUTES and column not in names:
             raise ToolError(did_you_mean(column, names, f"field in {layer.name()!r}") + " (in a rule)")
+    # Evaluated on one feature, so a type error comes back now instead of a rule that silently matches nothing.
+    context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(layer))
+    request = QgsFeatureRequest()
+    request.setLimit(1)
+    for feature in layer.getFeatures(request):
+        context.setFeature(feature)
+        parsed.prepare(context)
+        parsed.evaluate(context)
+        if parsed.hasEvalError():
+            raise ToolError(f"rule {expression!r} fails on {layer.name()!r}: {parsed.evalErrorString()}")
 
 
 def _default_ramp(method: str) -> str:
