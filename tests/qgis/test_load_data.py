@@ -21,9 +21,9 @@ from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.maps.family import MapTools
 from geogpt_qgis.tools.maps.loading import DataLoading
 from tests.support.file_server import file_server
-from tests.support.net import free_port
+from tests.support.net import free_port, silent_server
 from tests.support.postgis import saved_connection
-from tests.support.runs import call_in_thread
+from tests.support.runs import call_in_thread, stop_midway
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "maps_load"
 # Three points in the demo town (EPSG:25832) with a name each.
@@ -344,7 +344,10 @@ def test_url_errors_say_what_the_server_did(loader, served):
 
 
 def test_an_ogc_api_collection_url_becomes_a_linked_layer(loader, ogc_server):
+    assert loader.preview_load_data(f"{ogc_server.url}/collections/hospitals") is not None
     PlgOptionsManager.set_value("ogc_servers", f"Elvbury = {ogc_server.url}")  # a configured server is trusted
+    assert loader.preview_load_data(f"{ogc_server.url}/collections/hospitals") is None
+    loader.notice_user_text(f"the town's server is {ogc_server.url}")
     text = load(loader, f"{ogc_server.url}/collections/hospitals?f=json")
     layer = QgsProject.instance().mapLayer(text.artifact.added[0].layer_id)
     assert layer.name() == "hospitals_2"  # the demo project has a "hospitals" layer already
@@ -374,6 +377,9 @@ def test_a_saved_connections_table_loads_as_a_postgis_layer(loader):
         load(loader, "maps load db.rivers", name="pg rivers")  # no schema: public
         assert layer_named("pg rivers").featureCount() > 0
         assert "Loaded 'schools_2' (Point, EPSG:25832) from public.schools (maps load db)." in text
+    with saved_connection("elvbury"):  # a file of the project's folder wins over the connection "elvbury"
+        load(loader, "elvbury.gpkg", layer="parks", name="park file")
+        assert layer_named("park file").providerType() == "ogr"
 
 
 # -- threads ---------------------------------------------------------------------------------------------
@@ -394,3 +400,12 @@ def test_the_main_thread_keeps_running_while_a_slow_server_is_read(loader, serve
     assert layer_named("slow wells").featureCount() == 3
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert len(ticks) > took / 0.02 / 3 and max(gaps) < 0.5, (len(ticks), max(gaps), took)
+
+
+def test_stop_ends_a_request_to_a_silent_server_at_once(loader):
+    with silent_server() as url:
+        loader.notice_user_text(url)
+        before = layer_ids()
+        outcome, seconds = stop_midway(loader.load_data, f"{url}/data.geojson", after=0.3)
+    assert outcome == "cancelled" and seconds < 1.0
+    assert layer_ids() == before

@@ -142,14 +142,14 @@ class DataLoading:
             if not self._trusted(url) and not approval_granted():
                 raise ToolError(NEEDS_APPROVAL)
             return self._plan_url(url, source.startswith(VSICURL), layer, name)
-        table = self._table(source)
-        if table is not None:
-            return table(name)
         frame, home = self.ctx.on_main(self._frame)
         path = Path(source).expanduser()
         if not path.is_absolute() and home:
             path = Path(home) / path
         if not path.exists():
+            table = self._table(source)  # a file wins over a connection's table of the same spelling
+            if table is not None:
+                return table(name)
             raise missing_file(path)
         if path.suffix.lower() in DELIMITED_SUFFIXES:
             return self._plan_csv(path, crs, frame, name)

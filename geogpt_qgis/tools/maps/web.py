@@ -11,13 +11,15 @@ The layers stay linked to the server; nothing is copied.  An XYZ template
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import re
 import xml.etree.ElementTree as ET  # expat: no external entities; entity expansion is capped by expat
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from geogpt_qgis.core.cancel import CancelToken
+from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.toolbelt import network
 from geogpt_qgis.tools.base import ToolError
@@ -29,6 +31,8 @@ FILE_PEEK_BYTES = 64 * 1024
 _TILE_KEYS = re.compile(r"\{(x|y|-y|z)\}")
 _OWS_KEYS = frozenset({"service", "request", "version"})
 MAX_LISTED = 25
+_POLL_SECONDS = 0.05
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="geogpt-load")
 
 
 @dataclass(frozen=True)
@@ -60,26 +64,46 @@ def xyz_plan(url: str, name: str) -> LoadPlan:
 
 
 def peek(url: str, timeout: float, cancel: CancelToken) -> Peek:
-    """GET ``url`` and keep the start of its body; an unreachable server or an error status is a ``ToolError``."""
+    """GET ``url`` and keep the start of its body; an unreachable server or an error status is a ``ToolError``.
+
+    The request runs on a helper thread while this one watches the run's
+    cancel token: Stop returns at once, even before a slow server's first byte.
+    The client is made here, on the tool's thread (it may read the proxy's login).
+    """
+    cancel.raise_if_cancelled()
+    client = network.client(timeout, connect_timeout=10.0, follow_redirects=True)
+    future = _POOL.submit(_read_start, client, url, timeout, cancel)
+    while True:
+        try:
+            found = future.result(timeout=_POLL_SECONDS)
+            break
+        except concurrent.futures.TimeoutError:
+            if cancel.cancelled:
+                future.cancel()  # a request under way ends at its time-out, on its own thread
+                raise RunCancelled("stopped by the user") from None
+    if found.status >= 400:
+        text = " ".join(found.head[:2000].decode("utf-8", errors="replace").split())[:200]
+        raise ToolError(f"{url} answered HTTP {found.status}" + (f": {text}" if text else "") + "; check the URL")
+    return found
+
+
+def _read_start(client: Any, url: str, timeout: float, cancel: CancelToken) -> Peek:
     import httpx
 
     host = urlsplit(url).netloc
-    cancel.raise_if_cancelled()
     try:
-        with (
-            network.client(timeout, connect_timeout=10.0, follow_redirects=True) as client,
-            client.stream("GET", url) as reply,
-        ):
+        with client, client.stream("GET", url) as reply:
             content_type = reply.headers.get("content-type", "").split(";")[0].strip().lower()
             limit = PEEK_BYTES if _is_document(content_type) else FILE_PEEK_BYTES
             chunks, size = [], 0
             for chunk in reply.iter_bytes():
-                cancel.raise_if_cancelled()
+                if cancel.cancelled:
+                    raise RunCancelled("stopped by the user")
                 chunks.append(chunk)
                 size += len(chunk)
                 if size >= limit:
                     break
-            found = Peek(str(reply.url), reply.status_code, content_type, b"".join(chunks))
+            return Peek(str(reply.url), reply.status_code, content_type, b"".join(chunks))
     except httpx.TimeoutException:
         raise ToolError(f"{host} did not answer within {timeout:g} s; check the URL or try again later") from None
     except httpx.ConnectError as exc:
@@ -93,10 +117,6 @@ def peek(url: str, timeout: float, cancel: CancelToken) -> Peek:
         ) from None
     except httpx.HTTPError as exc:
         raise ToolError(f"the request to {host} failed: {_reason(exc)}") from None
-    if found.status >= 400:
-        text = " ".join(found.head[:2000].decode("utf-8", errors="replace").split())[:200]
-        raise ToolError(f"{url} answered HTTP {found.status}" + (f": {text}" if text else "") + "; check the URL")
-    return found
 
 
 def _is_document(content_type: str) -> bool:
