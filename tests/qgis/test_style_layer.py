@@ -21,7 +21,6 @@ from osgeo import gdal
 from qgis.core import (
     QgsCategorizedSymbolRenderer,
     QgsFeature,
-    QgsField,
     QgsGeometry,
     QgsGraduatedSymbolRenderer,
     QgsHeatmapRenderer,
@@ -33,7 +32,6 @@ from qgis.core import (
     QgsSingleSymbolRenderer,
     QgsVectorLayer,
 )
-from qgis.PyQt.QtCore import QVariant
 
 from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.tools.base import ToolError
@@ -265,9 +263,7 @@ def test_five_classes_as_text_is_answered_through_the_toolkit(tool_ctx, demo_pro
 
 
 def test_classes_are_computed_off_the_main_thread_and_the_legend_refreshes(style, demo_project, qgis_iface):
-    points = QgsVectorLayer("Point?crs=EPSG:25832", "sensors", "memory")
-    points.dataProvider().addAttributes([QgsField("reading", QVariant.Double)])
-    points.updateFields()
+    points = QgsVectorLayer("Point?crs=EPSG:25832&field=reading:double", "sensors", "memory")
     rng = np.random.default_rng(3)
     values = rng.gamma(2.0, 10.0, 5000)
     features = []
