@@ -1175,37 +1175,42 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Ikke tilgjengelig: ingen Ollama-server svarer på {u}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="32"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="33"/>
         <source>Layers</source>
         <translation>Kartlag</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="33"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="34"/>
         <source>Tables</source>
         <translation>Tabeller</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="34"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="35"/>
         <source>Collections</source>
         <translation>Samlinger</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="35"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="36"/>
         <source>Algorithms</source>
         <translation>Algoritmer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="36"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="37"/>
         <source>Results</source>
         <translation>Resultater</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="37"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="38"/>
         <source>Charts</source>
         <translation>Diagrammer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="65"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="39"/>
+        <source>Files</source>
+        <translation>Filer</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="67"/>
         <source>Sources ({n})</source>
         <translation>Kilder ({n})</translation>
     </message>

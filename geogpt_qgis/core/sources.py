@@ -3,7 +3,7 @@
 Every final answer gets a "Sources" list built from the calls that actually
 ran and succeeded, never from the model's word: the layers read, the tables
 and collections queried, the algorithms run with the parameters that
-mattered, the layers the turn made, and its charts.  Each call names these
+mattered, the layers the turn made, its charts and the files it wrote.  Each call names these
 itself in its ``ToolArtifact`` (``core.artifacts``); this module only gathers
 them.  The dock shows the list under the answer; a stored conversation gets
 it back (``with_extras``), and so does its Markdown export.
@@ -28,10 +28,13 @@ class Sources:
     algorithms: list[str] = field(default_factory=list)  # "native:buffer (INPUT=rivers, DISTANCE=500)"
     results: list[str] = field(default_factory=list)
     charts: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # files the turn wrote for the user (an exported map)
 
     @property
     def empty(self) -> bool:
-        return not any((self.layers, self.tables, self.collections, self.algorithms, self.results, self.charts))
+        return not any(
+            (self.layers, self.tables, self.collections, self.algorithms, self.results, self.charts, self.files)
+        )
 
     def to_dict(self) -> dict[str, list[str]]:
         return asdict(self)
@@ -49,6 +52,7 @@ class Sources:
             ("Algorithms", self.algorithms),
             ("Results", self.results),
             ("Charts", self.charts),
+            ("Files", self.files),
         ]
         return [(heading, items) for heading, items in named if items]
 
@@ -73,6 +77,7 @@ def collect_sources(artifacts: Iterable[ToolArtifact]) -> Sources:
         sources.algorithms.append(artifact.algorithm)
         sources.results += artifact.added_names
         sources.charts.append(artifact.chart)
+        sources.files += artifact.files
     made = set(sources.results)
     sources.layers = [name for name in read if name not in made]
     for key, items in sources.to_dict().items():

@@ -1,7 +1,7 @@
 """The "Sources" section under an answer, and the bookkeeping that builds it from the turn's tool artifacts.
 
 Layer names are links: a click asks the panel to select that layer in the
-layer tree (``layer_clicked``).  Chart paths open the image.  The section
+layer tree (``layer_clicked``).  Chart and exported file paths open the file.  The section
 starts collapsed, like tool steps, so answers stay the first thing read.
 """
 
@@ -24,10 +24,11 @@ from geogpt_qgis.toolbelt.i18n import tr
 
 LAYER_SCHEME = "layer"
 LINKED = {"Layers", "Results"}
+FILES = {"Charts", "Files"}  # local files: a click opens them
 
 
 def sources_html(sources: Sources) -> str:
-    """The lists as HTML; layers and results link to ``layer:<name>``, charts to their file."""
+    """The lists as HTML; layers and results link to ``layer:<name>``, charts and written files to the file."""
     headings = {
         "Layers": tr("Layers"),
         "Tables": tr("Tables"),
@@ -35,12 +36,13 @@ def sources_html(sources: Sources) -> str:
         "Algorithms": tr("Algorithms"),
         "Results": tr("Results"),
         "Charts": tr("Charts"),
+        "Files": tr("Files"),
     }
     lines = []
     for heading, items in sources.sections():
         if heading in LINKED:
             shown = [f'<a href="{LAYER_SCHEME}:{quote(item, safe="")}">{html.escape(item)}</a>' for item in items]
-        elif heading == "Charts":
+        elif heading in FILES:
             shown = [
                 f'<a href="{QUrl.fromLocalFile(item).toString()}" title="{html.escape(item)}">'
                 f"{html.escape(Path(item).name)}</a>"

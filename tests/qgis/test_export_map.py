@@ -238,3 +238,12 @@ def test_nothing_visible_is_refused(headless, demo_project):
         node.setItemVisibilityChecked(False)
     with pytest.raises(ToolError, match="no layer is visible"):
         approved(headless, "map.pdf")
+
+
+def test_the_sources_under_the_answer_link_the_exported_file(headless, home):
+    from geogpt_qgis.core.sources import collect_sources
+    from geogpt_qgis.gui.sources_view import sources_html
+
+    result = approved(headless, "linked.pdf", "Linked")
+    shown = sources_html(collect_sources([result.artifact]))
+    assert f'href="file://{home.resolve() / "linked.pdf"}"' in shown and ">linked.pdf</a>" in shown

@@ -88,3 +88,15 @@ def test_files_written_travel_in_the_artifact():
     assert ToolArtifact.from_dict({"files": [3, "/a.png"]}).files == ("/a.png",)
     assert merged([made, ToolArtifact(files=("/a.png", "/maps/town.pdf"))]).files == ("/maps/town.pdf", "/a.png")
     assert not made.empty and ToolArtifact(files=()).empty
+
+
+def test_the_files_a_turn_wrote_are_listed_in_its_sources():
+    from geogpt_qgis.core.sources import Sources, collect_sources
+
+    sources = collect_sources(
+        [ToolArtifact(layers=("rivers",), files=("/maps/town.pdf",)), ToolArtifact(files=("/maps/town.pdf",))]
+    )
+    assert sources.files == ["/maps/town.pdf"] and sources.layers == ["rivers"]
+    assert ("Files", ["/maps/town.pdf"]) in sources.sections()
+    assert "- Files: `/maps/town.pdf`" in sources.to_markdown()
+    assert Sources.from_dict({"layers": ["rivers"]}).files == []  # stored before files were listed
