@@ -112,7 +112,10 @@ def test_every_vector_format_loads_linked_to_its_file(loader, tmp_path, key):
     layer = layer_named(f"wells {key}")
     assert isinstance(layer, QgsVectorLayer) and layer.providerType() == "ogr"
     assert layer.source().startswith(str(paths[key]))  # the file itself, not a copy
-    assert layer.featureCount() == 3 and QgsWkbTypes.geometryType(layer.wkbType()) == QgsWkbTypes.PointGeometry
+    assert (
+        layer.featureCount() == 3
+        and QgsWkbTypes.geometryType(layer.wkbType()) == QgsWkbTypes.GeometryType.PointGeometry
+    )
     if key == "kml":  # KML is longitude/latitude by definition
         assert layer.crs().authid() == "EPSG:4326"
     else:
@@ -131,7 +134,10 @@ def test_a_geopackage_with_several_layers_needs_the_layer_named(loader, tmp_path
     assert "did you mean 'well_zones'" in refused(loader, str(paths["gpkg"]), "no layer 'wel_zones'", layer="wel_zones")
     text = load(loader, str(paths["gpkg"]), layer="well_zones")
     zones = layer_named("well_zones")
-    assert zones.featureCount() == 3 and QgsWkbTypes.geometryType(zones.wkbType()) == QgsWkbTypes.PolygonGeometry
+    assert (
+        zones.featureCount() == 3
+        and QgsWkbTypes.geometryType(zones.wkbType()) == QgsWkbTypes.GeometryType.PolygonGeometry
+    )
     assert zones.source() == f"{paths['gpkg']}|layername=well_zones"
     assert "Loaded 'well_zones' (Polygon, 3 features, EPSG:25832)" in text
     load(loader, str(paths["gpkg"]), layer="wells")
@@ -139,12 +145,13 @@ def test_a_geopackage_with_several_layers_needs_the_layer_named(loader, tmp_path
 
 
 def test_a_geotiff_loads_as_a_raster_relative_to_the_project_folder(loader, demo_project):
-    text = load(loader, "elvbury_dem.tif", name="dem again")
+    text = load(loader, "elvbury_dem.tif", name="dem again", crs="EPSG:4326")
     layer = layer_named("dem again")
     assert isinstance(layer, QgsRasterLayer) and layer.providerType() == "gdal"
     assert Path(layer.source()) == Path(demo_project.homePath()) / "elvbury_dem.tif"
     assert (layer.width(), layer.height(), layer.bandCount()) == (800, 600, 1)
     assert "raster 800×600 px, 1 band, EPSG:25832" in text
+    assert "crs was ignored: it sets the CRS of CSV/TSV coordinates only." in text
 
 
 # -- delimited text ----------------------------------------------------------------------------------
@@ -219,7 +226,10 @@ def test_a_wkt_column_and_semicolons_are_found(loader, tmp_path):
     # "shape_wkt" is no known name: the column is found by its values.
     text = load(loader, str(path))
     layer = layer_named("zones")
-    assert layer.featureCount() == 2 and QgsWkbTypes.geometryType(layer.wkbType()) == QgsWkbTypes.PolygonGeometry
+    assert (
+        layer.featureCount() == 2
+        and QgsWkbTypes.geometryType(layer.wkbType()) == QgsWkbTypes.GeometryType.PolygonGeometry
+    )
     areas = {f["zone"]: f.geometry().area() for f in layer.getFeatures()}
     assert areas == pytest.approx({"north": 1_000_000.0, "south": 1_500_000.0})
     assert "WKT column 'shape_wkt' (';'-separated)" in text and layer.crs().authid() == "EPSG:25832"

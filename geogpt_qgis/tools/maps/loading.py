@@ -133,6 +133,8 @@ class DataLoading:
         self.ctx.check_cancelled()
         added, details = self.ctx.on_main(self._add, plan, made)
         lines = [f"Loaded {added.name!r} ({details}) from {plan.source}.", *plan.notes]
+        if crs.strip() and plan.provider != "delimitedtext":
+            lines.append("crs was ignored: it sets the CRS of CSV/TSV coordinates only.")
         artifact = ToolArtifact(tables=plan.tables, collections=plan.collections, added=(added,))
         return ToolResult("\n".join(lines), artifact)
 
