@@ -247,3 +247,42 @@ def test_the_sources_under_the_answer_link_the_exported_file(headless, home):
     result = approved(headless, "linked.pdf", "Linked")
     shown = sources_html(collect_sources([result.artifact]))
     assert f'href="file://{home.resolve() / "linked.pdf"}"' in shown and ">linked.pdf</a>" in shown
+
+
+def test_a_geographic_map_gets_a_scale_bar_in_metres_and_the_layers_rights_as_attribution(headless, demo_project):
+    demo_project.setCrs(QgsCoordinateReferenceSystem("EPSG:4326"))
+    parks = demo_project.mapLayersByName("parks")[0]
+    metadata = parks.metadata()
+    metadata.setRights(["© Elvbury council", "CC BY 4.0"])
+    parks.setMetadata(metadata)
+    approved(headless, "geo.pdf", "Geo")
+    kept = layout(demo_project, "Geo")
+    assert item(kept, "map", QgsLayoutItemMap).crs().authid() == "EPSG:4326"
+    bar = item(kept, "scale bar", QgsLayoutItemScaleBar)
+    assert QgsUnitTypes.toString(bar.units()) in ("meters", "kilometers")  # never degrees
+    assert item(kept, "attribution", QgsLayoutItemLabel).text() == "Sources: © Elvbury council; CC BY 4.0"
+
+
+def test_without_the_north_arrow_svg_a_text_arrow_is_drawn(headless, demo_project, monkeypatch):
+    from geogpt_qgis.tools.maps import layout as layout_module
+
+    monkeypatch.setattr(layout_module, "north_arrow_svg", lambda: "")
+    approved(headless, "plain-arrow.pdf", "Arrow")
+    assert item(layout(demo_project, "Arrow"), "north arrow", QgsLayoutItemLabel).text() == "N\n↑"
+
+
+def test_hidden_groups_leave_the_legend_and_the_map(headless, demo_project):
+    root = demo_project.layerTreeRoot()
+    group = root.addGroup("Services")
+    for name in ("schools", "hospitals"):
+        node = root.findLayer(demo_project.mapLayersByName(name)[0].id())
+        group.addChildNode(node.clone())
+        node.parent().removeChildNode(node)
+    group.setItemVisibilityChecked(False)
+    approved(headless, "no-services.pdf", "No services")
+    kept = layout(demo_project, "No services")
+    legend_root = item(kept, "legend", QgsLayoutItemLegend).model().rootGroup()
+    assert legend_root.findGroup("Services") is None
+    names = [node.name() for node in legend_root.findLayers()]
+    assert "schools" not in names and "hospitals" not in names and "roads" in names
+    assert "schools" not in [layer.name() for layer in item(kept, "map", QgsLayoutItemMap).layers()]
