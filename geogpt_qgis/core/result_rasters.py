@@ -40,8 +40,11 @@ def is_result(path: Path) -> bool:
 
     if not path.is_file():
         return False
-    with _quiet():
-        dataset = gdal.Open(str(path))
+    try:
+        with _quiet():
+            dataset = gdal.Open(str(path))
+    except RuntimeError:  # GDAL with exceptions on (QGIS 3.40+ turns them on): not a raster
+        return False
     return dataset is not None and dataset.GetMetadataItem(MARK_KEY) == MARK
 
 
@@ -66,11 +69,14 @@ def copy_raster(source: Path, target: Path) -> None:
         options = gdal.TranslateOptions(
             format="GTiff", creationOptions=_CREATION, metadataOptions=[f"{MARK_KEY}={MARK}"]
         )
-        with _quiet():
-            dataset = gdal.Translate(str(partial), str(source), options=options)
-            if dataset is None:
-                raise OSError(f"could not copy {source} to {target}: {gdal.GetLastErrorMsg()}")
-            dataset = None  # closes the copy: its pixels are on disk
+        try:
+            with _quiet():
+                dataset = gdal.Translate(str(partial), str(source), options=options)
+        except RuntimeError as exc:  # GDAL with exceptions on
+            raise OSError(f"could not copy {source} to {target}: {exc}") from None
+        if dataset is None:
+            raise OSError(f"could not copy {source} to {target}: {gdal.GetLastErrorMsg()}")
+        dataset = None  # closes the copy: its pixels are on disk
         os.replace(partial, target)
         aux = Path(f"{partial}.aux.xml")
         if aux.is_file():

@@ -49,12 +49,12 @@ def geographic_cover(demo_project, tmp_path) -> np.ndarray:
     srs.ImportFromEPSG(4326)
     dataset.SetProjection(srs.ExportToWkt())
     band = dataset.GetRasterBand(1)
-    band.WriteArray(cover)
     band.SetNoDataValue(NODATA)
     colours = gdal.ColorTable()
     for code, rgb in {1: (0, 120, 0), 2: (0, 0, 200), 3: (220, 200, 0)}.items():
         colours.SetColorEntry(code, rgb)
-    band.SetColorTable(colours)
+    band.SetColorTable(colours)  # before the pixels: GDAL 3.10 refuses it after
+    band.WriteArray(cover)
     dataset = None
     raster = QgsRasterLayer(str(path), "cover_wgs84")
     assert raster.isValid() and raster.crs().isGeographic()
