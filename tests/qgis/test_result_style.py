@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from qgis.core import (
     QgsFillSymbol,
     QgsLineSymbol,
@@ -75,3 +76,33 @@ def test_lines_and_points_get_a_strong_line_and_a_ring(qgis_app):
     assert marker.fillColor().alpha() == 0 and marker.strokeColor().alpha() == 255  # the point under it shows
     assert result_symbol(table) is None
     assert not isinstance(result_symbol(points), QgsFillSymbol)
+
+
+def _ring(layer: QgsVectorLayer) -> bool:
+    """Whether ``layer`` is drawn with the results' ring (a point result does not cover the point under it)."""
+    renderer = layer.renderer()
+    if not isinstance(renderer, QgsSingleSymbolRenderer):
+        return False
+    marker = renderer.symbol().symbolLayer(0)
+    return marker.fillColor().alpha() == 0 and marker.strokeColor().alpha() == 255
+
+
+def test_fetched_ogc_features_are_drawn_as_results(tool_ctx, demo_project, ogc_server):
+    from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+    from geogpt_qgis.tools.ogc.family import OgcTools
+
+    PlgOptionsManager.set_value("ogc_servers", f"Elvbury = {ogc_server.url}")
+    tools = OgcTools(tool_ctx)
+    call_in_thread(tools.query_ogc_collection, "schools", filter="pupils > 200", output_name="big_ogc")
+    assert _ring(demo_project.mapLayersByName("big_ogc")[0])  # kept through the copy into the GeoPackage
+
+
+@pytest.mark.postgis
+def test_a_postgis_query_result_is_drawn_as_a_result(tool_ctx, demo_project):
+    from geogpt_qgis.tools.postgis.family import PostgisTools
+    from tests.support.postgis import saved_connection
+
+    with saved_connection("elvbury") as name:
+        tools = PostgisTools(tool_ctx)
+        call_in_thread(tools.run_sql, "SELECT name, geom FROM schools WHERE pupils > 200", name, "big_db")
+    assert _ring(demo_project.mapLayersByName("big_db")[0])
