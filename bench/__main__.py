@@ -145,6 +145,8 @@ def prompt_budget_section(results: dict) -> None:
             f"the agent's own estimate, on the high side: {m['estimated_total_tokens']}); by family: "
             + ", ".join(f"{k} {v}" for k, v in m["families"].items())
         )
+    tools = b["every_family"]["per_tool"]
+    print("  by tool: " + ", ".join(f"{name} {tokens}" for name, tokens in tools.items()))
 
 
 def prompt_cache_section(results: dict) -> None:

@@ -44,6 +44,7 @@ def measure(families: list[Any], brief: str) -> dict[str, Any]:
         "estimated_total_tokens": estimate_tokens(prompt) + toolkit.schema_tokens,
         "tools": len(per_tool),
         "families": per_family,
+        "per_tool": per_tool,
         "largest_schemas": sorted(per_tool.items(), key=lambda kv: -kv[1])[:5],
     }
 

@@ -87,7 +87,7 @@ REPLAYS = [
     Replay(KINDS[3], "describe_layer", '{"layer": "schools"}', []),
     Replay(KINDS[3], "run_algorithm", {"algorithm": "native:centroids", "parameters": '{"INPUT": "parks"}'}, []),
     Replay(KINDS[3], "read_features", {"layer": "schools", "fields": '["name", "pupils"]', "limit": 3}, []),
-    Replay(KINDS[4], "describe_layer", {}, ["layer"]),
+    Replay(KINDS[4], "read_features", {}, ["layer"]),  # describe_layer without a layer lists them (no mistake)
     Replay(KINDS[4], "run_algorithm", {"algorithm": "native:buffer"}, ["parameters"]),
     Replay(KINDS[4], "run_algorithm", _buffer(DISTANCE=100), ["INPUT"]),
     Replay(KINDS[4], "select_features", {"layer": "schools"}, ["expression"]),

@@ -28,7 +28,7 @@ class InsightTools(ToolFamily):
     name = "insights"
     title = "Places and charts"
     summary = "find places by name (fuzzy) as areas for other tools; chart a layer or SQL result in the chat"
-    prompt_hint = "Named places: find_places, then use its place_* layer as the area; charts: make_chart."
+    prompt_hint = "Named places: find_places, then use its place_* layer as the area."
 
     def __init__(self, ctx: ToolContext) -> None:
         super().__init__(ctx)
