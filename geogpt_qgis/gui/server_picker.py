@@ -309,7 +309,7 @@ class ServerPicker(QWidget):
 
     def _models_arrived(self, models: list[str] | None, error: BaseException | None) -> None:
         self.refresh_button.setEnabled(True)
-        if getattr(error, "key_needed", False):  # a step still to take, not an error: said calmly
+        if error is not None and getattr(error, "key_needed", False):  # a step still to take: said calmly
             set_label(self.model_status, explain_server_error(error, self._provider, self.server_url()))
             return self._set_state(states.needs_key(self.server_url()))
         if error is not None:
