@@ -80,6 +80,27 @@ def pseudocolor_over(layer_name: str, low: float, high: float) -> Check:
     return check
 
 
+def styled_as_in_the_demo(layer_name: str) -> Check:
+    """The layer's symbology XML is the demo project's, read from the project file."""
+
+    def check(project: Any) -> list[str]:
+        from qgis.core import QgsProject
+
+        from geogpt_qgis.tools.maps.style_history import symbology_xml
+        from tests.support.demo import PROJECT
+
+        layer = _layer(project, layer_name)
+        original = QgsProject()
+        if layer is None or not original.read(str(PROJECT)):
+            return [f"no {layer_name!r} to compare, or the demo project did not open"]
+        first = _layer(original, layer_name)
+        same = first is not None and symbology_xml(layer) == symbology_xml(first)
+        original.clear()
+        return [] if same else [f"{layer_name!r} is styled {layer.renderer().type()}, not as in the demo project"]
+
+    return check
+
+
 def _dem_range(o: Oracle) -> tuple[float, float]:
     pixels, _, nodata = RasterOracle(o.gpkg).array(DEM)
     valid = pixels[pixels != nodata] if nodata is not None else pixels
@@ -109,14 +130,16 @@ MAPS_STYLE = [
         ),
     ),
     Task(
-        "style-schools-by-type",
+        "style-landuse-by-district",
         "maps",
-        "Show the schools in a different colour for each type.",
+        "Show the land use areas in a different colour for each district.",
         [
-            [Call("style_layer", {"layer": "schools", "method": "categorized", "field": "type"})],
-            lambda r: "Each school type now has its own colour.",
+            [Call("style_layer", {"layer": "landuse", "method": "categorized", "field": "district"})],
+            lambda r: "Each district's land use now has its own colour.",
         ],
-        lambda o: Expected(project=[categorized_as("schools", "type", {a["type"] for a, _ in o.rows("schools")})]),
+        lambda o: Expected(
+            project=[categorized_as("landuse", "district", {a["district"] for a, _ in o.rows("landuse")})]
+        ),
     ),
     Task(
         "style-elevation-pseudocolor",
@@ -127,5 +150,16 @@ MAPS_STYLE = [
             lambda r: "The elevation is now coloured with Viridis from its lowest to its highest value.",
         ],
         lambda o: Expected(project=[pseudocolor_over("elevation", *_dem_range(o))]),
+    ),
+    Task(
+        "style-undo",
+        "maps",
+        "Colour the districts by population in five classes. Actually no, undo that.",
+        [
+            [Call("style_layer", {"layer": "districts", "method": "jenks", "field": "population"})],
+            [Call("style_layer", {"layer": "districts", "method": "undo"})],
+            lambda r: "Done: the districts have their previous style again.",
+        ],
+        lambda o: Expected(words=["previous style"], project=[styled_as_in_the_demo("districts")]),
     ),
 ]
