@@ -30,6 +30,7 @@ from qgis.core import (
     QgsRuleBasedRenderer,
     QgsSingleBandPseudoColorRenderer,
     QgsSingleSymbolRenderer,
+    QgsStyle,
     QgsVectorLayer,
 )
 
@@ -115,12 +116,15 @@ def test_jenks_breaks_are_jenkspys(style, demo_project, gpkg):
 
 
 def test_categorized_classes_are_the_distinct_values(style, demo_project, gpkg):
-    result = style.style_layer("schools", method="categorized", field="type", color="Spectral")
-    renderer = layer(demo_project, "schools").renderer()
-    assert isinstance(renderer, QgsCategorizedSymbolRenderer)
-    expected = {row[0] for row in gpkg.execute("SELECT DISTINCT type FROM schools")}
-    assert {c.value() for c in renderer.categories()} == expected
-    assert f"{len(expected)} classes: " in result.text and "(ramp Spectral)" in result.text
+    result = style.style_layer("landuse", method="categorized", field="district", color="blues")  # any case
+    renderer = layer(demo_project, "landuse").renderer()  # the demo's is categorized by class
+    assert isinstance(renderer, QgsCategorizedSymbolRenderer) and renderer.classAttribute() == "district"
+    expected = sorted(row[0] for row in gpkg.execute("SELECT DISTINCT district FROM landuse"))
+    assert [c.value() for c in renderer.categories()] == expected
+    ramp = QgsStyle.defaultStyle().colorRamp("Blues")
+    colours = [ramp.color(i / (len(expected) - 1)).name() for i in range(len(expected))]
+    assert [c.symbol().color().name() for c in renderer.categories()] == colours
+    assert f"(ramp Blues): {len(expected)} classes: {', '.join(expected)}." in result.text
 
 
 def test_many_values_get_an_other_class(style, demo_project, gpkg):
