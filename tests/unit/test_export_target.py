@@ -8,7 +8,7 @@ from geogpt_qgis.core.artifacts import ToolArtifact, merged
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.maps.export_target import check_dpi, check_pixels, parse_page, resolve_target
 
-SIZES = {"A4": (210.0, 297.0), "A3": (297.0, 420.0), "Letter": (215.9, 279.4)}
+SIZES = {"A4": (210.0, 297.0), "A3": (297.0, 420.0), "Letter": (215.9, 279.4), "ANSI B": (279.4, 431.8)}
 
 
 @pytest.mark.parametrize(
@@ -18,6 +18,9 @@ SIZES = {"A4": (210.0, 297.0), "A3": (297.0, 420.0), "Letter": (215.9, 279.4)}
         ("a3 PORTRAIT", "A3 portrait", (297.0, 420.0)),
         ("  letter ", "Letter landscape", (279.4, 215.9)),
         ("A4 portrait", "A4 portrait", (210.0, 297.0)),
+        ("portrait-A3", "A3 portrait", (297.0, 420.0)),
+        ("a4_landscape", "A4 landscape", (297.0, 210.0)),
+        ("ansi, b", "ANSI B landscape", (431.8, 279.4)),
     ],
 )
 def test_a_page_is_a_size_and_an_orientation_landscape_unless_said(page, name, size):

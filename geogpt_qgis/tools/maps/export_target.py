@@ -9,6 +9,7 @@ that exists is replaced only with the user's approval, which says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,15 +82,16 @@ def resolve_target(path: str, home: str) -> Target:
 def parse_page(page: str, sizes: Mapping[str, tuple[float, float]]) -> Page:
     """``"A4 landscape"``, ``"a3 portrait"``, ``"Letter"`` (landscape) or ``"canvas"``, against ``sizes``.
 
+    Case, word order and separators are forgiven (``"landscape-A4"``, ``"a4_portrait"``, ``"ANSI-B"``).
+
     ``sizes`` maps QGIS's page size names to (width, height) in millimetres, portrait.
     """
-    words = page.strip().lower().split()
+    words = [word for word in re.split(r"[\s,_\-]+", page.strip().lower()) if word]
     if words == [CANVAS]:
         return Page(CANVAS)
-    orientation = DEFAULT_ORIENTATION
-    if words and words[-1] in ORIENTATIONS:
-        orientation = words.pop()
-    wanted = " ".join(words)
+    said = [word for word in words if word in ORIENTATIONS]
+    orientation = said[-1] if said else DEFAULT_ORIENTATION
+    wanted = " ".join(word for word in words if word not in ORIENTATIONS)
     found = next((name for name in sizes if name.lower() == wanted), None)
     if found is None:
         names = ", ".join(sizes)
