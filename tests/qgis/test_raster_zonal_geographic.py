@@ -4,7 +4,8 @@ lies in the zone counts with its own geodesic area (pyproj.Geod on its four corn
 
 The zones are chosen where a shortcut goes wrong: one spans two degrees of latitude with one class north and
 one south (pixels there differ in area by 6 %), one reaches beyond the raster's edge, one holds nodata.
-The pixels are twice as wide as tall (in degrees), where QGIS 3.22's native:zonalhistogram counts half of them."""
+The pixels are twice as wide as tall (in degrees), where native:zonalhistogram counts twice as many (QGIS 3.22 to
+3.44): so is a projected grid of 20 x 10 m pixels, whose classes it counts half of."""
 
 from __future__ import annotations
 
@@ -127,3 +128,42 @@ def test_class_areas_of_a_geographic_raster_are_geodesic(tool_ctx, geographic_co
     for code, count in counts.items():
         assert tall[code][0] == pytest.approx(100 * count / sum(counts.values()), abs=0.06)
     assert QgsProject.instance().mapLayersByName("zones_wgs84_cover_wgs84_zonal")
+
+
+def test_class_counts_of_a_projected_grid_with_oblong_pixels(tool_ctx, demo_project, tmp_path):
+    """20 x 10 m pixels: native:zonalhistogram counts half of them (3.22 to 3.44); the table counts them all."""
+    path = tmp_path / "oblong.tif"
+    cover = _classes()[:100]
+    dataset = gdal.GetDriverByName("GTiff").Create(str(path), COLUMNS, 100, 1, gdal.GDT_Byte)
+    dataset.SetGeoTransform((560_000.0, 20.0, 0.0, 6_206_000.0, 0.0, -10.0))
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(25832)
+    dataset.SetProjection(srs.ExportToWkt())
+    band = dataset.GetRasterBand(1)
+    band.SetNoDataValue(NODATA)
+    colours = gdal.ColorTable()
+    for code in LABELS:
+        colours.SetColorEntry(code, (40 * code, 80, 120))
+    band.SetColorTable(colours)
+    band.WriteArray(cover)
+    dataset = None
+    zones = QgsVectorLayer("Polygon?crs=EPSG:25832&field=name:string", "oblong_zones", "memory")
+    zone = QgsFeature(zones.fields())
+    zone.setAttributes(["block"])
+    zone.setGeometry(QgsGeometry.fromRect(QgsRectangle(560_205.0, 6_205_402.5, 561_195.0, 6_205_897.5)))
+    zones.dataProvider().addFeatures([zone])
+    demo_project.addMapLayers([QgsRasterLayer(str(path), "oblong"), zones])
+    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "oblong", "oblong_zones")
+    assert "(areas from pixel counts x 200 m2)" in text, text
+    # Pixel centres in the box: columns 10-59 (x 560,210-561,190), rows 10-59 (y 6,205,895-6,205,405).
+    inside = np.zeros(cover.shape, dtype=bool)
+    inside[10:60, 10:60] = True
+    reported = _reported(text, "block")
+    for code in LABELS:
+        count = int((inside & (cover == code)).sum())
+        if not count:
+            assert code not in reported
+            continue
+        assert reported[code][1] == pytest.approx(count * 200 / 10_000, rel=1e-3), (code, reported, count)
+    valid = int((inside & (cover != NODATA)).sum())
+    assert sum(hectares for _share, hectares in reported.values()) == pytest.approx(valid * 200 / 10_000, rel=1e-3)
