@@ -286,3 +286,12 @@ def test_hidden_groups_leave_the_legend_and_the_map(headless, demo_project):
     names = [node.name() for node in legend_root.findLayers()]
     assert "schools" not in names and "hospitals" not in names and "roads" in names
     assert "schools" not in [layer.name() for layer in item(kept, "map", QgsLayoutItemMap).layers()]
+
+
+def test_a_failed_write_keeps_the_old_file_and_the_layout_manager_as_they_were(headless, demo_project, home):
+    (home / "map.pdf").write_bytes(b"old")
+    (home / ".map.geogpt-partial.pdf").mkdir()  # where the export writes first: now it cannot
+    with pytest.raises(ToolError, match=r"could not write .*map.pdf.* \(FileError"):
+        approved(headless, "map.pdf", "Broken")
+    assert (home / "map.pdf").read_bytes() == b"old"
+    assert demo_project.layoutManager().layouts() == []

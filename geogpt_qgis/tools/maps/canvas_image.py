@@ -45,7 +45,8 @@ class _Render:
         assert_main_thread("a rendered map was saved")
         partial = path.with_name(f".{path.stem}.geogpt-partial{path.suffix}")
         if not self.job.renderedImage().save(str(partial), "PNG"):
-            partial.unlink(missing_ok=True)
+            if partial.is_file():
+                partial.unlink()
             raise ToolError(f"QGIS could not write {str(path)!r} (is the folder writable?)")
         os.replace(partial, path)
         return [error.layerID for error in self.job.errors()]

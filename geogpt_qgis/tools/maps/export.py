@@ -137,12 +137,13 @@ class ExportPart:
 
     def _layout(self, plan: ExportPlan, title: str) -> str:
         """Make the layout and export it (main thread: QGIS layouts are not thread-safe)."""
-        from geogpt_qgis.tools.maps.layout import build_layout, export_layout
+        from geogpt_qgis.tools.maps.layout import build_layout, export_layout, keep_layout
 
         started = time.monotonic()
         made = build_layout(self.ctx.project, plan.view, plan.page, title)
         built = time.monotonic()
         export_layout(made.layout, plan.target.path, plan.target.format, plan.dpi)
+        keep_layout(self.ctx.project, made)
         self.timings = (built - started, time.monotonic() - built)
         legend = ", ".join(made.legend_layers) or "no layers"
         return (

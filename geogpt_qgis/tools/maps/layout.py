@@ -117,7 +117,7 @@ def attribution_text(layers: list[QgsMapLayer]) -> str:
 
 
 def build_layout(project: QgsProject, view: MapView, page: Page, title: str) -> MadeLayout:
-    """Make the layout and put it in the project's Layout Manager (replacing GeoGPT's one of the same title)."""
+    """Make the layout for ``view`` on ``page`` (``keep_layout`` then puts it in the Layout Manager)."""
     assert_main_thread("a print layout was made")
     name, replaced = layout_name(project, title)
     shown_title = title.strip() or project.title().strip()
@@ -168,13 +168,21 @@ def build_layout(project: QgsProject, view: MapView, page: Page, title: str) -> 
         (map_width / 2 + legend_width + GAP_MM, FOOTER_MM - GAP_MM),
     )
 
+    return made
+
+
+def keep_layout(project: QgsProject, made: MadeLayout) -> None:
+    """Put the layout in the project's Layout Manager, in place of GeoGPT's earlier one of the same name.
+
+    Called once the file is written, so a failed export leaves the Layout Manager as it was.
+    """
+    assert_main_thread("a print layout was added to the project")
     manager = project.layoutManager()
-    old = manager.layoutByName(name)
+    old = manager.layoutByName(made.name)
     if old is not None:
         manager.removeLayout(old)
-    if not manager.addLayout(layout):
-        raise ToolError(f"QGIS did not add the layout {name!r} to the Layout Manager")
-    return made
+    if not manager.addLayout(made.layout):
+        raise ToolError(f"the map was written, but QGIS did not add the layout {made.name!r} to the Layout Manager")
 
 
 def export_layout(layout: QgsPrintLayout, path: Path, kind: str, dpi: int) -> None:
@@ -199,8 +207,13 @@ def export_layout(layout: QgsPrintLayout, path: Path, kind: str, dpi: int) -> No
         finally:
             gdal.PopErrorHandler()
     if result != _SUCCESS or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        raise ToolError(f"QGIS could not write {str(path)!r} ({_result_name(result)}): {exporter.errorMessage()}")
+        if partial.is_file():
+            partial.unlink()
+        said = exporter.errorMessage() if hasattr(exporter, "errorMessage") else ""  # QGIS 3.40+
+        raise ToolError(
+            f"QGIS could not write {str(path)!r} ({_result_name(result)}{': ' + said if said else ''}); "
+            "check that the folder is writable and has space"
+        )
     os.replace(partial, path)
 
 
@@ -222,7 +235,12 @@ def fitted(extent: QgsRectangle, ratio: float) -> QgsRectangle:
 
 
 def _result_name(result: object) -> str:
-    return str(getattr(result, "name", result))
+    """The exporter's result by name (``FileError``...), compared as enum members."""
+    for name in ("FileError", "MemoryError", "PrintError", "SvgLayerError", "IteratorError", "Canceled"):
+        member = getattr(QgsLayoutExporter, name, None)
+        if member is not None and result == member:
+            return name
+    return str(result)
 
 
 def _label(
