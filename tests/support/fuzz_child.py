@@ -181,10 +181,11 @@ def strategies(vocabulary: dict[str, list[str]]) -> Any:
             "value": [*EXPRESSIONS, "'closed'", '"pupils" * 2'],
             "filter": ["beds > 100", "name = 'x'", "nme = 1", "beds >", "pupils > 300"],
             "algorithm": ALGORITHMS,
-            "query": ["count points in polygon", "buffer", "nearest neighbour", "clip"],
+            # find_algorithm: words are searched, ids (right, renamed, wrong) described
+            "query": ["count points in polygon", "buffer", "nearest neighbour", "clip", *ALGORITHMS, "Dissolve"],
             "sql": SQL,
             "data": vocabulary["layers"] + SQL[:6],
-            "tables": vocabulary["tables"],
+            "tables": vocabulary["tables"] + ["public.*", "nope.*", "pg_catalog.*", "*"],
             "schema_name": ["public", "geogpt_test", "pg_catalog", "nope"],
             "connection": ["h5_fuzz", "", "nope"],
             "collection": vocabulary["collections"],

@@ -38,7 +38,7 @@ class OgcTools(ToolFamily):
     name = "ogc"
     title = "OGC API Features"
     summary = "list, describe and query collections of OGC API Features servers; results become layers"
-    prompt_hint = "Feature servers: describe_ogc_collections before query_ogc_collection."
+    # No prompt hint: "describe ... before using its fields" (the system prompt) covers collections too.
 
     def __init__(self, ctx: ToolContext) -> None:
         super().__init__(ctx)

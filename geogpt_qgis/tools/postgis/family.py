@@ -45,7 +45,7 @@ class PostgisTools(ToolFamily):
     name = "postgis"
     title = "PostGIS"
     summary = "list saved database connections and their tables, describe tables, run SQL (writes once approved)"
-    prompt_hint = "SQL: describe_table first; filter and aggregate in SQL."
+    prompt_hint = "SQL: filter and aggregate in SQL."
 
     def _settings(self) -> Any:
         return PlgOptionsManager.get_plg_settings()
