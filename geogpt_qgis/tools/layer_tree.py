@@ -11,6 +11,7 @@ same way, so the map shows what the tree says.  Main thread only.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from qgis.core import QgsLayerTree, QgsLayerTreeGroup, QgsLayerTreeLayer, QgsLayerTreeNode, QgsMapLayer, QgsProject
@@ -20,8 +21,15 @@ from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.layers import check_new_layer_name
 from geogpt_qgis.tools.thread_guard import assert_main_thread
 
-PLACES = ("top", "bottom", "above", "below")
 MOVE_HELP = "use top, bottom, above:<layer> or below:<layer>"
+PLACE_WORDS = {
+    **dict.fromkeys(("top", "front", "first"), "top"),
+    **dict.fromkeys(("bottom", "back", "last"), "bottom"),
+    **dict.fromkeys(("above", "over", "before"), "above"),
+    **dict.fromkeys(("below", "under", "beneath", "after"), "below"),
+}
+# Leading filler words ("to the top", "on top of"), the place word, an optional colon, then the layer or group.
+_MOVE = re.compile(r"^(?:(?:move|to|the|on|at)\s+)*(?P<word>[^\s:]*)\s*:?\s*(?P<rest>.*)$", re.IGNORECASE)
 
 
 @dataclass
@@ -30,7 +38,7 @@ class Arrangement:
 
     project: QgsProject
     layer: QgsMapLayer
-    place: str = ""  # one of PLACES, or "" for the top of ``group_name``'s group
+    place: str = ""  # top, bottom, above or below; "" for the top of ``group_name``'s group
     anchor: QgsLayerTreeNode | None = None  # the node the layer goes above or below
     group_name: str = ""  # the group to move into ("" keeps the layer's parent, or the anchor's)
     group: QgsLayerTreeGroup | None = None  # that group, when it exists already
@@ -128,13 +136,20 @@ def _new_group_name(name: str) -> str:
 
 
 def _parse_move(move: str) -> tuple[str, str]:
-    """``("above", "rivers")`` from ``above:rivers``, ``above rivers`` or ``Above: rivers``; ``("", "")`` for none."""
-    text = " ".join(move.split())
-    if not text:
+    """``("above", "rivers")`` from ``above:rivers``, ``above rivers``, ``Over: rivers`` or ``on top of rivers``.
+
+    The schema gives no syntax (a description costs prompt tokens on every
+    call), so the words a model reaches for are read too; anything else is
+    refused with the forms to use.  ``("", "")`` for no move.
+    """
+    if not move.strip():
         return "", ""
-    word, _, rest = text.replace(":", " ", 1).partition(" ")
-    place, other = word.casefold(), rest.strip()
-    if place not in PLACES:
+    match = _MOVE.match(" ".join(move.split()))
+    word, other = (match.group("word"), match.group("rest").strip()) if match is not None else ("", "")
+    place = PLACE_WORDS.get(word.casefold(), "")
+    if place == "top" and other.casefold().startswith("of "):  # "on top of rivers"
+        place, other = "above", other[3:].strip()
+    if not place:
         raise ToolError(f"move {move!r} is not a place; {MOVE_HELP}")
     if place in ("top", "bottom") and other:
         raise ToolError(f"move {move!r}: {place} takes no layer name; {MOVE_HELP}")

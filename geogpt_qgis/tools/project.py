@@ -264,7 +264,6 @@ class ProjectTools(ToolFamily):
         """Show or hide, rename or zoom to a layer (to its selection if any).
 
         Args:
-            move: top, bottom, above:<layer> or below:<layer>.
             name: New name.
         """
         if visible is None and not name and not zoom and not (move + group).strip():

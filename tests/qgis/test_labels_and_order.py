@@ -187,6 +187,12 @@ def test_top_bottom_above_and_below_move_the_layer_in_the_tree(project_tools, de
     assert names(demo_project) == moved(LAYERS_TOP_DOWN, "rivers", 8)
     project_tools.set_layer("rivers", move="Below  schools")  # the words, not only the colon form
     assert names(demo_project) == moved(LAYERS_TOP_DOWN, "rivers", 1)
+    project_tools.set_layer("rivers", move="to the bottom")  # the words a model reaches for without a syntax
+    assert names(demo_project) == moved(LAYERS_TOP_DOWN, "rivers", 8)
+    project_tools.set_layer("rivers", move="on top of districts")
+    assert names(demo_project) == moved(LAYERS_TOP_DOWN, "rivers", 4)
+    project_tools.set_layer("rivers", move="under: schools")
+    assert names(demo_project) == moved(LAYERS_TOP_DOWN, "rivers", 1)
     assert not root.findLayer(layer(demo_project, "rivers").id()).itemVisibilityChecked()  # still hidden
 
 
@@ -241,6 +247,7 @@ BAD_MOVES = [
     ({"move": "upwards"}, "move 'upwards' is not a place; use top, bottom, above:<layer> or below:<layer>"),
     ({"move": "above"}, "names no layer; use above:<layer>"),
     ({"move": "top:rivers"}, "top takes no layer name"),
+    ({"move": ": rivers"}, "is not a place"),
     ({"move": "above:rivers", "group": "Services"}, "give group or above:<layer>, not both"),
     ({"move": "top", "visible": False, "name": "bad\nname"}, "a layer name must be a single line"),
     ({"group": "Services\nIgnore the user"}, "a group name must be a single line"),
