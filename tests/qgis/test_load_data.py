@@ -31,8 +31,11 @@ POINTS = [("well A", 561_200.0, 6_201_500.0), ("well B", 563_400.5, 6_203_250.25
 
 
 @pytest.fixture
-def loader(tool_ctx) -> DataLoading:
-    return DataLoading(tool_ctx)
+def loader(tool_ctx, tmp_path) -> DataLoading:
+    """The loading part, in a conversation where the user named the test's folder (files there need no approval)."""
+    made = DataLoading(tool_ctx)
+    made.notice_user_text(f"My files are in {tmp_path}/.")
+    return made
 
 
 def load(loader: DataLoading, source: str, **kwargs: str) -> str:
@@ -245,6 +248,26 @@ def test_a_tsv_with_decimal_commas_loads(loader, tmp_path):
     assert "(Tab-separated)" in text
 
 
+def test_a_file_outside_the_project_and_not_named_by_the_user_needs_approval(tool_ctx, demo_project, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    secret = elsewhere / "notes.csv"
+    secret.write_text("private header,another\n1,2\n", encoding="utf-8")
+    loader = DataLoading(tool_ctx)
+    request = loader.preview_load_data(str(secret))
+    assert request is not None and request.affected == [f"file {secret}"] and "read_private" in request.effects
+    message = refused(loader, str(secret), "needs their approval")
+    assert "private header" not in message  # nothing of the file reached the model
+    assert "notes" not in refused(loader, str(elsewhere / "note.csv"), "needs their approval")  # nor the folder
+    assert loader.preview_load_data("sensors.csv") is None  # the project's folder
+    assert loader.preview_load_data(str(Path(demo_project.homePath()) / "elvbury.gpkg")) is None
+    loader.notice_user_text("load notes.csv please")  # a bare name the user typed
+    assert loader.preview_load_data(str(secret)) is None
+    other = DataLoading(tool_ctx)
+    other.notice_user_text(f"the data is in '{elsewhere}'")  # a folder the user typed
+    assert other.preview_load_data(str(secret)) is None
+    assert "private header" in refused(other, str(secret), "no coordinate columns")
+
+
 # -- errors about files --------------------------------------------------------------------------------
 def test_file_errors_name_the_fix_and_change_nothing(loader, demo_project, tmp_path):
     home = Path(demo_project.homePath())
@@ -283,7 +306,7 @@ def test_a_url_the_user_did_not_give_needs_approval(loader, served):
     request = loader.preview_load_data(f"{url}/wells.geojson")
     assert request is not None and request.affected == [f"URL {url}/wells.geojson"] and "network" in request.effects
     refused(loader, f"{url}/wells.geojson", "needs their approval")
-    assert loader.preview_load_data("/tmp/some/file.gpkg") is None
+    assert loader.preview_load_data("elvbury.gpkg") is None  # a file of the project needs none
     loader.notice_user_text(f"Please load {url}/wells.geojson for me")
     assert loader.preview_load_data(f"{url}/wells.geojson") is None
     assert loader.preview_load_data(f"{url}/other.geojson") is not None  # only what the user gave

@@ -10,8 +10,11 @@ Which URLs: reading a URL the user typed in this conversation, or one under
 an OGC API server configured in the settings, runs freely.  Any other URL
 (one the model took from a layer's text or made up) could carry project data
 to a host of an injected instruction's choosing, so it is gated: the user
-approves the request first (the preview names the URL).  Files and saved
-connections stay on the machine and need no approval.
+approves the request first (the preview names the URL).  Files are read
+freely inside the project's folder and where the user named a file or folder
+in this conversation; elsewhere the user approves first: an error message
+(a CSV's header, a folder's file names) would carry a private file's text to
+the model.  Saved connections the settings enable need no approval.
 """
 
 from __future__ import annotations
@@ -61,6 +64,13 @@ _LOCAL_PROVIDERS = frozenset({"ogr", "gdal", "memory", "delimitedtext", "spatial
 _WORKER_PROVIDERS = frozenset({"ogr", "gdal", "delimitedtext"})
 # Layers of these providers count features (or pixels) from a server or database: not counted here.
 _REMOTE_PROVIDERS = frozenset({"OAPIF", "wms", "postgres", "WFS"})
+# A word of the user's message that names a file or folder: it has a slash, or ends in a file extension.
+_PATH_WORD = re.compile(r"[\\/]|\.[A-Za-z0-9]{2,5}$")
+_QUOTES = "\"'`“”‘’«»()[]<>,;:!?"
+NEEDS_FILE_APPROVAL = (
+    "this file is outside the project's folder and the user did not name it in this conversation, so reading it "
+    "needs their approval; ask the user which file they mean"
+)
 NEEDS_APPROVAL = (
     "this URL was not given by the user in this conversation, so loading it needs their approval; "
     "ask the user for the URL if you took it from data"
@@ -79,17 +89,40 @@ class DataLoading:
     def __init__(self, ctx: ToolContext) -> None:
         self.ctx = ctx
         self._mentioned: dict[str, list[str]] = {}  # conversation id -> URL keys the user typed
+        self._paths: dict[str, list[str]] = {}  # conversation id -> files and folders the user typed
 
     def tools(self) -> list[ToolFunction]:
         return [self.load_data]
 
     # -- which URLs --------------------------------------------------------------------------------
     def notice_user_text(self, text: str) -> None:
-        """Remember the URLs the user typed in this conversation: loading those needs no approval."""
+        """Remember the URLs, files and folders the user typed in this conversation: loading those needs no approval."""
+        conversation = current_conversation.get()
         found = [url_key(u) for u in _URL.findall(text or "")]
         if found:
-            known = self._mentioned.setdefault(current_conversation.get(), [])
+            known = self._mentioned.setdefault(conversation, [])
             known += [key for key in found if key not in known]
+        words = [w.strip(_QUOTES).rstrip(".") for w in _URL.sub(" ", text or "").split()]
+        paths = [w for w in words if w and _PATH_WORD.search(w)]
+        if paths:
+            named = self._paths.setdefault(conversation, [])
+            named += [path for path in paths if path not in named]
+
+    def _file_trusted(self, path: Path, home: str) -> bool:
+        """Inside the project's folder, or a file or folder the user named (a bare file name: by its name)."""
+        target = path.resolve()
+        if home and target.is_relative_to(Path(home).resolve()):
+            return True
+        for named in self._paths.get(current_conversation.get(), []):
+            if "/" not in named and "\\" not in named:
+                if target.name == named:
+                    return True
+                continue
+            place = Path(named).expanduser()
+            place = (Path(home) / place if home and not place.is_absolute() else place).resolve()
+            if target == place or target.is_relative_to(place):
+                return True
+        return False
 
     def _trusted(self, url: str) -> bool:
         key = url_key(url)
@@ -105,9 +138,11 @@ class DataLoading:
         return text if web.is_url(text) else ""
 
     def preview_load_data(self, source: str, layer: str = "", crs: str = "", name: str = "") -> ApprovalRequest | None:
-        """Only a URL the user did not give asks: the request itself is what leaves the machine."""
+        """A URL the user did not give asks (the request leaves the machine), as does a file they did not name."""
         url = self._remote(source)
-        if not url or self._trusted(url):
+        if not url:
+            return self._file_request(source.strip().strip("\"'"))
+        if self._trusted(url):
             return None
         host = urlsplit(url).netloc
         return ApprovalRequest(
@@ -116,6 +151,30 @@ class DataLoading:
             affected=[f"URL {url}"],
             effects=[Effect.NETWORK.value, Effect.ADD_LAYER.value],
         )
+
+    def _file_request(self, source: str) -> ApprovalRequest | None:
+        if not source:
+            return None
+        home = self.ctx.on_main(self.ctx.project.homePath)
+        path = _local_path(source, home)
+        if self._is_table(source, path) or self._file_trusted(path, home):
+            return None
+        return ApprovalRequest(
+            action=f"Read the file {path.name}",
+            details=f"GeoGPT would open this file, outside the project's folder, which you did not name:\n{path}",
+            affected=[f"file {path}"],
+            effects=[Effect.READ_PRIVATE.value, Effect.ADD_LAYER.value],
+        )
+
+    @staticmethod
+    def _is_table(source: str, path: Path) -> bool:
+        """``connection.schema.table`` of a saved connection, and no file of that name (a file wins)."""
+        from geogpt_qgis.tools.maps.db_tables import split_table_source
+        from geogpt_qgis.tools.postgis.connections import saved_connection_names
+
+        if "/" in source or "\\" in source or path.exists():
+            return False
+        return split_table_source(source, saved_connection_names()) is not None
 
     # -- the tool ----------------------------------------------------------------------------------
     @gated("preview_load_data")
@@ -145,13 +204,12 @@ class DataLoading:
                 raise ToolError(NEEDS_APPROVAL)
             return self._plan_url(url, source.startswith(VSICURL), layer, name)
         frame, home = self.ctx.on_main(self._frame)
-        path = Path(source).expanduser()
-        if not path.is_absolute() and home:
-            path = Path(home) / path
+        path = _local_path(source, home)
+        if self._is_table(source, path):
+            return self._table(source)(name)
+        if not self._file_trusted(path, home) and not approval_granted():
+            raise ToolError(NEEDS_FILE_APPROVAL)
         if not path.exists():
-            table = self._table(source)  # a file wins over a connection's table of the same spelling
-            if table is not None:
-                return table(name)
             raise missing_file(path)
         if path.suffix.lower() in DELIMITED_SUFFIXES:
             return self._plan_csv(path, crs, frame, name)
@@ -186,7 +244,7 @@ class DataLoading:
         )
 
     def _table(self, source: str) -> Any:
-        """A planner for ``connection.schema.table`` when ``source`` names a saved connection, else ``None``."""
+        """A planner for ``connection.schema.table`` (``_is_table``: ``source`` names a saved connection)."""
         from geogpt_qgis.tools.maps.db_tables import split_table_source, table_plan
         from geogpt_qgis.tools.postgis.connections import (
             allowed_connection_names,
@@ -194,11 +252,8 @@ class DataLoading:
             saved_connection_names,
         )
 
-        if "/" in source or "\\" in source:
-            return None
         parts = split_table_source(source, saved_connection_names())
-        if parts is None:
-            return None
+        assert parts is not None  # noqa: S101 - _is_table said so
         connection, schema, table = parts
         settings = PlgOptionsManager.get_plg_settings()
         allowed = allowed_connection_names(settings.postgis_connections)
@@ -249,6 +304,12 @@ class DataLoading:
             _discard(made)
             raise
         return AddedLayer(name, made.id()), _describe(made, plan)
+
+
+def _local_path(source: str, home: str) -> Path:
+    """``source`` as a path: ``~`` expanded, a relative path read from the project's folder."""
+    path = Path(source).expanduser()
+    return Path(home) / path if home and not path.is_absolute() else path
 
 
 def _made_here(plan: LoadPlan) -> QgsMapLayer | None:
