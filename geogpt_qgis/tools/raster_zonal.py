@@ -284,9 +284,7 @@ def _table(
     return f"{plan.raster!r} within {plan.zones!r} ({basis}):\n" + markdown_table(headers, rows) + more
 
 
-def _shares(
-    plan: ZonalPlan, feature: Any, names: list[str], areas: dict[str, tuple[int, float]] | None
-) -> str:
+def _shares(plan: ZonalPlan, feature: Any, names: list[str], areas: dict[str, tuple[int, float]] | None) -> str:
     counts: dict[str, float] = {}
     for name in names:
         if name.startswith("px_") and name != "px_NODATA":

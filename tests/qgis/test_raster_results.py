@@ -197,5 +197,6 @@ def test_cli_save_keeps_the_slope_and_a_fresh_process_reads_it(model_server, tmp
     # The same slope computed here, independently of the stored file.
     from qgis import processing
 
-    expected = processing.run("native:slope", {"INPUT": str(project_file.with_name(DEM.name)), "OUTPUT": "TEMPORARY_OUTPUT"})
+    dem = str(project_file.with_name(DEM.name))
+    expected = processing.run("native:slope", {"INPUT": dem, "OUTPUT": "TEMPORARY_OUTPUT"})
     assert np.array_equal(pixels(slopes[0]["path"]), pixels(expected["OUTPUT"]), equal_nan=True)
