@@ -38,6 +38,7 @@ STATE_NOTE = "state_note"  # what the user changed in the project between two me
 PROJECT_STATE = "project_state"  # the project's layers when a conversation starts or is taken up again
 NOTE_KINDS = (STATE_NOTE, PROJECT_STATE)
 RETRY_NOTE = "retry_note"
+STOPPED = "stopped"  # an answer the user stopped: what they saw of it, ending in core.stopped_run.STOPPED_ANSWER
 SUMMARY_SHARE = 0.3  # at most this share of the history budget goes to the summary
 SUMMARY_MAX_TOKENS = 600
 # After older turns are dropped, the kept ones fill at most this share of the room: the next drop

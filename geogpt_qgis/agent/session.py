@@ -14,14 +14,14 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
 
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
 from geogpt_qgis.agent.graph import build_graph, pending_request, tool_call_id
-from geogpt_qgis.agent.memory import KIND, PROJECT_STATE, STATE_NOTE, kind_of
+from geogpt_qgis.agent.memory import KIND, PROJECT_STATE, STATE_NOTE, STOPPED, kind_of
 from geogpt_qgis.agent.prompts import build_system_prompt, project_state
 from geogpt_qgis.agent.providers import (
     ModelInfo,
@@ -37,6 +37,8 @@ from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest, StandingApprovals, current_standing
 from geogpt_qgis.core.cancel import RunCancelled, current_conversation
 from geogpt_qgis.core.events import ApprovalRequested, Event, ReasoningDelta, RunFinished, TextDelta
+from geogpt_qgis.core.secrets_scrub import scrub
+from geogpt_qgis.core.stopped_run import STOPPED_ANSWER, STOPPED_STEP, RunTracker
 from geogpt_qgis.core.think import ThinkTagSplitter
 from geogpt_qgis.core.tokens import TokenCalibration
 from geogpt_qgis.tools.project import project_brief
@@ -63,6 +65,21 @@ async def _quietly(step: Awaitable[Any]) -> None:
     """Book-keeping after a run must never turn a stop or a failure into another error."""
     with contextlib.suppress(Exception):
         await step
+
+
+async def _despite_stop(step: Awaitable[Any]) -> None:
+    """Book-keeping after a stop, done to the end even when the stop's second signal arrives meanwhile.
+
+    Stop cancels the run's token (a tool raises ``RunCancelled``) and its task
+    (``CancelledError``); whichever comes second must not cut the saving of what
+    the run did.  The caller re-raises the stop afterwards.
+    """
+    task = asyncio.ensure_future(step)
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("saving a stopped run failed", exc_info=task.exception())
 
 
 class AgentSession:
@@ -151,33 +168,46 @@ class AgentSession:
             yield event
 
     async def _logged(self, inputs: Any, config: ModelConfig, label: str, message: str | None) -> AsyncIterator[Event]:
-        """Run, recording the run and its events in the store; prune old checkpoints after."""
+        """Run, recording the run and its events in the store; prune old checkpoints after.
+
+        A stopped run keeps what it did (``_keep_stopped``, wherever the stop
+        lands), and its log counts it: the cut model call and the steps under
+        way are recorded as calls (``RunTracker.closing_events``) before the run
+        is marked cancelled.
+        """
         thread_id = self.thread_id
         current_conversation.set(thread_id)  # tools keep per-conversation state (the code namespace)
         current_standing.set(self.standing(thread_id))  # the approve node reads the "always" answers
-        if self.store is None:
-            async for event in self._drive(inputs, config):
-                yield event
-            return
-        project_file = await asyncio.to_thread(self.ctx.on_main, self.ctx.project.fileName)
-        await self.store.touch(thread_id, message, project_file)
-        run_log = await self.store.start_run(thread_id, label)
+        tracker = RunTracker()
+        run_log = None
+        if self.store is not None:
+            project_file = await asyncio.to_thread(self.ctx.on_main, self.ctx.project.fileName)
+            await self.store.touch(thread_id, message, project_file)
+            run_log = await self.store.start_run(thread_id, label)
+        events = self._drive(inputs, config, tracker)
         try:
-            async for event in self._drive(inputs, config):
-                await run_log.record(event)
-                if isinstance(event, RunFinished):
-                    await run_log.finish(event.status, event.error)
+            async for event in events:
+                tracker.see(event)
+                if run_log is not None:
+                    await run_log.record(event)
+                    if isinstance(event, RunFinished):
+                        await run_log.finish(event.status, event.error)
                 yield event
         except (asyncio.CancelledError, RunCancelled):
-            await _quietly(run_log.finish("cancelled", None))
+            tracker.stopped = True
+            await _despite_stop(events.aclose())  # a stop between two events: the run keeps what it did
+            if run_log is not None:
+                await _despite_stop(_close_log(run_log, tracker.closing_events()))
             raise
         except BaseException as exc:
-            await _quietly(run_log.finish("failed", f"{type(exc).__name__}: {exc}"))
+            if run_log is not None:
+                await _quietly(run_log.finish("failed", f"{type(exc).__name__}: {exc}"))
             raise
         finally:
-            await _quietly(self.store.prune(thread_id))
+            if self.store is not None:
+                await _quietly(self.store.prune(thread_id))
 
-    async def _drive(self, inputs: Any, config: ModelConfig) -> AsyncIterator[Event]:
+    async def _drive(self, inputs: Any, config: ModelConfig, tracker: RunTracker) -> AsyncGenerator[Event, None]:
         try:
             config.validate()
             info = await self._model_info_for(config)
@@ -197,12 +227,21 @@ class AgentSession:
                     await self._answer_open_calls(graph, UNFINISHED_STEP, paused=False)
                 shown: list[str] = []  # the answer text streamed by the model call under way
                 try:
-                    async for event in self._stream(graph, inputs, config):
-                        if isinstance(event, TextDelta):
-                            shown.append(event.text)
-                        elif not isinstance(event, ReasoningDelta):
-                            shown.clear()  # a call ended (or a tool ran): its text is in the state already
-                        yield event
+                    # Closed with this generator: a stop between two events ends the graph's tasks first.
+                    async with contextlib.aclosing(self._stream(graph, inputs, config)) as stream:
+                        async for event in stream:
+                            if isinstance(event, TextDelta):
+                                shown.append(event.text)
+                            elif not isinstance(event, ReasoningDelta):
+                                shown.clear()  # a call ended (or a tool ran): its text is in the state already
+                            yield event
+                except (asyncio.CancelledError, RunCancelled):
+                    await _despite_stop(self._keep_stopped(graph, tracker))
+                    raise
+                except GeneratorExit:  # closed by ``_logged`` after a stop that came between two events
+                    if tracker.stopped:
+                        await _despite_stop(self._keep_stopped(graph, tracker))
+                    raise
                 except Exception:
                     await _quietly(self._keep_cut_answer(graph, "".join(shown)))
                     raise
@@ -300,27 +339,51 @@ class AgentSession:
         message = AIMessage(content=f"{shown.rstrip()}\n\n{CUT_OFF_ANSWER}")
         await graph.aupdate_state(self._config(), {"messages": [message]}, as_node="model")
 
-    async def _stream(self, graph: Any, inputs: Any, config: ModelConfig) -> AsyncIterator[Event]:
+    async def _keep_stopped(self, graph: Any, tracker: RunTracker) -> None:
+        """Keep what a stopped run did, marked stopped: the history stays well-formed and shows the stop.
+
+        The steps of the reply under way are answered (a finished one with its
+        result, as its node would have stored it; one under way or not started
+        with why it did not finish), then the answer text the user saw is stored
+        as the model's reply, ending in ``STOPPED_ANSWER`` (so the model knows)
+        and marked ``STOPPED`` (so the dock and the export show the mark).
+        """
+        config = self._config()
+        state = await graph.aget_state(config)
+        messages = (state.values or {}).get("messages") or []
+        if not state.next or not messages or pending_request(state) is not None:
+            return  # the run had ended (or waits for approval): nothing was cut
+        last = messages[-1]
+        if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+            calls = [*last.tool_calls, *last.invalid_tool_calls]
+            answers = [_stopped_step(call, index, tracker) for index, call in enumerate(calls)]
+            await graph.aupdate_state(config, {"messages": answers}, as_node="tools")
+        shown = tracker.shown.rstrip()
+        text = f"{shown}\n\n{STOPPED_ANSWER}" if shown.strip() else STOPPED_ANSWER
+        stopped = AIMessage(content=text, additional_kwargs={KIND: STOPPED})
+        await graph.aupdate_state(config, {"messages": [stopped]}, as_node="model")
+
+    async def _stream(self, graph: Any, inputs: Any, config: ModelConfig) -> AsyncGenerator[Event, None]:
         splitter = ThinkTagSplitter()
         current_message: str | None = None
-        async for mode, data in graph.astream(
-            inputs, self._config(config.max_steps), stream_mode=["messages", "custom"]
-        ):
-            if mode == "custom":
-                yield data
-                continue
-            chunk, meta = data
-            if meta.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
-                continue
-            if chunk.id != current_message:
-                for kind, piece in splitter.flush():
+        stream = graph.astream(inputs, self._config(config.max_steps), stream_mode=["messages", "custom"])
+        async with contextlib.aclosing(stream):  # closing it (after a stop) ends the graph's tasks
+            async for mode, data in stream:
+                if mode == "custom":
+                    yield data
+                    continue
+                chunk, meta = data
+                if meta.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
+                    continue
+                if chunk.id != current_message:
+                    for kind, piece in splitter.flush():
+                        yield _delta(kind, piece)
+                    splitter, current_message = ThinkTagSplitter(), chunk.id
+                reasoning = chunk.additional_kwargs.get("reasoning_content")
+                if isinstance(reasoning, str) and reasoning:
+                    yield ReasoningDelta(reasoning)
+                for kind, piece in splitter.feed(_content_text(chunk.content)):
                     yield _delta(kind, piece)
-                splitter, current_message = ThinkTagSplitter(), chunk.id
-            reasoning = chunk.additional_kwargs.get("reasoning_content")
-            if isinstance(reasoning, str) and reasoning:
-                yield ReasoningDelta(reasoning)
-            for kind, piece in splitter.feed(_content_text(chunk.content)):
-                yield _delta(kind, piece)
         for kind, piece in splitter.flush():
             yield _delta(kind, piece)
 
@@ -330,6 +393,24 @@ class AgentSession:
         if state is None:
             return []
         return list(state.checkpoint["channel_values"].get("messages", []))
+
+
+async def _close_log(run_log: Any, closing: list[Event]) -> None:
+    """Record a stopped run's cut model call and steps under way, then mark it cancelled."""
+    for event in closing:
+        await _quietly(run_log.record(event))
+    await run_log.finish("cancelled", None)
+
+
+def _stopped_step(call: Any, index: int, tracker: RunTracker) -> ToolMessage:
+    """The stored answer to a call of the reply under way at Stop: its result if it finished, else why not."""
+    call_id, name = tool_call_id(call, index), call.get("name") or ""
+    done = tracker.finished.get(call_id)
+    if done is not None:
+        status = "success" if done.ok else "error"
+        stored = done.artifact.to_dict() or None
+        return ToolMessage(scrub(done.result), tool_call_id=call_id, name=name, status=status, artifact=stored)
+    return ToolMessage(STOPPED_STEP, tool_call_id=call_id, name=name, status="error")
 
 
 def _brief_and_file(project: Any) -> tuple[str, str]:

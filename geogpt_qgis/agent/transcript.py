@@ -16,12 +16,14 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from geogpt_qgis.agent.memory import STATE_NOTE, is_user_turn, kind_of, text_of
+from geogpt_qgis.agent.memory import STATE_NOTE, STOPPED, is_user_turn, kind_of, text_of
 from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact
 from geogpt_qgis.core.secrets_scrub import scrub
+from geogpt_qgis.core.stopped_run import STOPPED_ANSWER
 from geogpt_qgis.core.think import ThinkTagSplitter
 
-EntryKind = Literal["user", "note", "reasoning", "answer", "tool", "chart", "sources"]
+EntryKind = Literal["user", "note", "reasoning", "answer", "tool", "chart", "sources", "stopped"]
+STOPPED_MARK = "*(stopped by the user)*"  # after a stopped answer in an export
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,11 @@ def transcript(messages: Sequence[BaseMessage]) -> list[Entry]:
             entries.append(Entry("note", text_of(message)))
         elif isinstance(message, HumanMessage) and is_user_turn(message):
             entries.append(Entry("user", text_of(message)))
+        elif isinstance(message, AIMessage) and kind_of(message) == STOPPED:
+            # What the user saw of a stopped answer, then the mark (the model's end marker is not shown).
+            text = text_of(message).strip().removesuffix(STOPPED_ANSWER).rstrip()
+            entries += [Entry("answer", text)] if text else []
+            entries.append(Entry("stopped"))
         elif isinstance(message, AIMessage):
             entries += _ai_entries(message, results)
     return entries
@@ -96,6 +103,8 @@ def to_markdown(title: str, project: str, created: float, entries: Sequence[Entr
             lines += [f"![chart](<{entry.text}>)", ""]
         elif entry.kind == "sources":
             lines += [entry.text, ""]
+        elif entry.kind == "stopped":
+            lines += [STOPPED_MARK, ""]
         else:
             mark = "✓" if entry.ok else "✗"
             arguments = json.dumps(entry.args, indent=2, ensure_ascii=False, default=str)

@@ -317,6 +317,8 @@ def _entry_widget(entry: Entry) -> QWidget:
         return ChartView(entry.text)
     if entry.kind == "sources":
         return SourcesView(Sources.from_dict(entry.args))
+    if entry.kind == "stopped":  # as when the answer was stopped live
+        return _notice_label(tr("Stopped."), "warning")
     step = ToolStepWidget(entry.call_id, entry.name, entry.args)
     step.finish(entry.ok, entry.text, None)
     return step
