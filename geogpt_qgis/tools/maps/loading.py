@@ -189,8 +189,13 @@ class DataLoading:
         plan = self._plan(source, layer, crs.strip(), name)
         self.ctx.check_cancelled()
         made = _made_here(plan)
-        self.ctx.check_cancelled()
-        added, details = self.ctx.on_main(self._add, plan, made)
+        try:
+            self.ctx.check_cancelled()
+            added, details = self.ctx.on_main(self._add, plan, made)
+        except BaseException:
+            if made is not None:  # made here and moved: freed on the main thread, never by this one
+                _discard(made)
+            raise
         lines = [f"Loaded {added.name!r} ({details}) from {plan.source}.", *plan.notes]
         if crs.strip() and plan.provider != "delimitedtext":
             lines.append("crs was ignored: it sets the CRS of CSV/TSV coordinates only.")
@@ -290,6 +295,7 @@ class DataLoading:
 
     def _add(self, plan: LoadPlan, made: QgsMapLayer | None) -> tuple[AddedLayer, str]:
         """Add the layer (made here unless the worker made it) under a free name (main thread); what it holds."""
+        fresh = made is None
         if made is None:
             if plan.kind == RASTER:
                 made = raster_layer(plan.uri, plan.name, plan.provider)
@@ -301,7 +307,8 @@ class DataLoading:
         try:
             name = add_result_layer(self.ctx.project, made, plan.name)
         except ToolError:
-            _discard(made)
+            if fresh:  # one the worker made is the worker's to discard
+                _discard(made)
             raise
         return AddedLayer(name, made.id()), _describe(made, plan)
 
@@ -326,7 +333,9 @@ def _made_here(plan: LoadPlan) -> QgsMapLayer | None:
     else:
         layer = QgsVectorLayer(plan.uri, plan.name, plan.provider)
     if not layer.isValid():
-        raise ToolError(_not_opened(plan, layer))  # freed on this thread, which made it
+        message = _not_opened(plan, layer)
+        del layer  # freed now, on this thread, which made it (not by whichever thread drops the traceback)
+        raise ToolError(message)
     layer.moveToThread(QCoreApplication.instance().thread())
     return layer
 
@@ -339,7 +348,10 @@ def _not_opened(plan: LoadPlan, layer: QgsMapLayer) -> str:
 
 
 def _discard(layer: QgsMapLayer) -> None:
-    """Free a layer that is not added on the main thread, where it lives (never when a traceback lets go of it)."""
+    """Free a layer that is not added, on the main thread where it lives (from any thread: ``deleteLater``).
+
+    Never left to Python: a traceback holding the layer would free it on whatever thread lets go of it.
+    """
     sip.transferto(layer, None)  # Qt owns it now; Python's reference no longer frees it
     layer.deleteLater()
 
