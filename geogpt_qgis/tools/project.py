@@ -46,6 +46,7 @@ from geogpt_qgis.tools.layers import (
     resolve_layer,
     resolve_vector_layer,
 )
+from geogpt_qgis.tools.processing.nearest_check import distance_limit_notes
 from geogpt_qgis.tools.raster_sample import plan_sample, read_samples
 from geogpt_qgis.tools.raster_zonal import is_polygon_layer, zonal_summary
 from geogpt_qgis.tools.rasters import RasterReadPlan, describe_raster, grid_line, plan_raster_read
@@ -245,9 +246,10 @@ class ProjectTools(ToolFamily):
         if vector is None:
             raise ToolError("the layer was removed from the project while selecting")
         vector.selectByIds(ids)
+        notes = "".join(f"\nNote: {note}" for note in distance_limit_notes("", {"EXPRESSION": expression}))
         return ToolResult(
             f"Selected {len(ids):,} of {feature_count_label_from(total)} features in {vector.name()!r} "
-            f"where {expression}.",
+            f"where {expression}.{notes}",
             _selected(vector),
         )
 

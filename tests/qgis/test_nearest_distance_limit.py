@@ -1,5 +1,5 @@
 """native:joinbynearest's MAX_DISTANCE (and overlay_nearest's max_distance) are ignored by a QGIS built with
-libspatialindex 2.1 (measured: Debian trixie's 3.40.6; 3.22.16 and 3.44.15 honour them).  The tool's answer warns
+libspatialindex 2.1 (measured: Debian trixie's 3.40.6; 3.22.16 and 3.44.15 honour them).  The tools' answers warn
 the model exactly when the running QGIS is affected: measured here with a real join of the demo schools to
 their nearest hospital within 1 km, checked against shapely, never assumed from the version number."""
 
@@ -11,6 +11,7 @@ from qgis.core import QgsExpression, QgsExpressionContext, QgsExpressionContextU
 
 from geogpt_qgis.tools.processing import nearest_check
 from geogpt_qgis.tools.processing.family import ProcessingTools
+from geogpt_qgis.tools.project import ProjectTools
 from tests.support.runs import call_in_thread
 
 JOIN = {"INPUT": "schools", "INPUT_2": "hospitals", "NEIGHBORS": 1, "MAX_DISTANCE": 1000, "DISCARD_NONMATCHING": True}
@@ -57,6 +58,13 @@ def test_run_algorithm_warns_exactly_when_this_qgis_ignores_the_limit(tool_ctx, 
     assert "ignores" not in text  # no limit asked for: nothing to warn about
 
 
+def test_select_features_with_overlay_nearest_warns_exactly_when_affected(tool_ctx, demo_project):
+    affected = _affected(demo_project)
+    text = call_in_thread(ProjectTools(tool_ctx).select_features, "schools", OVERLAY)
+    assert text.text.startswith("Selected 15 of 31" if not affected else "Selected 31 of 31"), text.text
+    assert ("ignores overlay_nearest's max_distance" in text.text) == affected, text.text
+
+
 def test_the_warning_tells_the_model_how_to_filter(tool_ctx, demo_project, monkeypatch):
     """What an affected QGIS (3.40.6 on Debian trixie) answers: the probe's answer stood in for, the rest real."""
     monkeypatch.setattr(nearest_check, "max_distance_ignored", lambda: True)
@@ -68,6 +76,8 @@ def test_the_warning_tells_the_model_how_to_filter(tool_ctx, demo_project, monke
         tools.run_algorithm, "native:extractbyexpression", {"INPUT": "schools", "EXPRESSION": OVERLAY}, "near"
     )
     assert "ignores overlay_nearest's max_distance" in text
+    selected = call_in_thread(ProjectTools(tool_ctx).select_features, "schools", OVERLAY).text
+    assert "Note: This QGIS" in selected and "overlay_nearest('layer', $geometry)[0]) <= d" in selected
 
 
 @pytest.fixture(autouse=True)
