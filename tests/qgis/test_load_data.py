@@ -126,7 +126,8 @@ def test_every_vector_format_loads_linked_to_its_file(loader, tmp_path, key):
         got = xy(layer)
         for name, x, y in POINTS:
             assert got[name] == pytest.approx((x, y), abs=1e-6)
-    assert f"Loaded 'wells {key}' (Point, 3 features, {layer.crs().authid()})" in text
+    geometry = "Point" if key != "kml" else QgsWkbTypes.displayString(layer.wkbType())  # LIBKML may say PointZ
+    assert f"Loaded 'wells {key}' ({geometry}, 3 features, {layer.crs().authid()})" in text
     assert text.artifact.added[0].name == f"wells {key}" and text.artifact.added[0].layer_id == layer.id()
 
 
