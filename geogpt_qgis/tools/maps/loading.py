@@ -179,7 +179,7 @@ class DataLoading:
     # -- the tool ----------------------------------------------------------------------------------
     @gated("preview_load_data")
     def load_data(self, source: str, layer: str = "", crs: str = "", name: str = "") -> ToolResult:
-        """Add a layer from a file, URL or connection.schema.table."""
+        """Load a file, URL or connection.schema.table."""
         source = source.strip().strip("\"'")
         if not source:
             raise ToolError("source is empty: give a file path, a URL or connection.schema.table")
