@@ -27,7 +27,7 @@ class CapabilityTools(ToolFamily):
         return [self.describe_capabilities]
 
     def describe_capabilities(self) -> str:
-        """What you can do: the tools available now, by family."""
+        """What you can do now, by family."""
         lines = ["Tools available now:"]
         off = []
         for family in self._families:

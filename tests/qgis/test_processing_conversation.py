@@ -140,7 +140,7 @@ def test_schools_near_rivers_per_district(provider, model_server, worker, demo_p
     assert recorder.text(run) == answer
     assert "find_algorithm" in str(requests[0].body.get("tools"))
     assert "search_algorithms" not in str(requests[0].body.get("tools"))
-    assert "find_algorithm for the task" in requests[0].body["messages"][0]["content"]
+    assert "find_algorithm (task, then id)" in requests[0].body["messages"][0]["content"]
 
 
 def test_long_algorithms_report_progress_to_the_dock(model_server, worker, demo_project, tmp_path):

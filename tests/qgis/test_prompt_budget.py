@@ -1,4 +1,4 @@
-"""The prompt budget (issue 23): system prompt, project brief and every tool schema, per family and per tool.
+"""The prompt budget (issue 23): system prompt, project brief and every tool schema within 2,500 Tekken tokens.
 
 Measured as ``make bench`` measures it (``bench.prompt_budget.measure``, real
 Tekken tokens), with every family on: a saved PostgreSQL connection and an OGC
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.prompt_budget import measure
+from bench.prompt_budget import GOAL_TOKENS, measure
 from geogpt_qgis.agent.aliases import ALIASES
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.project import project_brief
@@ -31,11 +31,12 @@ def every_family(tool_ctx, demo_project):
             PlgOptionsManager.set_value("ogc_servers", "")
 
 
-def test_the_budget_is_counted_per_family_and_per_tool_with_every_family_on(every_family):
+def test_every_family_fits_the_budget_counted_per_family_and_per_tool(every_family):
     families, budget = every_family
     names = {family.name for family in families}
     assert {"project", "edit", "processing", "postgis", "ogc", "code", "insights", "examples", "help"} <= names
     assert budget["total_tokens"] == budget["system_prompt_tokens"] + budget["schema_tokens"]
+    assert budget["total_tokens"] <= GOAL_TOKENS, f"{budget['total_tokens']} tokens; by tool: {budget['per_tool']}"
     # Per family and per tool, as make bench prints them: every tool counted once, in its family.
     assert set(budget["families"]) == names
     tools = {tool.__name__: family.name for family in families for tool in family.tools()}

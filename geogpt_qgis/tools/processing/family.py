@@ -31,7 +31,7 @@ class ProcessingTools(ToolFamily):
     name = "processing"
     title = "Processing"
     summary = "find, describe and run any QGIS processing algorithm; results become project layers"
-    prompt_hint = "Analysis: find_algorithm for the task, then its id, run_algorithm; results are layers."
+    prompt_hint = "Analysis: find_algorithm (task, then id), run_algorithm; results are layers."
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
