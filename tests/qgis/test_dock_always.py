@@ -2,12 +2,13 @@
 
 The answer covers later calls of the same tool with the same or fewer effects,
 in this conversation only: another tool, or the same tool doing more (an
-expression that reads files), still asks; the ⋯ menu and a new conversation
-revoke it.  The card's keyboard shortcuts give each answer.
+expression that reads files), still asks; the ⋯ menu revokes it, and a new
+or reopened conversation starts without it.  The card's keyboard shortcuts give each answer.
 """
 
 from __future__ import annotations
 
+from qgis.PyQt import sip
 from qgis.PyQt.QtCore import Qt
 from qgis.PyQt.QtGui import QGuiApplication
 from qgis.PyQt.QtTest import QTest
@@ -15,6 +16,7 @@ from qgis.PyQt.QtWidgets import QApplication, QLabel
 
 from geogpt_qgis.core.approval import ApprovalRequest, StandingApprovals
 from geogpt_qgis.gui.approval_card import ApprovalCard
+from geogpt_qgis.gui.markdown_view import MarkdownView
 from tests.support.dock import items_of, type_and_send
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import wait_until
@@ -89,13 +91,17 @@ def test_always_for_a_tool_skips_its_next_card_but_not_a_wider_call_nor_another_
     assert len(model_server.chat_requests()) == 6
 
 
-def test_the_menu_and_a_new_conversation_revoke_always(panel, model_server, demo_project):
+def test_the_menu_a_new_and_a_reopened_conversation_ask_again(panel, model_server, demo_project):
     model_server.script(
         [
             Turn(tool_calls=[delete('"pupils" > 900')]),
             Turn(text="Deleted."),
-            Turn(tool_calls=[delete('"pupils" > 800')]),  # revoked: asks again
+            Turn(tool_calls=[delete('"pupils" > 800')]),  # revoked from the menu: asks again
             Turn(text="Deleted more."),
+            Turn(tool_calls=[delete('"pupils" > 700')]),  # a new conversation: asks
+            Turn(text="And more."),
+            Turn(tool_calls=[delete('"pupils" > 600')]),  # the same conversation reopened: asks
+            Turn(text="Kept them."),
         ]
     )
     type_and_send(panel, "delete the largest schools")
@@ -104,12 +110,29 @@ def test_the_menu_and_a_new_conversation_revoke_always(panel, model_server, demo
     panel.conversation_bar.forget_always_action.trigger()
     wait_until(lambda: "edit_features" in panel.status.text(), 10)
     assert panel.status.text() == "Steps of edit_features will ask for approval again."
+
     type_and_send(panel, "and the next ones")
     card = paused_card(panel, 3)
     keys(card, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)  # Ctrl+Enter: approve once
     assert card.outcome.text() == "Approved"
     wait_until(lambda: len(panel.statuses) == 4, 30)
-    assert panel.statuses[-1] == "finished"
+
+    QTest.mouseClick(panel.new_button, Qt.MouseButton.LeftButton)
+    type_and_send(panel, "delete some more")
+    QTest.mouseClick(paused_card(panel, 5).always_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: len(panel.statuses) == 6, 30)
+
+    panel.view.open_conversation(panel.runs.thread_id())
+    wait_until(lambda: not items_of(panel, ApprovalCard) and "And more." in _answers(panel), 20)
+    type_and_send(panel, "and the last ones")
+    card = paused_card(panel, 7)
+    QTest.mouseClick(card.reject_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: len(panel.statuses) == 8, 30)
+    assert panel.statuses[-1] == "finished" and len(model_server.chat_requests()) == 8
+
+
+def _answers(panel) -> str:
+    return "".join(view.source_text for view in items_of(panel, MarkdownView) if not sip.isdeleted(view))
 
 
 def test_standing_answers_cover_the_same_tool_with_the_same_or_fewer_effects():
