@@ -66,7 +66,7 @@ class ApprovalCard(QFrame):
         self.setStyleSheet(CARD_STYLE)
         self.title = ElidedLabel(tr("Approval needed: {action}").format(action=self.request.action))
         self.title.setStyleSheet("font-weight: bold;")
-        self.outcome = QLabel()
+        self.outcome = ElidedLabel()  # the decision, first on the folded card's one line
         self.outcome.setVisible(False)
         self.affected = QLabel(_facts_html(self.request))
         self.affected.setVisible(bool(self.affected.text()))
@@ -122,12 +122,11 @@ class ApprovalCard(QFrame):
 
     def _lay_out(self) -> None:
         """Title and outcome on one line over the body; the body folds away once decided."""
-        for label in (self.affected, self.outcome):
-            label.setWordWrap(True)
-            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        top = QHBoxLayout()
+        self.affected.setWordWrap(True)
+        self.affected.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.top = top = QHBoxLayout()
+        top.addWidget(self.outcome, 3)  # once decided the decision gets most of the line, the step the rest
         top.addWidget(self.title, 1)
-        top.addWidget(self.outcome)
         # Short rows rather than one long one: the card fits a 300 px dock.
         self.approve_button.setDefault(True)
         buttons = QHBoxLayout()
@@ -207,8 +206,8 @@ class ApprovalCard(QFrame):
         for widget in (*answers, self.reason):
             widget.setEnabled(False)
         self.editor.setReadOnly(True)
-        self.outcome.setText(outcome)
-        self.outcome.setToolTip(outcome)
+        self.outcome.set_full_text(outcome)
+        self.outcome.setMaximumWidth(self.outcome.fontMetrics().horizontalAdvance(outcome) + 8)
         self.outcome.setVisible(True)
         self.title.set_full_text(self.request.action)
         self.body.setVisible(False)

@@ -67,6 +67,9 @@ def test_always_for_a_tool_skips_its_next_card_but_not_a_wider_call_nor_another_
     keys(card, Qt.Key.Key_Return, always)
     assert card.outcome.text() == "Approved (always for edit_features in this conversation)"
     assert not card.body.isVisible()
+    # The folded card's one line reads the decision first (before, it was squeezed to no width at all).
+    wait_until(lambda: card.outcome.width() >= card.outcome.fontMetrics().horizontalAdvance("Approved (always"), 5)
+    assert card.outcome.x() < card.title.x() and card.outcome.toolTip() == card.outcome.text()
 
     wider = paused_card(panel, 2)  # the second delete ran without a card; the third asks
     assert len(items_of(panel, ApprovalCard)) == 2
