@@ -211,6 +211,14 @@ def test_projected_xy_columns_get_the_project_crs_by_a_stated_guess(loader, demo
     assert "guessed the project's CRS EPSG:25832: the values fall within the project's layers" in text
 
 
+def test_projected_values_away_from_the_layers_but_in_the_crs_area_of_use_get_the_project_crs(loader, tmp_path):
+    path = tmp_path / "far_sites.csv"
+    path.write_text("site,x,y\nfjord,500000,6600000\nisland,510000,6650000\n", encoding="utf-8")  # UTM 32N, not town
+    text = load(loader, str(path))
+    assert "guessed the project's CRS EPSG:25832: the values lie in its area of use" in text
+    assert layer_named("far_sites").crs().authid() == "EPSG:25832"
+
+
 def test_a_crs_given_is_used_and_a_wrong_one_changes_nothing(loader, tmp_path):
     path = tmp_path / "points.csv"
     path.write_text("name,x,y\n" + "".join(f"{n},{x},{y}\n" for n, x, y in POINTS), encoding="utf-8")
