@@ -24,6 +24,7 @@ from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.code import CodeTools
 from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.maps.export import ExportPart
+from geogpt_qgis.tools.maps.loading import DataLoading
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from tests.support.model_server import ToolCall, Turn
@@ -86,6 +87,14 @@ def feature_count(name: str) -> Callable[[Env], int]:
 
 def out_file(env: Env) -> Path:
     return env.tmp_path / "exports" / "rivers_100m.gpkg"
+
+
+def outside_csv(env: Env) -> Path:
+    """A CSV of two wells outside the project's folder, in a folder the user never named."""
+    path = env.tmp_path / "outside" / "wells.csv"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("name,x,y\nA,561200,6201500\nB,563400,6203250\n", encoding="utf-8")
+    return path
 
 
 @dataclass
@@ -180,6 +189,14 @@ GATED = {
         and env.project.layoutManager().layoutByName("Elvbury") is not None,
         "with the exported map",
         "town.pdf",
+    ),
+    "load_data from a file the user did not name": Gated(
+        "load_data",
+        lambda env: {"source": str(outside_csv(env))},
+        layer_names,
+        lambda env, before: layer_names(env) == sorted([*before, "wells"]),
+        "Read the file wells.csv",
+        "outside/wells.csv",
     ),
 }
 NEEDS_POSTGIS = {"run_sql write", "run_sql without write flag"}
@@ -291,6 +308,7 @@ def test_a_gated_tool_called_without_a_decision_refuses_and_changes_nothing(name
         "edit_features": EditTools,
         "run_algorithm": ProcessingTools,
         "export_map": ExportPart,
+        "load_data": DataLoading,
     }
     tool = getattr(families[gated.tool](tool_ctx), gated.tool)
     before = gated.state(env)
