@@ -25,6 +25,7 @@ from tests.support.runs import (
     EDIT_TOOL_NAMES,
     EXAMPLE_TOOL_NAMES,
     INSIGHT_TOOL_NAMES,
+    MAP_TOOL_NAMES,
     PROCESSING_TOOL_NAMES,
     PROJECT_TOOL_NAMES,
     wait_until,
@@ -80,6 +81,7 @@ def test_a_question_runs_real_tools_and_streams_the_answer(provider, model_serve
     assert sent_tool_names(requests[0]) == [
         *PROJECT_TOOL_NAMES,
         *EDIT_TOOL_NAMES,
+        *MAP_TOOL_NAMES,
         *PROCESSING_TOOL_NAMES,
         *CODE_TOOL_NAMES,
         *INSIGHT_TOOL_NAMES,
