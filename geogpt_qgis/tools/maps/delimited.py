@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from geogpt_qgis.core.cancel import CancelToken
+from geogpt_qgis.core.text import single_line
 from geogpt_qgis.tools.base import ToolError
 
 DELIMITED_SUFFIXES = frozenset({".csv", ".tsv", ".txt"})
@@ -30,6 +31,7 @@ WKT_NAMES = ("wkt", "geom", "geometry", "thegeom", "wktgeom", "shape", "geometry
 _WKT_START = re.compile(r"^\s*(SRID=\d+;)?\s*(MULTI)?(POINT|LINESTRING|POLYGON)|^\s*GEOMETRYCOLLECTION", re.I)
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
 GEOGRAPHIC = "EPSG:4326"
+MAX_LISTED = 30
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,12 @@ def _sniff(sample: str, suffix: str) -> str:
         return best
 
 
+def _listed(header: list[str]) -> str:
+    """The header as a short line: at most ``MAX_LISTED`` names, each cut to 40 characters."""
+    names = [single_line(name)[:40] for name in header[:MAX_LISTED]]
+    return ", ".join(names) + (f", ... ({len(header)} columns)" if len(header) > MAX_LISTED else "")
+
+
 def inspect_csv(path: Path, cancel: CancelToken) -> CsvLayout:
     """Read ``path``'s header and values: delimiter, coordinate columns and their range (worker thread)."""
     with path.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
@@ -98,7 +106,7 @@ def inspect_csv(path: Path, cancel: CancelToken) -> CsvLayout:
             wkt = next((h for h, v in zip(header, first, strict=False) if _WKT_START.match(v or "")), "")
         if not (x and y) and not wkt:
             raise ToolError(
-                f"{path.name} has no coordinate columns; its header is: {', '.join(header)}. Name the X/Y columns "
+                f"{path.name} has no coordinate columns; its header is: {_listed(header)}. Name the X/Y columns "
                 "lon/lat, x/y or easting/northing (or add a WKT column), or join the table to a layer instead."
             )
         rows: Iterator[list[str]] = itertools.chain([first], reader) if first else iter(())
@@ -165,7 +173,12 @@ def _scan_wkt(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken)
 
 def guess_crs(bounds: tuple[float, float, float, float], frame: ProjectFrame) -> tuple[str, str]:
     """The CRS the values are most likely in, and how that was guessed (for the answer)."""
-    from qgis.core import QgsCoordinateReferenceSystem, QgsCoordinateTransform, QgsCoordinateTransformContext
+    from qgis.core import (
+        QgsCoordinateReferenceSystem,
+        QgsCoordinateTransform,
+        QgsCoordinateTransformContext,
+        QgsRectangle,
+    )
 
     xmin, ymin, xmax, ymax = bounds
     if -180 <= xmin <= xmax <= 180 and -90 <= ymin <= ymax <= 90:
@@ -179,8 +192,6 @@ def guess_crs(bounds: tuple[float, float, float, float], frame: ProjectFrame) ->
             to_lonlat = QgsCoordinateTransform(
                 project, QgsCoordinateReferenceSystem(GEOGRAPHIC), QgsCoordinateTransformContext()
             )
-            from qgis.core import QgsRectangle
-
             box = to_lonlat.transformBoundingBox(QgsRectangle(xmin, ymin, xmax, ymax))
         except Exception:  # noqa: BLE001 - QgsCsException: the values are outside the CRS's domain
             box = None
