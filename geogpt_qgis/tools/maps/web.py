@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.core.fuzzy import did_you_mean
+from geogpt_qgis.core.text import single_line
 from geogpt_qgis.toolbelt import network
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.maps.load_plan import RASTER, VECTOR, LoadPlan
@@ -31,6 +32,7 @@ FILE_PEEK_BYTES = 64 * 1024
 _TILE_KEYS = re.compile(r"\{(x|y|-y|z)\}")
 _OWS_KEYS = frozenset({"service", "request", "version"})
 MAX_LISTED = 25
+MAX_TEXT = 120
 _POLL_SECONDS = 0.05
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="geogpt-load")
 
@@ -168,8 +170,9 @@ def _children(element: ET.Element, name: str) -> list[ET.Element]:
 
 
 def _text(element: ET.Element, name: str) -> str:
+    """A child's text, on one line and at most ``MAX_TEXT`` characters: the server's words reach the model."""
     found = _children(element, name)
-    return (found[0].text or "").strip() if found else ""
+    return " ".join(single_line(found[0].text or "").split())[:MAX_TEXT] if found else ""
 
 
 # -- OGC API Features ------------------------------------------------------------------------------
