@@ -54,47 +54,47 @@
         <translation>Alltid for dette verktøyet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="98"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="101"/>
         <source>Approve all in this conversation</source>
         <translation>Godkjenn alt i denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="99"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="102"/>
         <source>Reject</source>
         <translation>Avvis</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="100"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="103"/>
         <source>Do not run it; the assistant reads your reason (Ctrl+Backspace)</source>
         <translation>Ikke kjør det; assistenten leser begrunnelsen din (Ctrl+Backspace)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="101"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="104"/>
         <source>Drop</source>
         <translation>Forkast</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="105"/>
         <source>Give up this step without continuing the conversation</source>
         <translation>Gi opp dette steget uten å fortsette samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="172"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="174"/>
         <source>Discard this step</source>
         <translation>Forkast dette steget</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="187"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="189"/>
         <source>Approved (edited)</source>
         <translation>Godkjent (redigert)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="187"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="189"/>
         <source>Approved</source>
         <translation>Godkjent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="201"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="203"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="172"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
@@ -105,22 +105,27 @@
         <translation>Du kan redigere dette før du godkjenner</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="138"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="100"/>
+        <source>Code is approved one snippet at a time: each one can do anything</source>
+        <translation>Kode godkjennes én bit om gangen: hver bit kan gjøre hva som helst</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="140"/>
         <source>Always</source>
         <translation>Alltid</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="139"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="141"/>
         <source>Approve all</source>
         <translation>Godkjenn alle</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="197"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="199"/>
         <source>Rejected</source>
         <translation>Avvist</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="233"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="235"/>
         <source>Affects:</source>
         <translation>Berører:</translation>
     </message>
@@ -135,12 +140,12 @@
         <translation>Godkjenn, og kjør trinn fra {tool} som ikke gjør mer enn dette uten å spørre igjen i denne samtalen (Ctrl+Shift+Enter)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="164"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="166"/>
         <source>{names} is no longer in the project: this step can no longer run as asked.</source>
         <translation>{names} finnes ikke lenger i prosjektet: dette steget kan ikke lenger kjøres slik det ble bedt om.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="189"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="191"/>
         <source>Approved (always for {tool} in this conversation)</source>
         <translation>Godkjent (alltid for {tool} i denne samtalen)</translation>
     </message>
@@ -222,6 +227,7 @@
         <translation>Tenker</translation>
     </message>
     <message>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="321"/>
         <location filename="../geogpt_qgis/gui/chat_view.py" line="231"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="236"/>
         <source>Stopped.</source>

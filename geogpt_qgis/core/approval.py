@@ -23,6 +23,8 @@ POLICIES = (POLICY_ASK, POLICY_TRUST, POLICY_NEVER)
 ALWAYS = "always"
 # The effect kind of a request whose tool lists none: what that tool itself does when approved.
 UNLISTED = "unlisted"
+# Effects no "always" can cover: any later code could do anything, so each snippet is read and approved.
+NEVER_STANDING = frozenset({"run_code"})
 
 APPROVE, REJECT = "approve", "reject"
 
@@ -137,8 +139,15 @@ class StandingApprovals:
     def _kinds(request: ApprovalRequest) -> frozenset[str]:
         return frozenset(request.effects) or frozenset({UNLISTED})
 
+    @classmethod
+    def can_stand(cls, request: ApprovalRequest) -> bool:
+        """Whether "always" may be offered for ``request``: a tool, and no effect that must be read every time."""
+        return bool(request.tool) and not cls._kinds(request) & NEVER_STANDING
+
     def grant(self, request: ApprovalRequest) -> None:
-        """Remember the user's "always" for ``request``'s tool and effects."""
+        """Remember the user's "always" for ``request``'s tool and effects (ignored where it may not stand)."""
+        if not self.can_stand(request):
+            return
         kinds = self._kinds(request)
         held = self._grants.setdefault(request.tool, [])
         if request.tool and kinds not in held:

@@ -30,7 +30,7 @@ from qgis.PyQt.QtWidgets import (
     QWidget,
 )
 
-from geogpt_qgis.core.approval import APPROVE, REJECT, ApprovalRequest
+from geogpt_qgis.core.approval import APPROVE, REJECT, ApprovalRequest, StandingApprovals
 from geogpt_qgis.gui.highlighter import CodeHighlighter
 from geogpt_qgis.gui.responsive import ElidedLabel, ResponsiveRow
 from geogpt_qgis.toolbelt.i18n import tr
@@ -95,6 +95,9 @@ class ApprovalCard(QFrame):
                 "in this conversation (Ctrl+Shift+Enter)"
             ).format(tool=self.request.tool or tr("this tool"))
         )
+        if not StandingApprovals.can_stand(self.request):
+            self.always_button.setEnabled(False)
+            self.always_button.setToolTip(tr("Code is approved one snippet at a time: each one can do anything"))
         self.trust_button = QPushButton(tr("Approve all in this conversation"))
         self.reject_button = QPushButton(tr("Reject"))
         self.reject_button.setToolTip(tr("Do not run it; the assistant reads your reason (Ctrl+Backspace)"))

@@ -18,6 +18,7 @@ from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
 from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Code
 from geogpt_qgis.core.cancel import current_conversation
+from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.code_runner import base_namespace, compile_snippet, run_snippet
@@ -52,6 +53,7 @@ class CodeTools(ToolFamily):
             affected=self.ctx.on_main(self._mentioned, code)
             or ["anything in QGIS the code touches: the project, its layers, files"],
             editable="code",
+            effects=[Effect.RUN_CODE.value],
         )
 
     def _mentioned(self, source: str) -> list[str]:

@@ -152,3 +152,18 @@ def test_standing_answers_cover_the_same_tool_with_the_same_or_fewer_effects():
     standing.grant(request("remove_layer"))
     assert standing.covers(request("remove_layer")) and not standing.covers(request("remove_layer", "run_code"))
     assert standing.forget() == ["run_sql", "remove_layer"] and not standing.covers(request("remove_layer"))
+
+
+def test_code_is_never_approved_always(qgis_app):
+    """Any later snippet could do anything: "always" is not offered for code, and cannot be granted for it."""
+    code = ApprovalRequest("Run PyQGIS code", "print(1)", language="python", tool="run_pyqgis", effects=["run_code"])
+    standing = StandingApprovals()
+    standing.grant(code)
+    assert not standing.covers(code) and standing.tools == []
+    card = ApprovalCard(code.to_dict())
+    assert not card.always_button.isEnabled()
+    assert "one snippet at a time" in card.always_button.toolTip()
+    card.always_button.click()
+    assert card.pending  # a disabled button (and its shortcut) decides nothing
+    sql = ApprovalRequest("Run SQL", "DELETE FROM t", language="sql", tool="run_sql", effects=["write_database"])
+    assert ApprovalCard(sql.to_dict()).always_button.isEnabled()

@@ -12,6 +12,7 @@ from qgis.core import QgsProcessingUtils, QgsWkbTypes
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
 from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, with_place
 from geogpt_qgis.core.bounds import Sql
+from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import add_result_layer
@@ -125,6 +126,7 @@ class PostgisTools(ToolFamily):
             language="sql",
             affected=affected or [f"{statement.kind}: the database of {connection!r}"],
             editable="sql",
+            effects=[Effect.WRITE_DATABASE.value],
         )
 
     @gated("preview_run_sql")
