@@ -45,9 +45,6 @@ class MapTools(ToolFamily):
     def tools(self) -> list[ToolFunction]:
         return [tool for part in self._parts for tool in part.tools()]
 
-    def unavailable_reason(self) -> str | None:
-        return None if self._parts else "no map tools in this build"
-
     def notice_user_text(self, text: str) -> None:
         """Pass the user's message to the parts that trust what the user typed (URLs to load)."""
         for part in self._parts:
