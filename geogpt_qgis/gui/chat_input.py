@@ -82,14 +82,17 @@ class ChatInput(QWidget):
         self.policy.currentIndexChanged.connect(
             lambda: PlgOptionsManager.set_value("approval_policy", self.policy.currentData())
         )
+        # The meter shares the status's line, so the approval choice keeps room for its whole label at 300 px.
+        status_row = QHBoxLayout()
+        status_row.addWidget(self.status, 1)
+        status_row.addWidget(self.meter, 0, Qt.AlignmentFlag.AlignTop)
         buttons = QHBoxLayout()
-        buttons.addWidget(self.meter)
         buttons.addWidget(self.policy, 1)
         buttons.addWidget(self.send_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.edit)
-        layout.addWidget(self.status)
+        layout.addLayout(status_row)
         layout.addLayout(buttons)
 
     def send_current(self) -> None:

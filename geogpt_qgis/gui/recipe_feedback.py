@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from qgis.PyQt.QtCore import Qt, pyqtSignal
+from qgis.PyQt.QtGui import QFontMetrics
 from qgis.PyQt.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
@@ -31,6 +32,13 @@ from geogpt_qgis.core.recipes import Call, Recipe
 from geogpt_qgis.toolbelt.i18n import tr
 
 log = logging.getLogger(__name__)
+THUMBS_UP = "\N{THUMBS UP SIGN}"
+PLAIN_THUMB = "+1"  # where no font draws the emoji (a bare Debian has none), rather than an empty box
+
+
+def thumb(widget: QWidget) -> str:
+    """The thumbs-up if a font on this system draws it (Qt's fallback fonts count), else "+1"."""
+    return THUMBS_UP if QFontMetrics(widget.font()).inFontUcs4(ord(THUMBS_UP)) else PLAIN_THUMB
 
 
 class TurnCalls:
@@ -90,7 +98,7 @@ class LikeButton(QToolButton):
         self.setObjectName("geogptLike")
         self.question, self.calls, self.project = question, list(calls), project
         self.added = set(added or ())
-        self.setText("👍")
+        self.setText(thumb(self))
         self.setToolTip(tr("Good answer: keep its method as a worked example for the assistant"))
         self.setAutoRaise(True)
         self.clicked.connect(self.keep)
@@ -105,15 +113,15 @@ class LikeButton(QToolButton):
         recipe = generalise(self.question, self.calls, layers, fields)
         self.setEnabled(False)
         if recipe is None:
-            self.setText("👍 " + tr("Nothing to keep: the answer used no tool"))
+            self.setText(thumb(self) + " " + tr("Nothing to keep: the answer used no tool"))
             return None
         try:
             add_recipe(recipe)
         except OSError as exc:
             log.warning("the example could not be saved: %s", exc)
-            self.setText("👍 " + tr("Could not save the example"))
+            self.setText(thumb(self) + " " + tr("Could not save the example"))
             return None
-        self.setText("👍 " + tr("Kept as a worked example"))
+        self.setText(thumb(self) + " " + tr("Kept as a worked example"))
         self.saved.emit(recipe.id)
         return recipe
 

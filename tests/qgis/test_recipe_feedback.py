@@ -6,6 +6,7 @@ import json
 
 import pytest
 from qgis.PyQt.QtCore import Qt
+from qgis.PyQt.QtGui import QFontMetrics
 from qgis.PyQt.QtTest import QTest
 
 from geogpt_qgis.core.recipes import Recipe
@@ -50,13 +51,20 @@ def answer_with_a_tool(panel, model_server, question: str = QUESTION) -> None:
     wait_until(lambda: panel.statuses == ["finished"], 30)
 
 
+def drawable(button) -> bool:
+    """Every character of the button's label is drawn by a font on this system (Qt's fallbacks included)."""
+    metrics = QFontMetrics(button.font())
+    return all(metrics.inFontUcs4(ord(char)) for char in button.text())
+
+
 def test_a_thumbs_up_keeps_the_run_with_placeholders_and_find_examples_offers_it(
     panel, model_server, library, tool_ctx
 ):
     answer_with_a_tool(panel, model_server)
     (like,) = items_of(panel, LikeButton)
+    assert drawable(like)  # the thumbs-up where a font has it, else "+1": never an empty box
     QTest.mouseClick(like, Qt.MouseButton.LeftButton)
-    assert not like.isEnabled() and "Kept" in like.text()
+    assert not like.isEnabled() and "Kept" in like.text() and drawable(like)
 
     stored = json.loads(library.read_text(encoding="utf-8"))["recipes"]
     assert len(stored) == 1
