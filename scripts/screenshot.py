@@ -51,8 +51,24 @@ def main() -> int:
         print(json.dumps(report, indent=2), file=sys.stderr)
         return 1
     for shot in report["shots"]:
-        print(f"wrote {shot}")
+        print(f"wrote {shot} ({shrink(Path(shot)):,} bytes)")
     return 0
+
+
+def shrink(picture: Path) -> int:
+    """256 colours and an optimised PNG: the pictures live in git, a third of their size with no visible change."""
+    try:
+        from PIL import Image
+    except ImportError:  # Pillow is Debian's python3-pil here; without it the pictures stay as QGIS saved them
+        return picture.stat().st_size
+    with Image.open(picture) as image:
+        rgb = image.convert("RGB")
+    try:
+        reduced = rgb.quantize(256, method=Image.Quantize.LIBIMAGEQUANT)
+    except ValueError:  # a Pillow built without libimagequant
+        reduced = rgb.quantize(256, method=Image.Quantize.MEDIANCUT)
+    reduced.save(picture, optimize=True)
+    return picture.stat().st_size
 
 
 if __name__ == "__main__":
