@@ -2,7 +2,8 @@
 
 Tools were merged to keep the prompt budget (issue 23): ``list_layers`` into
 ``describe_layer``, ``search_algorithms`` and ``describe_algorithm`` into
-``find_algorithm``, ``list_tables`` into ``describe_table``.  Stored
+``find_algorithm``, ``list_tables`` into ``describe_table``, ``remove_layer``
+into ``set_layer`` (``remove=true``, still approved by the user).  Stored
 conversations, recipes, MCP clients and small models trained on older
 transcripts still call the old names, so the toolkit answers them here.  The
 aliases are never sent in the schemas (they would cost tokens in every call);
@@ -35,12 +36,18 @@ def _tables(args: dict[str, Any]) -> dict[str, Any]:
     return adapted
 
 
+def _removal(args: dict[str, Any]) -> dict[str, Any]:
+    """``remove_layer(layer)`` as ``set_layer(layer, remove=true)``: the same approval card, the same result."""
+    return {**args, "remove": True}
+
+
 # old name -> (the tool that does it now, how its arguments change)
 ALIASES: dict[str, tuple[str, Adapter]] = {
     "list_layers": ("describe_layer", _renamed()),
     "search_algorithms": ("find_algorithm", _renamed()),
     "describe_algorithm": ("find_algorithm", _renamed(algorithm="query")),
     "list_tables": ("describe_table", _tables),
+    "remove_layer": ("set_layer", _removal),
 }
 
 

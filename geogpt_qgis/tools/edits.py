@@ -1,4 +1,4 @@
-"""Tools that change the user's data or project: remove a layer, delete or change features.
+"""Tools that change the user's data: delete or change features (set_layer removes a layer).
 
 Each is gated: the user sees exactly what will change (the layer, the number
 of features, the expression, where the data is stored) and approves it
@@ -27,16 +27,11 @@ from geogpt_qgis.tools.layers import (
     VectorReadPlan,
     collect_matching_ids,
     feature_count_label,
-    geometry_label,
-    layer_kind,
     plan_vector_read,
-    resolve_layer,
     resolve_vector_layer,
 )
-from geogpt_qgis.tools.project import filter_request
+from geogpt_qgis.tools.project import NEEDS_APPROVAL, filter_request
 from geogpt_qgis.tools.safety.expressions import expressions_effects, require_safe_expression
-
-NEEDS_APPROVAL = "this changes the user's data and needs their approval"
 
 
 def _source_label(layer: QgsVectorLayer) -> str:
@@ -57,45 +52,14 @@ def _check_edit(field: str, value: str, delete: bool) -> None:
 
 
 class EditTools(ToolFamily):
-    """Remove layers, delete or change features (each approved by the user)."""
+    """Delete or change features (each approved by the user)."""
 
     name = "edit"
     title = "Edits"
-    summary = "remove layers, delete features, change attribute values (each after the user approves)"
+    summary = "delete features, change attribute values (each after the user approves)"
 
     def tools(self) -> list[ToolFunction]:
-        return [self.remove_layer, self.edit_features]
-
-    # -- remove a layer ------------------------------------------------------------
-    def preview_remove_layer(self, layer: str) -> ApprovalRequest:
-        return self.ctx.on_main(self._remove_request, layer)
-
-    def _remove_request(self, ref: str) -> ApprovalRequest:
-        target = resolve_layer(self.ctx.project, ref)
-        kind = (
-            f"{geometry_label(target)}, {feature_count_label(target)} features"
-            if isinstance(target, QgsVectorLayer)
-            else layer_kind(target)
-        )
-        return ApprovalRequest(
-            action=f"Remove layer {target.name()!r} from the project",
-            details=f"The layer {target.name()!r} ({kind}) leaves the project. Its data source is not deleted.",
-            affected=[f"layer {target.name()!r}"],
-        )
-
-    @gated("preview_remove_layer")
-    def remove_layer(self, layer: str) -> ToolResult:
-        """Remove a layer from the project (its data stays)."""
-        self.ctx.on_main(resolve_layer, self.ctx.project, layer)  # a wrong name gets its own message first
-        if not approval_granted():
-            raise ToolError(NEEDS_APPROVAL)
-        return self.ctx.on_main(self._remove, layer)
-
-    def _remove(self, ref: str) -> ToolResult:
-        target = resolve_layer(self.ctx.project, ref)
-        name = target.name()
-        self.ctx.project.removeMapLayer(target.id())
-        return ToolResult(f"Removed layer {name!r} from the project.", ToolArtifact(layers=(name,)))
+        return [self.edit_features]
 
     # -- delete or change features ---------------------------------------------------
     def preview_edit_features(

@@ -1,4 +1,4 @@
-"""Project tools: see the layers, describe them, select features; show/hide, rename and zoom to a layer.
+"""Project tools: see the layers, describe them, select features; show/hide, rename, zoom to or remove a layer.
 
 Reads of features happen on the worker through a feature source; every change
 to the project or the map canvas is handed to the main thread.
@@ -54,6 +54,7 @@ from geogpt_qgis.tools.safety.expressions import expression_request, require_saf
 
 SAMPLE_SIZE = 5000
 MAX_READ_ROWS = 50
+NEEDS_APPROVAL = "this changes the user's data and needs their approval"
 
 
 class ProjectTools(ToolFamily):
@@ -63,7 +64,7 @@ class ProjectTools(ToolFamily):
     title = "Project layers"
     summary = (
         "list and describe layers; read attribute values; select features by expression; "
-        "show/hide, rename, reorder, group and zoom to layers"
+        "show/hide, rename, reorder, group, zoom to and remove layers (removing asks the user)"
     )
 
     def tools(self) -> list[ToolFunction]:
@@ -254,6 +255,23 @@ class ProjectTools(ToolFamily):
         )
 
     # -- map and layer tree ------------------------------------------------
+    def preview_set_layer(
+        self,
+        layer: str,
+        visible: bool | None = None,
+        name: str = "",
+        zoom: bool = False,
+        move: str = "",
+        group: str = "",
+        remove: bool = False,
+    ) -> ApprovalRequest | None:
+        """Only removing a layer asks the user (what it is, and that its data stays); the rest is undoable."""
+        if not remove:
+            return None
+        _check_remove_alone(visible, name, zoom, move, group)
+        return self.ctx.on_main(self._remove_request, layer)
+
+    @gated("preview_set_layer")
     def set_layer(
         self,
         layer: str,
@@ -262,19 +280,46 @@ class ProjectTools(ToolFamily):
         zoom: bool = False,
         move: str = "",
         group: str = "",
+        remove: bool = False,
     ) -> ToolResult:
-        """Show or hide, rename or zoom to a layer (to its selection if any).
+        """Show/hide, rename, zoom to (its selection if any) or remove a layer (data stays).
 
         Args:
             name: New name.
         """
+        if remove:
+            # It was remove_layer (agent/aliases.py routes that name here); only this part is gated.
+            _check_remove_alone(visible, name, zoom, move, group)
+            self.ctx.on_main(resolve_layer, self.ctx.project, layer)  # a wrong name gets its own message first
+            if not approval_granted():
+                raise ToolError(NEEDS_APPROVAL)
+            return self.ctx.on_main(self._remove, layer)
         if visible is None and not name and not zoom and not (move + group).strip():
-            raise ToolError("nothing to change: give visible, name, zoom, move or group (style_layer styles a layer)")
+            raise ToolError(
+                "nothing to change: give visible, name, zoom, move, group or remove (style_layer styles a layer)"
+            )
         if name:
             name = check_new_layer_name(name)
-        return self.ctx.on_main(
-            self._set_layer, layer, visible, name, zoom, move, group
+        return self.ctx.on_main(self._set_layer, layer, visible, name, zoom, move, group)
+
+    def _remove_request(self, ref: str) -> ApprovalRequest:
+        target = resolve_layer(self.ctx.project, ref)
+        kind = (
+            f"{geometry_label(target)}, {feature_count_label(target)} features"
+            if isinstance(target, QgsVectorLayer)
+            else layer_kind(target)
         )
+        return ApprovalRequest(
+            action=f"Remove layer {target.name()!r} from the project",
+            details=f"The layer {target.name()!r} ({kind}) leaves the project. Its data source is not deleted.",
+            affected=[f"layer {target.name()!r}"],
+        )
+
+    def _remove(self, ref: str) -> ToolResult:
+        target = resolve_layer(self.ctx.project, ref)
+        name = target.name()
+        self.ctx.project.removeMapLayer(target.id())
+        return ToolResult(f"Removed layer {name!r} from the project.", ToolArtifact(layers=(name,)))
 
     def _set_layer(
         self,
@@ -343,6 +388,12 @@ class ProjectTools(ToolFamily):
         target.setName(new_name)
         note = f" Note: another layer is also named {new_name!r}." if clash else ""
         return f"Renamed {old!r} to {new_name!r}.{note}"
+
+
+def _check_remove_alone(visible: bool | None, name: str, zoom: bool, move: str, group: str) -> None:
+    """Removing is one action on its own: nothing else would be left to change, and it is approved alone."""
+    if visible is not None or name or zoom or (move + group).strip():
+        raise ToolError("remove=true removes the layer: give it alone, without visible, name, zoom, move or group")
 
 
 def _cell(value: object) -> str:

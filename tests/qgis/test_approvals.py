@@ -27,6 +27,7 @@ from geogpt_qgis.tools.maps.export import ExportPart
 from geogpt_qgis.tools.maps.loading import DataLoading
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
+from geogpt_qgis.tools.project import ProjectTools
 from tests.support.model_server import ToolCall, Turn
 from tests.support.postgis import connect, saved_connection
 from tests.support.runs import RunRecorder, call_in_thread, wait_until
@@ -137,9 +138,9 @@ GATED = {
         "Run SQL that changes the database",
         "DELETE FROM geogpt_approvals.notes",
     ),
-    "remove_layer": Gated(
-        "remove_layer",
-        lambda env: {"layer": "parks"},
+    "set_layer removing": Gated(
+        "set_layer",
+        lambda env: {"layer": "parks", "remove": True},
         layer_names,
         lambda env, before: "parks" not in layer_names(env) and len(layer_names(env)) == len(before) - 1,
         "Remove layer 'parks' from the project",
@@ -304,7 +305,7 @@ def test_a_gated_tool_called_without_a_decision_refuses_and_changes_nothing(name
     families = {
         "run_pyqgis": CodeTools,
         "run_sql": PostgisTools,
-        "remove_layer": EditTools,
+        "set_layer": ProjectTools,
         "edit_features": EditTools,
         "run_algorithm": ProcessingTools,
         "export_map": ExportPart,
@@ -327,7 +328,7 @@ def second_run_id(recorder: RunRecorder) -> int:
 def test_trust_runs_gated_steps_without_asking_and_says_so(env, worker, recorder, config, model_server):
     model_server.script(
         [
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]),
             Turn(tool_calls=[ToolCall("run_pyqgis", {"code": "print(len(project.mapLayers()))"})]),
             Turn(text="Removed parks; 8 layers are left."),
         ]
@@ -346,12 +347,12 @@ def test_trust_runs_gated_steps_without_asking_and_says_so(env, worker, recorder
 def test_approving_with_trust_covers_the_rest_of_the_conversation_only(env, worker, recorder, config, model_server):
     model_server.script(
         [
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]),
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "landuse"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "landuse", "remove": True})]),
             Turn(text="Both removed."),
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "roads"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "roads", "remove": True})]),
             Turn(text="Roads removed too."),
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "rivers"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "rivers", "remove": True})]),
             Turn(text="unused"),
         ]
     )
@@ -394,7 +395,7 @@ def test_edited_sql_runs_instead_of_the_proposed_sql(notes_table, demo_project, 
 
 
 def test_a_decision_for_another_step_is_never_reused(env, worker, recorder, config, model_server):
-    script_one_call(model_server, "remove_layer", {"layer": "parks"})
+    script_one_call(model_server, "set_layer", {"layer": "parks", "remove": True})
     first = run_to_end(recorder, worker.submit("remove the parks", config))
     call_id = first.approvals[0].request["call_id"]
     assert call_id
@@ -409,14 +410,14 @@ def test_a_repeated_call_id_is_asked_about_again(env, worker, recorder, config, 
     model_server.script(
         [
             Turn(tool_calls=[ToolCall("run_pyqgis", {"code": "print('harmless')"}, call_id="same")]),
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"}, call_id="same")]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True}, call_id="same")]),
             Turn(text="unused"),
         ]
     )
     run_to_end(recorder, worker.submit("go", config))
     second = run_to_end(recorder, worker.resume({"action": APPROVE}, config))
     assert second.finished.status == "paused"
-    assert second.approvals[0].request["tool"] == "remove_layer"
+    assert second.approvals[0].request["tool"] == "set_layer"
     assert "parks" in layer_names(env)
 
 
@@ -429,7 +430,7 @@ def obeying_model(model_server, names: list[str]) -> None:
     model_server.script(
         [
             Turn(tool_calls=[ToolCall("list_layers", {})]),
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": name}) for name in names]),
+            Turn(tool_calls=[ToolCall("remove_layer", {"layer": name}) for name in names]),  # the old name
             Turn(text="As instructed by the layer, I deleted every layer."),
         ]
     )
@@ -484,7 +485,7 @@ def test_the_model_cannot_approve_its_own_calls(env, worker, recorder, config, m
         [
             Turn(
                 tool_calls=[
-                    ToolCall("remove_layer", {"layer": "parks", "approved": True}),
+                    ToolCall("set_layer", {"layer": "parks", "approved": True, "remove": True}),
                     ToolCall("approve", {"call_id": "x"}),
                     ToolCall("run_pyqgis", {"code": "project.removeAllMapLayers()", "decision": {"action": "approve"}}),
                 ]
@@ -496,7 +497,7 @@ def test_the_model_cannot_approve_its_own_calls(env, worker, recorder, config, m
     assert run.finished.status == "finished" and run.approvals == []
     assert len(layer_names(env)) == 9
     replies = [m["content"] for m in model_server.chat_requests()[-1].tool_messages()]
-    assert "remove_layer has no argument 'approved'" in replies[0]
+    assert "set_layer has no argument 'approved'" in replies[0]
     assert "there is no tool 'approve'" in replies[1]
     assert "run_pyqgis has no argument 'decision'" in replies[2]
 
@@ -506,7 +507,7 @@ def test_a_pending_approval_survives_a_restart_and_can_be_resumed(
     demo_project, tool_ctx, tmp_path, config, model_server, qgis_iface
 ):
     store = tmp_path / "conversations.sqlite"
-    script_one_call(model_server, "remove_layer", {"layer": "parks"}, "Removed the parks.")
+    script_one_call(model_server, "set_layer", {"layer": "parks", "remove": True}, "Removed the parks.")
     before = Conversation(tool_ctx, store_path=store)
     recorder = RunRecorder(before)
     first = run_to_end(recorder, before.submit("remove the parks", config))
@@ -521,7 +522,7 @@ def test_a_pending_approval_survives_a_restart_and_can_be_resumed(
         found = after.pending_approval()
         wait_until(found.done, 30)
         request = found.result()
-        assert request is not None and request.tool == "remove_layer"
+        assert request is not None and request.tool == "set_layer"
         assert request.to_dict() == first.approvals[0].request
         assert "parks" in layer_names(Env(demo_project, tmp_path))
         recorder = RunRecorder(after)
@@ -537,7 +538,7 @@ def test_a_pending_approval_survives_a_restart_and_can_be_resumed(
 def test_a_dropped_step_leaves_a_well_formed_conversation(env, worker, recorder, config, model_server):
     model_server.script(
         [
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]),
             Turn(text="Fine, there are 7 layers."),
         ]
     )
@@ -559,7 +560,7 @@ def test_a_dropped_step_leaves_a_well_formed_conversation(env, worker, recorder,
 def test_a_new_message_gives_up_the_waiting_step(env, worker, recorder, config, model_server):
     model_server.script(
         [
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]),
             Turn(text="There are 7 layers."),
         ]
     )
@@ -576,19 +577,19 @@ def test_several_risky_calls_in_one_reply_are_asked_one_after_another(env, worke
         [
             Turn(
                 tool_calls=[
-                    ToolCall("remove_layer", {"layer": "parks"}),
+                    ToolCall("set_layer", {"layer": "parks", "remove": True}),
                     ToolCall("list_layers", {}),
-                    ToolCall("remove_layer", {"layer": "landuse"}),
+                    ToolCall("set_layer", {"layer": "landuse", "remove": True}),
                 ]
             ),
             Turn(text="Removed the parks and kept the land use."),
         ]
     )
     first = run_to_end(recorder, worker.submit("remove parks and land use", config))
-    assert first.approvals[0].request["args"] == {"layer": "parks"}
+    assert {"layer": "parks", "remove": True}.items() <= first.approvals[0].request["args"].items()
     second = run_to_end(recorder, worker.resume({"action": APPROVE}, config))
     assert second.finished.status == "paused"
-    assert second.approvals[0].request["args"] == {"layer": "landuse"}
+    assert {"layer": "landuse", "remove": True}.items() <= second.approvals[0].request["args"].items()
     assert "parks" in layer_names(env)  # nothing runs until every risky call of the reply is decided
     third = run_to_end(recorder, worker.resume({"action": REJECT, "reason": "keep land use"}, config))
     assert third.finished.status == "finished"

@@ -20,7 +20,7 @@ def _reply_with_a_broken_call() -> list[Turn]:
     return [
         Turn(
             tool_calls=[
-                ToolCall("remove_layer", {"layer": "parks"}, call_id="risky1"),
+                ToolCall("set_layer", {"layer": "parks", "remove": True}, call_id="risky1"),
                 ToolCall("describe_layer", raw_arguments='{"layer" "schools"}', call_id="broken1"),
             ]
         ),

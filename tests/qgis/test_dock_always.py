@@ -57,7 +57,7 @@ def test_always_for_a_tool_skips_its_next_card_but_not_a_wider_call_nor_another_
             Turn(tool_calls=[delete('"pupils" > 800')]),  # same tool, same effects: no card
             Turn(tool_calls=[delete("file_exists('/etc/hostname') AND \"pupils\" > 700")]),  # reads files: asks
             Turn(text="Done."),
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]),  # another tool: asks
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]),  # another tool: asks
             Turn(text="Kept the parks."),
         ]
     )
@@ -87,7 +87,7 @@ def test_always_for_a_tool_skips_its_next_card_but_not_a_wider_call_nor_another_
 
     type_and_send(panel, "remove the parks too")
     other = paused_card(panel, 4)
-    assert other.request.tool == "remove_layer"
+    assert other.request.tool == "set_layer"
     QTest.mouseClick(other.reject_button, Qt.MouseButton.LeftButton)
     wait_until(lambda: len(panel.statuses) == 5, 30)
     assert "parks" in [layer.name() for layer in demo_project.mapLayers().values()]

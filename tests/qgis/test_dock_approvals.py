@@ -60,7 +60,10 @@ def test_the_card_shows_the_code_highlighted_and_approving_an_edit_runs_the_edit
 
 def test_rejecting_with_a_reason_tells_the_model(panel, model_server, demo_project):
     model_server.script(
-        [Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]), Turn(text="I kept the parks layer.")]
+        [
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]),
+            Turn(text="I kept the parks layer."),
+        ]
     )
     type_and_send(panel, "remove the parks")
     card = shown_card(panel)
@@ -77,10 +80,10 @@ def test_rejecting_with_a_reason_tells_the_model(panel, model_server, demo_proje
 def test_approve_all_switches_the_policy_to_trust_until_a_new_conversation(panel, model_server, demo_project):
     model_server.script(
         [
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]),
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "landuse"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "landuse", "remove": True})]),
             Turn(text="Removed both."),
-            Turn(tool_calls=[ToolCall("remove_layer", {"layer": "roads"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "roads", "remove": True})]),
             Turn(text="Removed the roads."),
         ]
     )
@@ -102,7 +105,10 @@ def test_the_never_policy_from_the_picker_refuses_without_a_card(panel, model_se
     panel.policy.setCurrentIndex(panel.policy.findData(POLICY_NEVER))
     assert PlgOptionsManager.get_plg_settings().approval_policy == POLICY_NEVER
     model_server.script(
-        [Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]), Turn(text="I am not allowed to.")]
+        [
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]),
+            Turn(text="I am not allowed to."),
+        ]
     )
     type_and_send(panel, "remove the parks")
     wait_until(lambda: panel.statuses == ["finished"], 30)
@@ -111,7 +117,7 @@ def test_the_never_policy_from_the_picker_refuses_without_a_card(panel, model_se
 
 def test_drop_gives_up_the_step_and_the_conversation_goes_on(panel, model_server, demo_project):
     model_server.script(
-        [Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]), Turn(text="There are 7 layers.")]
+        [Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]), Turn(text="There are 7 layers.")]
     )
     type_and_send(panel, "remove the parks")
     card = shown_card(panel)
@@ -132,7 +138,7 @@ def test_a_pending_approval_is_shown_again_after_a_restart(qgis_iface, demo_proj
     configure(model_server)
     store = tmp_path / "conversations.sqlite"
     model_server.script(
-        [Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})]), Turn(text="Removed the parks.")]
+        [Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})]), Turn(text="Removed the parks.")]
     )
     first = open_dock(qgis_iface, demo_project, store)
     type_and_send(first.panel, "remove the parks")
@@ -163,7 +169,7 @@ def test_a_restored_approval_whose_layer_is_gone_says_so_and_offers_to_discard(
 
     configure(model_server)
     store = tmp_path / "conversations.sqlite"
-    model_server.script([Turn(tool_calls=[ToolCall("remove_layer", {"layer": "parks"})])])
+    model_server.script([Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "remove": True})])])
     first = open_dock(qgis_iface, demo_project, store)
     type_and_send(first.panel, "remove the parks")
     shown_card(first.panel)

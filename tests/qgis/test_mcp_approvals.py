@@ -89,7 +89,7 @@ def test_a_rejection_in_the_dock_returns_the_reason_and_changes_nothing(chat, se
 
     server = serve_with(DockApprovals(lambda: chat, "ask", progress_every=0.2))
     outcome: dict = {}
-    thread = call_in_background(server.url, "remove_layer", {"layer": "schools"}, outcome)
+    thread = call_in_background(server.url, "set_layer", {"layer": "schools", "remove": True}, outcome)
     wait_until(lambda: len(cards(chat)) == 1, 30)
     card = cards(chat)[0]
     assert CLIENT in card.title.text() and "(MCP)" in card.title.text()
@@ -110,7 +110,7 @@ def test_an_approval_in_the_dock_lets_the_step_run(chat, serve_with, tool_ctx):
 
     server = serve_with(DockApprovals(lambda: chat, "ask"))
     outcome: dict = {}
-    thread = call_in_background(server.url, "remove_layer", {"layer": "schools"}, outcome)
+    thread = call_in_background(server.url, "set_layer", {"layer": "schools", "remove": True}, outcome)
     wait_until(lambda: len(cards(chat)) == 1, 30)
     cards(chat)[0].approve_button.click()
     wait_until(lambda: not thread.is_alive(), 30)
@@ -127,7 +127,7 @@ def test_the_policy_and_a_missing_dock_refuse_without_a_card(chat, serve_with, t
 
     server = serve_with(DockApprovals(lambda: chat if chat_there else None, policy))
     outcome: dict = {}
-    thread = call_in_background(server.url, "remove_layer", {"layer": "schools"}, outcome)
+    thread = call_in_background(server.url, "set_layer", {"layer": "schools", "remove": True}, outcome)
     wait_until(lambda: not thread.is_alive(), 30)
     assert outcome["result"].is_error and expected in texts(outcome["result"])
     assert cards(chat) == [] and "schools" in layer_names(tool_ctx.project)

@@ -74,10 +74,10 @@ def test_the_sdk_client_lists_tools_and_calls_them_over_http(serve, tool_ctx):
             return listed, layers, described, unknown
 
     listed, layers, described, unknown = run(talk)
-    assert {"describe_layer", "find_algorithm", "remove_layer"} <= {tool.name for tool in listed.tools}
+    assert {"describe_layer", "find_algorithm", "set_layer"} <= {tool.name for tool in listed.tools}
     assert not layers.is_error and texts(layers) == expected
     assert "Fields (" in texts(described)
-    assert unknown.is_error and "Did you mean remove_layer" in texts(unknown)
+    assert unknown.is_error and "Did you mean set_layer" in texts(unknown)
     assert server.url == f"http://127.0.0.1:{server.port}/mcp"
 
 
@@ -122,7 +122,7 @@ def test_past_the_queue_a_call_is_told_the_server_is_busy(serve, tool_ctx):
 
     async def talk():
         async with client(server.url) as first, client(server.url) as second:
-            waiting = asyncio.create_task(first.call_tool("remove_layer", {"layer": "schools"}))
+            waiting = asyncio.create_task(first.call_tool("set_layer", {"layer": "schools", "remove": True}))
             assert await asyncio.to_thread(entered.wait, 20)
             busy = await second.call_tool("describe_layer", {})
             release.set()
@@ -150,7 +150,7 @@ def test_a_client_that_hangs_up_mid_call_leaves_nothing_half_done(serve, tool_ct
 
     async def hang_up():
         async with client(server.url) as session:
-            call = asyncio.create_task(session.call_tool("remove_layer", {"layer": "schools"}))
+            call = asyncio.create_task(session.call_tool("set_layer", {"layer": "schools", "remove": True}))
             assert await asyncio.to_thread(entered.wait, 20)
             call.cancel()
         # the client is gone: the server's call is cancelled

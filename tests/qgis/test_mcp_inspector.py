@@ -50,12 +50,14 @@ def test_the_inspector_lists_tools_and_calls_describe_layer_and_a_gated_tool(plu
     listed = inspect(tmp_path, url, token, "tools/list")
     assert listed.returncode == 0, listed.stderr
     names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
-    assert {"describe_layer", "find_algorithm", "remove_layer", "run_pyqgis"} <= names
+    assert {"describe_layer", "find_algorithm", "set_layer", "run_pyqgis"} <= names
     layers = inspect(tmp_path, url, token, "tools/call", "--tool-name", "describe_layer")
     assert layers.returncode == 0, layers.stderr
     answer = json.loads(layers.stdout)
     assert not answer["isError"] and "| schools |" in answer["content"][0]["text"]
-    gated = inspect(tmp_path, url, token, "tools/call", "--tool-name", "remove_layer", "--tool-arg", "layer=schools")
+    gated = inspect(
+        tmp_path, url, token, "tools/call", "--tool-name", "set_layer", "--tool-arg", "layer=schools", "remove=true"
+    )
     refused = json.loads(gated.stdout)
     assert refused["isError"] and "approval policy (never allow)" in refused["content"][0]["text"]
     assert "schools" in {layer.name() for layer in demo_project.mapLayers().values()}

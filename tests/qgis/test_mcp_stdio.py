@@ -103,14 +103,14 @@ def test_tools_resources_and_answers_are_the_dock_agents(project_file, tmp_path,
     schools = next(row for row in rows if row["name"] == "schools")
     assert (schools["type"], schools["crs"], schools["feature_count"]) == ("vector", "EPSG:25832", 31)
     gated = {entry["name"]: entry["gated"] for entry in json.loads(catalogue.contents[0].text)}
-    assert gated["run_pyqgis"] and gated["remove_layer"] and not gated["describe_layer"]
+    assert gated["run_pyqgis"] and gated["set_layer"] and not gated["describe_layer"]
 
 
 def test_a_gated_call_is_refused_with_the_reason_when_no_one_can_approve(project_file, tmp_path):
     async def talk():
         async with session(project_file, tmp_path) as client:
             before = await client.call_tool("describe_layer", {})
-            removed = await client.call_tool("remove_layer", {"layer": "schools"})
+            removed = await client.call_tool("set_layer", {"layer": "schools", "remove": True})
             code = await client.call_tool("run_pyqgis", {"code": "print(1)"})
             after = await client.call_tool("describe_layer", {})
             return before, removed, code, after

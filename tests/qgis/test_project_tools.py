@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from qgis.core import QgsRasterLayer, QgsVectorLayer
 
+from geogpt_qgis.core.approval import APPROVE, Decision, current_decision
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.project import ProjectTools, project_brief
 from geogpt_qgis.tools.registry import build_families
@@ -207,6 +208,35 @@ def test_visibility_and_rename(tools, demo_project):
     assert root.findLayer(parks.id()).isVisible() and parks.name() == "parks"  # a refused call changes nothing
     both = tools.set_layer("parks", visible=False, name="green")  # several changes in one call
     assert both == "Renamed 'parks' to 'green'. Hid layer 'green'."
+
+
+def test_set_layer_removes_a_layer_only_when_approved(tools, demo_project):
+    """remove=true (it was remove_layer) asks; the other changes never do, and removing goes alone."""
+    parks = demo_project.mapLayersByName("parks")[0]
+    assert tools.preview_set_layer("parks", visible=False) is None
+    request = tools.preview_set_layer("parks", remove=True)
+    assert request is not None and request.action == "Remove layer 'parks' from the project"
+    assert "(Polygon, " in request.details and "Its data source is not deleted." in request.details
+    assert request.affected == ["layer 'parks'"]
+    before = len(demo_project.mapLayers())
+    with pytest.raises(ToolError, match="needs their approval"):
+        tools.set_layer("parks", remove=True)
+    with pytest.raises(ToolError, match="give it alone"):
+        tools.preview_set_layer("parks", remove=True, name="green")
+    with pytest.raises(ToolError, match="no layer 'prks'; did you mean 'parks'"):
+        tools.set_layer("prks", remove=True)
+    assert len(demo_project.mapLayers()) == before and parks.name() == "parks"
+    token = current_decision.set(Decision(APPROVE))
+    try:
+        with pytest.raises(ToolError, match="give it alone"):
+            tools.set_layer("parks", remove=True, visible=False)
+        assert len(demo_project.mapLayers()) == before
+        done = tools.set_layer("parks", remove=True)
+    finally:
+        current_decision.reset(token)
+    assert str(done) == "Removed layer 'parks' from the project."
+    assert done.artifact.layers == ("parks",)
+    assert not demo_project.mapLayersByName("parks") and len(demo_project.mapLayers()) == before - 1
 
 
 def test_tools_called_from_a_worker_thread_go_through_the_main_thread(tools, demo_project):

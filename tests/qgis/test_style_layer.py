@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -37,6 +38,7 @@ from qgis.core import (
 from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.maps.classify import jenks_breaks
+from geogpt_qgis.tools.maps.renderers import MILLIMETERS
 from geogpt_qgis.tools.maps.style_history import symbology_xml
 from geogpt_qgis.tools.maps.styling import StylePart
 from tests.support.runs import call_in_thread, wait_until
@@ -154,6 +156,44 @@ def test_single_symbol_colour_outline_and_opacity(style, demo_project):
     style.style_layer("parks", opacity=0.25)  # opacity alone keeps the colour
     assert parks.renderer().symbol().color().name() == "#006400"
     assert parks.renderer().symbol().opacity() == pytest.approx(0.25)
+
+
+def test_size_is_a_points_size_a_lines_width_and_a_polygons_outline_width(style, demo_project):
+    """One number in mm, read back from the symbols QGIS draws (also the classes' symbols)."""
+    result = style.style_layer("schools", color="orange", size=3.5)
+    marker = layer(demo_project, "schools").renderer().symbol()
+    assert (marker.size(), marker.sizeUnit(), marker.color().name()) == (3.5, MILLIMETERS, "#ffa500")
+    assert result.text.startswith("Styled 'schools' with a single symbol: colour #ffa500, opacity 1, size 3.5 mm.")
+    result = style.style_layer("roads", method="single", size=0.8)
+    line = layer(demo_project, "roads").renderer().symbol()
+    assert (line.width(), line.outputUnit()) == (pytest.approx(0.8), MILLIMETERS)
+    assert "width 0.8 mm." in result.text
+    result = style.style_layer("parks", color=",dark red", size=1.2)  # the outline only: the fill is kept
+    fill = layer(demo_project, "parks").renderer().symbol().symbolLayer(0)
+    assert (fill.strokeWidth(), fill.strokeWidthUnit(), fill.strokeColor().name()) == (1.2, MILLIMETERS, "#8b0000")
+    assert "outline width 1.2 mm." in result.text
+    style.style_layer("districts", method="quantile", field="population", size=0.6)
+    renderer = layer(demo_project, "districts").renderer()
+    assert [r.symbol().symbolLayer(0).strokeWidth() for r in renderer.ranges()] == [0.6] * 5
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "message"),
+    [
+        ("schools", {"size": -2}, "size is in millimetres, more than 0 and at most 50 (e.g. 2 for a point"),
+        ("schools", {"size": 0}, "not 0"),
+        ("roads", {"size": 120}, "size is in millimetres, more than 0 and at most 50"),
+        ("schools", {"method": "heatmap", "size": 2}, "a heatmap style has no symbol size"),
+        ("elevation", {"size": 2}, "field, colours and size are for vector layers"),
+        ("elevation", {"method": "hillshade", "size": 2}, "a hillshade style has no symbol size"),
+    ],
+)
+def test_a_wrong_size_is_refused_and_changes_nothing(style, demo_project, name, args, message):
+    target = layer(demo_project, name)
+    before = symbology_xml(target)
+    with pytest.raises(ToolError, match=re.escape(message)):
+        style.style_layer(name, **args)
+    assert symbology_xml(target) == before
 
 
 def test_rules_and_heatmap(style, demo_project, gpkg):

@@ -22,7 +22,7 @@ PROJECT_TOOL_NAMES = [
     "set_layer",
 ]
 PROCESSING_TOOL_NAMES = ["find_algorithm", "run_algorithm"]
-EDIT_TOOL_NAMES = ["remove_layer", "edit_features"]
+EDIT_TOOL_NAMES = ["edit_features"]
 MAP_TOOL_NAMES = ["load_data", "label_layer", "style_layer", "export_map"]
 CODE_TOOL_NAMES = ["run_pyqgis"]
 INSIGHT_TOOL_NAMES = ["find_places", "make_chart"]

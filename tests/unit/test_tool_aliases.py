@@ -100,3 +100,23 @@ def test_an_old_name_is_routed_only_where_its_new_tool_is_offered():
 
     both = Toolkit([describe_layer, list_layers])
     assert run(both, "list_layers", {}).text == "the real list_layers"
+
+
+def set_layer(layer: str, visible: bool | None = None, remove: bool = False) -> str:
+    """Show or hide, or remove a layer."""
+    return f"set_layer(layer={layer!r}, visible={visible!r}, remove={remove!r})"
+
+
+def test_remove_layer_runs_set_layer_with_remove_and_is_never_sent():
+    """It was its own tool; set_layer(remove=true) took it over (its approval preview: tests/qgis)."""
+    toolkit = Toolkit([set_layer])
+    assert [schema["function"]["name"] for schema in toolkit.schemas] == ["set_layer"]
+    for args in ({"layer": "parks"}, json.dumps({"layer": "parks"}), {"layer": "parks", "remove": False}):
+        outcome = run(toolkit, "remove_layer", args)
+        assert outcome.ok and outcome.text == "set_layer(layer='parks', visible=None, remove=True)"
+    missing = run(toolkit, "remove_layer", {})
+    assert not missing.ok and "invalid arguments for set_layer: missing required argument 'layer'" in missing.text
+    extra = run(toolkit, "remove_layer", {"layer": "parks", "approved": True})
+    assert not extra.ok and "set_layer has no argument 'approved'" in extra.text
+    close = run(toolkit, "remove_layers", {"layer": "parks"})
+    assert not close.ok and "Did you mean set_layer?" in close.text

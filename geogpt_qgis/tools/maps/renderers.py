@@ -10,35 +10,47 @@ from dataclasses import dataclass
 from typing import Any
 
 from qgis.core import (
+    Qgis,
     QgsCategorizedSymbolRenderer,
     QgsColorRamp,
     QgsExpression,
     QgsFeatureRenderer,
+    QgsFillSymbol,
     QgsGraduatedSymbolRenderer,
     QgsHeatmapRenderer,
     QgsHillshadeRenderer,
+    QgsLineSymbol,
+    QgsMarkerSymbol,
     QgsRendererCategory,
     QgsRendererRange,
     QgsRuleBasedRenderer,
     QgsSingleSymbolRenderer,
     QgsSymbol,
+    QgsUnitTypes,
     QgsVectorLayer,
 )
 from qgis.PyQt.QtGui import QColor
 
 from geogpt_qgis.tools.maps.classify import ClassRange, method_object
+from geogpt_qgis.tools.processing.compat import enum_member
 
 OTHER_COLOR = "#bdbdbd"
 HEATMAP_RADIUS_MM = 10.0
+MILLIMETERS = enum_member((Qgis, "RenderUnit", "Millimeters"), (QgsUnitTypes, "RenderUnit", "RenderMillimeters"))
 
 
 @dataclass(frozen=True)
 class SymbolLook:
-    """What the call says about every symbol: fill, outline and opacity; ``None`` keeps the default."""
+    """What the call says about every symbol: fill, outline, opacity and size; ``None`` keeps the default.
+
+    ``size`` (mm) is the one size that matters for the geometry: a point's
+    size, a line's width, a polygon's outline width.
+    """
 
     fill: QColor | None = None
     outline: QColor | None = None
     opacity: float | None = None
+    size: float | None = None
 
 
 def base_symbol(layer: QgsVectorLayer, look: SymbolLook, keep_current: bool = False) -> QgsSymbol:
@@ -55,7 +67,34 @@ def base_symbol(layer: QgsVectorLayer, look: SymbolLook, keep_current: bool = Fa
     if look.outline is not None:
         for index in range(symbol.symbolLayerCount()):
             _call(symbol.symbolLayer(index), "setStrokeColor", look.outline)
+    if look.size is not None:
+        set_size(symbol, look.size)
     return symbol
+
+
+def set_size(symbol: QgsSymbol, size: float) -> None:
+    """A point's size, a line's width or a polygon's outline width, in millimetres."""
+    if isinstance(symbol, QgsMarkerSymbol):
+        symbol.setSizeUnit(MILLIMETERS)
+        symbol.setSize(size)
+    elif isinstance(symbol, QgsLineSymbol):
+        symbol.setWidthUnit(MILLIMETERS)
+        symbol.setWidth(size)
+    elif isinstance(symbol, QgsFillSymbol):
+        for index in range(symbol.symbolLayerCount()):
+            _call(symbol.symbolLayer(index), "setStrokeWidthUnit", MILLIMETERS)
+            _call(symbol.symbolLayer(index), "setStrokeWidth", size)
+
+
+def size_words(symbol: QgsSymbol) -> str:
+    """``size 3 mm``, ``width 0.8 mm`` or ``outline width 1 mm``: what ``set_size`` set, read back."""
+    if isinstance(symbol, QgsMarkerSymbol):
+        return f"size {symbol.size():g} mm"
+    if isinstance(symbol, QgsLineSymbol):
+        return f"width {symbol.width():g} mm"
+    layers = [symbol.symbolLayer(i) for i in range(symbol.symbolLayerCount())]
+    widths = [item.strokeWidth() for item in layers if callable(getattr(item, "strokeWidth", None))]
+    return f"outline width {widths[0]:g} mm" if widths else "no outline to size"
 
 
 def _call(item: Any, method: str, value: Any) -> None:

@@ -43,6 +43,7 @@ ALIASES = {
     "singleband pseudocolor": "pseudocolor",
 }
 RAMPED = {"categorized", *GRADUATED, "heatmap", "pseudocolor", "paletted"}
+MAX_SIZE_MM = 50.0  # a point 5 cm across, a line or outline 5 cm wide: past that, a unit mistake
 
 
 @dataclass
@@ -57,7 +58,9 @@ class StyleRequest:
     rules: list[tuple[str, QColor]] = dataclasses.field(default_factory=list)
 
 
-def check_request(method: str, field: str, classes: int, color: str, opacity: float | None) -> StyleRequest:
+def check_request(
+    method: str, field: str, classes: int, color: str, opacity: float | None, size: float | None = None
+) -> StyleRequest:
     """The arguments parsed and checked against each other, before the project is looked at."""
     method = " ".join(method.strip().lower().replace("_", " ").split())
     method = ALIASES.get(method, method)
@@ -72,6 +75,7 @@ def check_request(method: str, field: str, classes: int, color: str, opacity: fl
         raise ToolError(f"opacity must be between 0 and 1, not {opacity:g}")
     if opacity is not None and method == "heatmap":
         raise ToolError("a heatmap has no opacity of its own; call again without opacity")
+    _check_size(method, size)
     text, ramp, fill, outline = color.strip(), "", None, None
     if method in RAMPED:
         ramp = text  # these methods colour along a ramp: color names it
@@ -82,12 +86,25 @@ def check_request(method: str, field: str, classes: int, color: str, opacity: fl
     elif text:
         hint = "rules take their colours in field: 'expr=colour;...'" if method == "rules" else "it uses none"
         raise ToolError(f"color is a colour for single or a ramp for {', '.join(sorted(RAMPED))}; {method}: {hint}")
-    look = renderers.SymbolLook(fill, outline, opacity)
+    look = renderers.SymbolLook(fill, outline, opacity, size)
     if method == "rules":
         return StyleRequest(method, "", classes, ramp, look, parse_rules(field))
     if field.strip() and method in ("single", ""):
         raise ToolError("field needs a method: categorized, or quantile/equal/jenks/pretty for a numeric field")
     return StyleRequest(method, field.strip(), classes, ramp, look)
+
+
+def _check_size(method: str, size: float | None) -> None:
+    """A size in millimetres for the symbols: more than 0, at most ``MAX_SIZE_MM``, and not for heatmaps or rasters."""
+    if size is None:
+        return
+    if not 0.0 < size <= MAX_SIZE_MM:
+        raise ToolError(
+            f"size is in millimetres, more than 0 and at most {MAX_SIZE_MM:g} (e.g. 2 for a point, "
+            f"0.5 for a line or outline), not {size:g}"
+        )
+    if method in ("heatmap", *RASTER_METHODS):
+        raise ToolError(f"a {method} style has no symbol size; call again without size")
 
 
 def _colours(text: str) -> bool:

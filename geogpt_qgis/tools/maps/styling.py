@@ -96,15 +96,18 @@ class StylePart:
         classes: int | None = None,
         color: str = "",
         opacity: float | None = None,
+        size: float | None = None,
     ) -> ToolResult:
         """Style a layer.
 
         Args:
             method: single, categorized, quantile, jenks, rules, heatmap, pseudocolor, hillshade, undo
+            size: mm: point size, line or outline width
         """
         if method.strip().lower() == "undo":
             return self.ctx.on_main(self._undo, layer)
-        request = check_request(method, field, DEFAULT_CLASSES if classes is None else classes, color, opacity)
+        classes = DEFAULT_CLASSES if classes is None else classes
+        request = check_request(method, field, classes, color, opacity, size)
         plan = self.ctx.on_main(self._plan, layer, request)
         data = self._read(plan)
         return self.ctx.on_main(self._apply, plan, data)
@@ -136,10 +139,10 @@ class StylePart:
         request.method = {"": "pseudocolor", "categorized": "paletted"}.get(request.method, request.method)
         method = valid_method(request.method, RASTER_METHODS, VECTOR_METHODS, target.name(), "raster")
         look = request.look
-        if request.field or look.fill is not None or look.outline is not None:
+        if request.field or look.fill is not None or look.outline is not None or look.size is not None:
             raise ToolError(
                 "a raster style takes method, color (a colour ramp, e.g. Viridis) and opacity; "
-                "field and colours are for vector layers"
+                "field, colours and size are for vector layers"
             )
         plan = StylePlan(request, target.id(), target.name())
         if method != "hillshade":
@@ -169,7 +172,11 @@ class StylePart:
         if method == "single":
             target.setRenderer(renderers.single(target, look))
             symbol = target.renderer().symbol()
-            return f"Styled {name} with a single symbol: colour {symbol.color().name()}, opacity {symbol.opacity():g}."
+            sized = f", {renderers.size_words(symbol)}" if look.size is not None else ""
+            return (
+                f"Styled {name} with a single symbol: colour {symbol.color().name()}, "
+                f"opacity {symbol.opacity():g}{sized}."
+            )
         ramp_name, ramp = ramps.ramp(plan.ramp_name, plan.ramp_name) if plan.ramp_name else ("", None)
         if method == "categorized" and ramp is not None:
             target.setRenderer(renderers.categorized(target, request.field, data.values, data.other > 0, ramp, look))
