@@ -1,9 +1,10 @@
 """Zonal summaries of a raster within the polygons of a layer, through QGIS's own zonal algorithms.
 
 A continuous band goes through ``native:zonalstatisticsfb`` (count, mean, min,
-max), a categorical one through ``native:zonalhistogram`` (pixels per class);
-both exist in the registry from QGIS 3.16 to 3.44 and reproject the zones to the
-raster's CRS themselves.  They run through the processing runner, so the
+max, standard deviation, and the majority of an integer band), a categorical
+one through ``native:zonalhistogram`` (pixels per class); both exist in the
+registry from QGIS 3.16 to 3.44 and reproject the zones to the raster's CRS
+themselves.  They run through the processing runner, so the
 result is a layer in the project stored like any other result, and the model
 reads a table: per zone the statistics, or each class's share of the zone's
 pixels with its label, and the area they cover.  Areas come from pixel counts
@@ -19,6 +20,16 @@ The class counts of a GDAL raster are read that way too, whatever its CRS:
 ``native:zonalhistogram`` takes the pixel width for the height, so on a grid
 whose pixels are not square it counts half or twice the pixels (measured on
 QGIS 3.22.16, 3.40.6 and 3.44.15: 400 of 800 pixels of 20 x 10 m).
+
+``native:zonalstatisticsfb`` has no such fault: measured against numpy over
+the pixels whose centre is in the zone, its count, mean, min, max, standard
+deviation (population) and majority (the smallest value on a tie) are exact on
+20 x 10 m, 10 x 20 m and 0.02 x 0.01 degree pixels, for zones beyond the
+raster's edge, around nodata, and in another CRS than the raster (QGIS 3.22.16,
+3.40.6 and 3.44.15; tests/qgis/test_raster_zonal_stats.py).  One rule of its own is
+said in the table: a zone holding at most one pixel centre is summarised from
+every pixel it overlaps, each weighted by the share of it the zone covers, and
+its count is that sum of shares (a fraction).
 """
 
 from __future__ import annotations
@@ -48,8 +59,14 @@ from geogpt_qgis.tools.rasters import plan_raster_read
 
 ZONAL_STATS = "native:zonalstatisticsfb"
 ZONAL_HISTOGRAM = "native:zonalhistogram"
-STATISTICS = [0, 2, 5, 6]  # count, mean, min, max (the enum's order has not changed since 3.16)
+# count, mean, min, max, stdev, majority: the enum's order has not changed since 3.16
+STATISTICS = {"count": 0, "mean": 2, "min": 5, "max": 6, "stdev": 4, "majority": 9}
 MAX_ZONES_SHOWN = 30
+CENTRES = "pixels whose centre is in the zone, nodata left out"
+PARTIAL = (
+    "* a zone holding at most one pixel centre: every pixel it overlaps, weighted by the share of it"
+    " the zone covers (pixels = the sum of those shares)"
+)
 MAX_CLASSES_SHOWN = 8
 
 
@@ -67,6 +84,12 @@ class ZonalPlan:
     geotransform: tuple[float, ...] = ()
     ellipsoid: tuple[float, float] = (6378137.0, 6356752.314245)  # semi-major, semi-minor axes (m)
     crs: Any = field(default=None)  # the raster's CRS (zones are transformed into it)
+    integer: bool = False  # an integer band: its majority means something
+
+    def statistics(self) -> list[str]:
+        """The zonal statistics asked for, in the table's order."""
+        keys = ["count", "mean", "min", "max", "stdev"]
+        return [*keys, "majority"] if self.integer else keys
 
 
 def is_polygon_layer(project: QgsProject, ref: str) -> bool:
@@ -95,6 +118,7 @@ def _plan(project: QgsProject, raster_ref: str, zones_ref: str) -> ZonalPlan:
         labels=labels,
         pixel_area=0.0 if geographic else abs(read.pixel_x * read.pixel_y),
         area_unit=unit,
+        integer=integer,
     )
     if categorical and raster.providerType() == "gdal":
         path = QgsProviderRegistry.instance().decodeUri("gdal", raster.source()).get("path") or ""
@@ -128,7 +152,7 @@ def zonal_summary(ctx: ToolContext, raster: str, zones: str) -> ToolResult:
             "INPUT_RASTER": raster,
             "RASTER_BAND": 1,
             "COLUMN_PREFIX": "z_",
-            "STATISTICS": STATISTICS,
+            "STATISTICS": [STATISTICS[key] for key in plan.statistics()],
         }
         run = ProcessingRunner(ctx).run(ZONAL_STATS, parameters, name)
     added = run.artifact.added[-1].layer_id if run.artifact.added else ""
@@ -259,6 +283,7 @@ def _table(
     label_field = next((n for n in names if n.casefold() in LABEL_FIELDS), None)
     rows: list[list[str]] = []
     total = 0
+    partial = False
     for feature in layer.getFeatures(QgsFeatureRequest()):
         total += 1
         if len(rows) >= MAX_ZONES_SHOWN:
@@ -268,12 +293,19 @@ def _table(
         if plan.categorical:
             rows.append([zone, _shares(plan, feature, names, (areas or {}).get(feature.id()))])
         else:
-            values = [python_value(feature[f"z_{key}"]) for key in ("count", "mean", "min", "max")]
-            rows.append([zone, *(_num(v) for v in values)])
-    headers = (
-        ["zone", "classes (share of pixels, area)"] if plan.categorical else ["zone", "pixels", "mean", "min", "max"]
-    )
+            values = [python_value(feature[f"z_{key}"]) for key in plan.statistics()]
+            cells = [_num(v) for v in values]
+            if isinstance(values[0], float) and not values[0].is_integer():
+                cells[0] += "*"  # QGIS's rule for a zone with at most one pixel centre (see PARTIAL)
+                partial = True
+            rows.append([zone, *cells])
+    if plan.categorical:
+        headers = ["zone", "classes (share of pixels, area)"]
+    else:
+        headers = ["zone", "pixels", "mean", "min", "max", "std", "majority"][: 1 + len(plan.statistics())]
     more = f"\n({total - MAX_ZONES_SHOWN} more zones in the layer)" if total > MAX_ZONES_SHOWN else ""
+    if partial:
+        more += "\n" + PARTIAL
     if plan.pixel_area:
         basis = f"areas from pixel counts x {plan.pixel_area:g} {plan.area_unit}2"
     elif areas is not None:
@@ -281,7 +313,8 @@ def _table(
     else:
         basis = "geographic raster: pixel shares only, its pixel areas could not be read"
 
-    return f"{plan.raster!r} within {plan.zones!r} ({basis}):\n" + markdown_table(headers, rows) + more
+    counted = "" if plan.categorical else f"{CENTRES}; "
+    return f"{plan.raster!r} within {plan.zones!r} ({counted}{basis}):\n" + markdown_table(headers, rows) + more
 
 
 def _shares(plan: ZonalPlan, feature: Any, names: list[str], areas: dict[str, tuple[int, float]] | None) -> str:
