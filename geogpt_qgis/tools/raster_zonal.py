@@ -19,7 +19,9 @@ nodata, and weigh northern and southern pixels alike.
 The class counts of a GDAL raster are read that way too, whatever its CRS:
 ``native:zonalhistogram`` takes the pixel width for the height, so on a grid
 whose pixels are not square it counts half or twice the pixels (measured on
-QGIS 3.22.16, 3.40.6 and 3.44.15: 400 of 800 pixels of 20 x 10 m).
+QGIS 3.22.16, 3.40.6 and 3.44.15: 400 of 800 pixels of 20 x 10 m).  The
+result layer's ``px_<code>`` / ``px_NODATA`` fields are rewritten with those
+counts (a field added for a class it missed), so the layer and the table agree.
 
 ``native:zonalstatisticsfb`` has no such fault: measured against numpy over
 the pixels whose centre is in the zone, its count, mean, min, max, standard
@@ -68,6 +70,7 @@ PARTIAL = (
     " the zone covers (pixels = the sum of those shares)"
 )
 MAX_CLASSES_SHOWN = 8
+NODATA = "NODATA"  # native:zonalhistogram's name for the nodata pixels' field (px_NODATA)
 
 
 @dataclass
@@ -160,13 +163,15 @@ def zonal_summary(ctx: ToolContext, raster: str, zones: str) -> ToolResult:
     if plan.categorical:
         zones_wkb = ctx.on_main(_zone_geometries, ctx.project, plan, added)
         areas = pixel_areas(plan, zones_wkb) if zones_wkb is not None else None
+        if areas is not None:
+            ctx.on_main(_rewrite_class_fields, ctx.project, added, areas)
     table = ctx.on_main(_table, ctx.project, plan, added, areas)
     artifact = ToolArtifact(layers=(plan.raster, plan.zones), added=run.artifact.added)
     return ToolResult(run.text.splitlines()[0] + "\n" + table, artifact)
 
 
 def _zone_geometries(project: QgsProject, plan: ZonalPlan, layer_id: str) -> list[tuple[int, bytes]] | None:
-    """The shown zones' polygons in the raster's CRS as WKB (main thread); ``None``: no file or no north-up grid."""
+    """The zones' polygons in the raster's CRS as WKB (main thread); ``None``: no file or no north-up grid."""
     from osgeo import gdal
 
     layer = project.mapLayer(layer_id)
@@ -179,7 +184,7 @@ def _zone_geometries(project: QgsProject, plan: ZonalPlan, layer_id: str) -> lis
     plan.geotransform = geotransform
     transform = QgsCoordinateTransform(layer.crs(), plan.crs, project.transformContext())
     zones = []
-    for feature in layer.getFeatures(QgsFeatureRequest().setLimit(MAX_ZONES_SHOWN)):
+    for feature in layer.getFeatures(QgsFeatureRequest()):
         geometry = feature.geometry()
         if geometry.transform(transform) == 0:  # Qgis.GeometryOperationResult.Success
             zones.append((feature.id(), bytes(geometry.asWkb())))
@@ -191,7 +196,8 @@ def pixel_areas(plan: ZonalPlan, zones: list[tuple[int, bytes]]) -> dict[int, di
 
     The area is the pixel area (map units squared) on a projected grid, each
     pixel's ellipsoidal area in m2 on a geographic one.  The counts replace the
-    algorithm's (see the module's docstring: non-square pixels).
+    algorithm's (see the module's docstring: non-square pixels).  Nodata pixels
+    are counted under ``NODATA`` (with no area).
     """
     import numpy as np
     from osgeo import gdal, ogr
@@ -217,6 +223,7 @@ def pixel_areas(plan: ZonalPlan, zones: list[tuple[int, bytes]]) -> dict[int, di
         values = band.ReadAsArray(c0, r0, c1 - c0, r1 - r0)
         mask = _burn(geometry, (west + c0 * width, width, 0.0, north + r0 * height, 0.0, height), c1 - c0, r1 - r0)
         if nodata is not None:
+            found[fid][NODATA] = (int((mask & (values == nodata)).sum()), 0.0)
             mask &= values != nodata
         tops = north + (r0 + np.arange(r1 - r0)) * height
         if plan.pixel_area:
@@ -228,6 +235,39 @@ def pixel_areas(plan: ZonalPlan, zones: list[tuple[int, bytes]]) -> dict[int, di
             chosen = mask & (values == code)
             found[fid][_code_text(code)] = (int(chosen.sum()), float(weights[chosen].sum()))
     return found
+
+
+def _rewrite_class_fields(project: QgsProject, layer_id: str, found: dict[int, dict[str, tuple[int, float]]]) -> None:
+    """Put the pixel-by-pixel class counts into the result layer's ``px_`` fields (main thread).
+
+    A zone the counts do not cover (the geometry could not be transformed) keeps
+    QGIS's figures; a class QGIS did not see gets its field.
+    """
+    from qgis.core import QgsField
+    from qgis.PyQt.QtCore import QVariant
+
+    layer = project.mapLayer(layer_id)
+    provider = layer.dataProvider() if isinstance(layer, QgsVectorLayer) else None
+    if provider is None:
+        return
+    codes = sorted({code for counts in found.values() for code in counts}, key=lambda c: (c == NODATA, _code(c)))
+    names = layer.fields().names()
+    template = next((layer.fields().field(n) for n in names if n.startswith("px_")), None)
+    missing = []
+    for code in codes:
+        if f"px_{code}" not in names:
+            new = QgsField(template) if template is not None else QgsField("px", QVariant.LongLong)
+            new.setName(f"px_{code}")
+            missing.append(new)
+    if missing and provider.addAttributes(missing):
+        layer.updateFields()
+    indices = {n[3:]: i for i, n in enumerate(layer.fields().names()) if n.startswith("px_")}
+    changes = {
+        fid: {index: counts.get(code, (0, 0.0))[0] for code, index in indices.items()} for fid, counts in found.items()
+    }
+    if changes:
+        provider.changeAttributeValues(changes)
+        layer.reload()
 
 
 def _burn(geometry: Any, geotransform: tuple[float, ...], columns: int, rows: int) -> Any:
@@ -325,7 +365,7 @@ def _shares(plan: ZonalPlan, feature: Any, names: list[str], areas: dict[str, tu
             if count:
                 counts[name[3:]] = float(count)
     if areas is not None:  # counted with the areas, pixel by pixel
-        counts = {code: float(count) for code, (count, _m2) in areas.items() if count}
+        counts = {code: float(count) for code, (count, _m2) in areas.items() if count and code != NODATA}
     pixels = sum(counts.values())
     if not pixels:
         return "no pixels"

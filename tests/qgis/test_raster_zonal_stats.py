@@ -200,3 +200,40 @@ def test_a_zone_with_at_most_one_pixel_centre_is_weighted_by_overlap_and_said_so
         assert float(row["mean"]) == pytest.approx(weighted / shares, rel=1e-5), (name, row)
         assert float(row["min"]) == pytest.approx(min(touched), rel=1e-5)
         assert float(row["max"]) == pytest.approx(max(touched), rel=1e-5)
+
+
+def test_the_class_count_fields_of_the_result_layer_are_the_pixels_counted(tool_ctx, demo_project, tmp_path):
+    """native:zonalhistogram counts about half the pixels of a 20 x 10 m grid; the layer's px_ fields are rewritten."""
+    rng = np.random.default_rng(7)
+    cover = rng.choice(np.array([1, 2, 5]), size=(ROWS, COLUMNS), p=[0.6, 0.3, 0.1]).astype(np.uint8)
+    cover[:, 95:] = 9  # a class only the "edge" zone reaches
+    cover[20:40, 50:60] = 255
+    path = tmp_path / "classes.tif"
+    dataset = gdal.GetDriverByName("GTiff").Create(str(path), COLUMNS, ROWS, 1, gdal.GDT_Byte)
+    dataset.SetGeoTransform(PROJECTED)
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(25832)
+    dataset.SetProjection(srs.ExportToWkt())
+    band = dataset.GetRasterBand(1)
+    band.SetNoDataValue(255)
+    colours = gdal.ColorTable()
+    for code in (1, 2, 5, 9):
+        colours.SetColorEntry(code, (20 * code, 90, 160))
+    band.SetColorTable(colours)  # before the pixels: GDAL 3.10 refuses it after
+    band.WriteArray(cover)
+    dataset = None
+    zones = _zones(PROJECTED)
+    demo_project.addMapLayers([QgsRasterLayer(str(path), "classes"), _layer("fields", 25832, zones)])
+    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "classes", "fields")
+    assert text.startswith("native:zonalhistogram finished."), text
+    layer = demo_project.mapLayersByName("fields_classes_zonal")[0]
+    west, dx, _, north, _, dy = PROJECTED
+    x, y = np.meshgrid(west + (np.arange(COLUMNS) + 0.5) * dx, north + (np.arange(ROWS) + 0.5) * dy)
+    checked = 0
+    for feature in layer.getFeatures():
+        inside = shapely.contains_xy(zones[feature["name"]], x, y)
+        for code, name in ((1, "px_1"), (2, "px_2"), (5, "px_5"), (9, "px_9"), (255, "px_NODATA")):
+            assert feature[name] == int((inside & (cover == code)).sum()), (feature["name"], name, feature[name])
+            checked += 1
+    assert checked == 5 * len(zones)
+    assert int((shapely.contains_xy(zones["edge"], x, y) & (cover == 9)).sum()) > 0  # the class the edge reaches
