@@ -88,6 +88,7 @@ class ZonalPlan:
     ellipsoid: tuple[float, float] = (6378137.0, 6356752.314245)  # semi-major, semi-minor axes (m)
     crs: Any = field(default=None)  # the raster's CRS (zones are transformed into it)
     integer: bool = False  # an integer band: its majority means something
+    crs_note: str = ""  # how the zones met the raster's CRS, said in the table's heading
 
     def statistics(self) -> list[str]:
         """The zonal statistics asked for, in the table's order."""
@@ -122,6 +123,7 @@ def _plan(project: QgsProject, raster_ref: str, zones_ref: str) -> ZonalPlan:
         pixel_area=0.0 if geographic else abs(read.pixel_x * read.pixel_y),
         area_unit=unit,
         integer=integer,
+        crs_note=_crs_note(zones.crs(), raster.crs()),
     )
     if categorical and raster.providerType() == "gdal":
         path = QgsProviderRegistry.instance().decodeUri("gdal", raster.source()).get("path") or ""
@@ -131,6 +133,28 @@ def _plan(project: QgsProject, raster_ref: str, zones_ref: str) -> ZonalPlan:
             if geographic and ellipsoid.valid and ellipsoid.semiMajor > 0 and ellipsoid.semiMinor > 0:
                 plan.ellipsoid = (ellipsoid.semiMajor, ellipsoid.semiMinor)
     return plan
+
+
+def _crs_note(zones: Any, raster: Any) -> str:
+    """The zones are reprojected to the raster's CRS by the algorithms (said); a layer without a CRS is refused.
+
+    Without one the algorithms read the zones' coordinates as the raster's and
+    label their output EPSG:4326 (3.22 to 3.44), which the output checks reject
+    after the work is done: better to say so before, with the remedy.
+    """
+    for kind, crs in (("zones", zones), ("raster", raster)):
+        if not crs.isValid():
+            raise ToolError(
+                f"the {kind} layer has no CRS, so zones and pixels cannot be matched: assign it one "
+                "(run_algorithm native:assignprojection, or the layer's properties), then ask again"
+            )
+    if zones != raster:
+        return f"; zones reprojected from {_crs_name(zones)} to the raster's {_crs_name(raster)}"
+    return ""
+
+
+def _crs_name(crs: Any) -> str:
+    return crs.authid() or short(crs.description(), NAME_MAX_CHARS) or "unknown CRS"
 
 
 def _integer_types() -> set[Any]:
@@ -354,7 +378,8 @@ def _table(
         basis = "geographic raster: pixel shares only, its pixel areas could not be read"
 
     counted = "" if plan.categorical else f"{CENTRES}; "
-    return f"{plan.raster!r} within {plan.zones!r} ({counted}{basis}):\n" + markdown_table(headers, rows) + more
+    heading = f"{plan.raster!r} within {plan.zones!r} ({counted}{basis}{plan.crs_note}):\n"
+    return heading + markdown_table(headers, rows) + more
 
 
 def _shares(plan: ZonalPlan, feature: Any, names: list[str], areas: dict[str, tuple[int, float]] | None) -> str:

@@ -16,8 +16,9 @@ import pytest
 import shapely
 from osgeo import gdal, osr
 from pyproj import Transformer
-from qgis.core import QgsFeature, QgsGeometry, QgsRasterLayer, QgsVectorLayer
+from qgis.core import QgsCoordinateReferenceSystem, QgsFeature, QgsGeometry, QgsRasterLayer, QgsVectorLayer
 
+from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.project import ProjectTools
 from tests.support.runs import call_in_thread
 
@@ -70,8 +71,9 @@ def _zones(geotransform: tuple[float, ...]) -> dict[str, shapely.Geometry]:
     }
 
 
-def _layer(name: str, epsg: int, zones: dict[str, shapely.Geometry]) -> QgsVectorLayer:
-    layer = QgsVectorLayer(f"Polygon?crs=EPSG:{epsg}&field=name:string", name, "memory")
+def _layer(name: str, epsg: int | None, zones: dict[str, shapely.Geometry]) -> QgsVectorLayer:
+    crs = f"crs=EPSG:{epsg}&" if epsg else ""
+    layer = QgsVectorLayer(f"Polygon?{crs}field=name:string", name, "memory")
     features = []
     for zone, geometry in zones.items():
         feature = QgsFeature(layer.fields())
@@ -145,7 +147,9 @@ def test_integer_raster_with_oblong_pixels_and_zones_in_two_crss(tool_ctx, demo_
     _check(text, values, PROJECTED, 25832, zones, 25832, keys)
     assert _rows(text)["pair"]["majority"] == str(int(min(values[70, 70], values[70, 71])))
     assert "*" not in text  # every zone holds two pixel centres or more
+    assert "reprojected" not in text
     text = call_in_thread(tools.describe_layer, "counts", "plots_wgs84")
+    assert "; zones reprojected from EPSG:4326 to the raster's EPSG:25832):" in text, text
     _check(text, values, PROJECTED, 25832, drawn_in_wgs84, 4326, keys)
     added = demo_project.mapLayersByName("plots_counts_zonal")
     assert len(added) == 1
@@ -237,3 +241,16 @@ def test_the_class_count_fields_of_the_result_layer_are_the_pixels_counted(tool_
             checked += 1
     assert checked == 5 * len(zones)
     assert int((shapely.contains_xy(zones["edge"], x, y) & (cover == 9)).sum()) > 0  # the class the edge reaches
+
+
+def test_zones_without_a_crs_are_refused_before_anything_runs(tool_ctx, demo_project, tmp_path):
+    values = _values(integer=True)
+    path = _raster(tmp_path, "plain", 25832, PROJECTED, values, gdal.GDT_Int16)
+    unknown = _layer("no_crs", None, _zones(PROJECTED))
+    unknown.setCrs(QgsCoordinateReferenceSystem())  # a memory layer starts in EPSG:4326
+    assert not unknown.crs().isValid()
+    demo_project.addMapLayers([QgsRasterLayer(path, "plain"), unknown])
+    before = set(demo_project.mapLayers())
+    with pytest.raises(ToolError, match=r"the zones layer has no CRS.*native:assignprojection"):
+        call_in_thread(ProjectTools(tool_ctx).describe_layer, "plain", "no_crs")
+    assert set(demo_project.mapLayers()) == before
