@@ -64,7 +64,7 @@ ZONAL_HISTOGRAM = "native:zonalhistogram"
 # count, mean, min, max, stdev, majority: the enum's order has not changed since 3.16
 STATISTICS = {"count": 0, "mean": 2, "min": 5, "max": 6, "stdev": 4, "majority": 9}
 MAX_ZONES_SHOWN = 30
-CENTRES = "pixels whose centre is in the zone, nodata left out"
+CENTRES = "Pixels counted: those whose centre is in the zone, nodata left out."
 PARTIAL = (
     "* a zone holding at most one pixel centre: every pixel it overlaps, weighted by the share of it"
     " the zone covers (pixels = the sum of those shares)"
@@ -368,17 +368,19 @@ def _table(
     else:
         headers = ["zone", "pixels", "mean", "min", "max", "std", "majority"][: 1 + len(plan.statistics())]
     more = f"\n({total - MAX_ZONES_SHOWN} more zones in the layer)" if total > MAX_ZONES_SHOWN else ""
+    more += "\n" + CENTRES
     if partial:
         more += "\n" + PARTIAL
-    if plan.pixel_area:
+    if not plan.categorical:
+        basis = f"pixels of {plan.pixel_area:g} {plan.area_unit}2" if plan.pixel_area else "geographic raster"
+    elif plan.pixel_area:
         basis = f"areas from pixel counts x {plan.pixel_area:g} {plan.area_unit}2"
     elif areas is not None:
         basis = "geographic raster: areas sum the ellipsoidal area of each pixel"
     else:
         basis = "geographic raster: pixel shares only, its pixel areas could not be read"
 
-    counted = "" if plan.categorical else f"{CENTRES}; "
-    heading = f"{plan.raster!r} within {plan.zones!r} ({counted}{basis}{plan.crs_note}):\n"
+    heading = f"{plan.raster!r} within {plan.zones!r} ({basis}{plan.crs_note}):\n"
     return heading + markdown_table(headers, rows) + more
 
 

@@ -141,12 +141,13 @@ def test_integer_raster_with_oblong_pixels_and_zones_in_two_crss(tool_ctx, demo_
     tools = ProjectTools(tool_ctx)
     text = call_in_thread(tools.describe_layer, "counts", "plots")
     assert text.startswith("native:zonalstatisticsfb finished."), text
-    assert "pixels whose centre is in the zone, nodata left out" in text
+    assert "\nPixels counted: those whose centre is in the zone, nodata left out." in text
     assert "| zone | pixels | mean | min | max | std | majority |" in text
     keys = ("mean", "min", "max", "std", "majority")
     _check(text, values, PROJECTED, 25832, zones, 25832, keys)
     assert _rows(text)["pair"]["majority"] == str(int(min(values[70, 70], values[70, 71])))
     assert "*" not in text  # every zone holds two pixel centres or more
+    assert "'counts' within 'plots' (pixels of 200 m2):" in text, text
     assert "reprojected" not in text
     text = call_in_thread(tools.describe_layer, "counts", "plots_wgs84")
     assert "; zones reprojected from EPSG:4326 to the raster's EPSG:25832):" in text, text
@@ -167,6 +168,7 @@ def test_geographic_float_raster_with_zones_in_its_crs_and_a_projected_one(tool_
     tools = ProjectTools(tool_ctx)
     keys = ("mean", "min", "max", "std")
     text = call_in_thread(tools.describe_layer, "heat", "cells")
+    assert "'heat' within 'cells' (geographic raster):" in text, text
     assert "| zone | pixels | mean | min | max | std |" in text and "majority" not in text  # a float band
     _check(text, values, GEOGRAPHIC, 4326, zones, 4326, keys)
     _check(
@@ -230,6 +232,7 @@ def test_the_class_count_fields_of_the_result_layer_are_the_pixels_counted(tool_
     demo_project.addMapLayers([QgsRasterLayer(str(path), "classes"), _layer("fields", 25832, zones)])
     text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "classes", "fields")
     assert text.startswith("native:zonalhistogram finished."), text
+    assert "\nPixels counted: those whose centre is in the zone, nodata left out." in text
     layer = demo_project.mapLayersByName("fields_classes_zonal")[0]
     west, dx, _, north, _, dy = PROJECTED
     x, y = np.meshgrid(west + (np.arange(COLUMNS) + 0.5) * dx, north + (np.arange(ROWS) + 0.5) * dy)
