@@ -7,6 +7,7 @@ While a run waits for approval nothing has changed and the model is not called.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from tests.support.model_server import ToolCall, Turn
 from tests.support.postgis import connect, saved_connection
 from tests.support.runs import RunRecorder, call_in_thread, wait_until
 
+# Its own schema per test process: runs side by side (a developer's and CI's) share one PostgreSQL server.
+SCHEMA = f"geogpt_approvals_{os.getpid()}"
 PRIMARY = "\"type\" = 'primary'"
 REASON = "not before the council meeting on Monday"
 
@@ -46,22 +49,22 @@ def notes_table():
     """A scratch table in PostGIS and a saved connection to it; yields the connection name."""
     with connect() as pg, pg.cursor() as cursor:
         cursor.execute(
-            "CREATE SCHEMA IF NOT EXISTS geogpt_approvals;"
-            "DROP TABLE IF EXISTS geogpt_approvals.notes;"
-            "CREATE TABLE geogpt_approvals.notes (id serial PRIMARY KEY, note text);"
-            "INSERT INTO geogpt_approvals.notes (note) VALUES ('first');"
+            f"CREATE SCHEMA IF NOT EXISTS {SCHEMA};"
+            f"DROP TABLE IF EXISTS {SCHEMA}.notes;"
+            f"CREATE TABLE {SCHEMA}.notes (id serial PRIMARY KEY, note text);"
+            f"INSERT INTO {SCHEMA}.notes (note) VALUES ('first');"
         )
         pg.commit()
     with saved_connection("elvbury") as name:
         yield name
     with connect() as pg, pg.cursor() as cursor:
-        cursor.execute("DROP SCHEMA geogpt_approvals CASCADE")
+        cursor.execute(f"DROP SCHEMA {SCHEMA} CASCADE")
         pg.commit()
 
 
 def notes() -> list[str]:
     with connect() as pg, pg.cursor() as cursor:
-        cursor.execute("SELECT note FROM geogpt_approvals.notes ORDER BY id")
+        cursor.execute(f"SELECT note FROM {SCHEMA}.notes ORDER BY id")
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -111,7 +114,7 @@ class Gated:
 
 
 CODE = "layer = project.mapLayersByName('parks')[0]\nlayer.setName('green_spaces')\nprint('renamed to', layer.name())"
-INSERT = "INSERT INTO geogpt_approvals.notes (note) VALUES ('from the agent')"
+INSERT = f"INSERT INTO {SCHEMA}.notes (note) VALUES ('from the agent')"
 
 GATED = {
     "run_pyqgis": Gated(
@@ -132,11 +135,11 @@ GATED = {
     ),
     "run_sql without write flag": Gated(
         "run_sql",
-        lambda env: {"connection": env.connection, "sql": "DELETE FROM geogpt_approvals.notes"},
+        lambda env: {"connection": env.connection, "sql": f"DELETE FROM {SCHEMA}.notes"},
         lambda env: notes(),
         lambda env, before: notes() == [],
         "Run SQL that changes the database",
-        "DELETE FROM geogpt_approvals.notes",
+        f"DELETE FROM {SCHEMA}.notes",
     ),
     "set_layer removing": Gated(
         "set_layer",
@@ -386,7 +389,7 @@ def test_edited_code_runs_instead_of_the_proposed_code(env, worker, recorder, co
 def test_edited_sql_runs_instead_of_the_proposed_sql(notes_table, demo_project, worker, recorder, config, model_server):
     script_one_call(model_server, "run_sql", {"connection": notes_table, "sql": INSERT, "write": True})
     run_to_end(recorder, worker.submit("add a note", config))
-    edited = "INSERT INTO geogpt_approvals.notes (note) VALUES ('edited by the user')"
+    edited = f"INSERT INTO {SCHEMA}.notes (note) VALUES ('edited by the user')"
     run = run_to_end(recorder, worker.resume({"action": APPROVE, "edited": edited}, config))
     assert run.finished.status == "finished"
     assert notes() == ["first", "edited by the user"]

@@ -65,13 +65,14 @@ def test_a_200_turn_conversation_stays_within_a_4096_token_window(tool_ctx, work
     assert shown[-1] == question(TURNS - 1)
     summarised = int(summary.split("- User: Question ")[-1].split(":", 1)[0])
     assert summarised == int(first_kept.split("Question ", 1)[1].split(":", 1)[0]) - 1  # no turn falls in between
-    # Trimming drops turns in large steps: most requests start with the previous request's messages (71% here,
-    # in a window so small that a cut frees room for only three or four turns; one cut per step before).
+    # Trimming drops turns in large steps: most requests start with the previous request's messages (64% with
+    # the maps family's schemas, in a window so small that a cut frees room for only two or three turns; a cut
+    # per turn would keep the start of about 4% of them).
     kept = sum(
         after.body["messages"][: len(before.body["messages"])] == before.body["messages"]
         for before, after in itertools.pairwise(requests)
     )
-    assert kept >= 0.65 * (len(requests) - 1), kept
+    assert kept > 0.5 * (len(requests) - 1), kept
     # The dock was told how full the window was before every call.
     usage = [e for _, e in recorder.events if isinstance(e, ContextUsage)]
     assert len(usage) == len(requests)

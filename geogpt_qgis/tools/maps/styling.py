@@ -42,7 +42,7 @@ from geogpt_qgis.tools.maps.style_checks import (
     check_rule,
     valid_method,
 )
-from geogpt_qgis.tools.maps.style_history import StyleHistory, apply_symbology_xml, symbology_xml
+from geogpt_qgis.tools.maps.style_history import SavedStyle, StyleHistory
 from geogpt_qgis.tools.rasters import RasterReadPlan, band_summary, gdal_labels, plan_raster_read
 
 DEFAULT_CLASSES = 5
@@ -156,7 +156,7 @@ class StylePart:
         target = self.ctx.project.mapLayer(plan.layer_id)
         if target is None:
             raise ToolError(f"the layer {plan.layer_name!r} was removed from the project while styling")
-        previous = symbology_xml(target)
+        previous = SavedStyle.of(target)
         text = self._set_renderer(target, plan, data)
         self.history.push(target.id(), previous)
         self._refresh(target)
@@ -200,14 +200,14 @@ class StylePart:
 
     def _undo(self, ref: str) -> ToolResult:
         target = resolve_layer(self.ctx.project, ref)
-        xml = self.history.pop(target.id())
-        if xml is None:
+        saved = self.history.pop(target.id())
+        if saved is None:
             raise ToolError(f"no earlier style of {target.name()!r} to restore: style_layer has not changed it")
         replaced = renderers.renderer_words(target)
         try:
-            apply_symbology_xml(target, xml)
+            saved.restore(target)
         except RuntimeError as exc:
-            self.history.push(target.id(), xml)
+            self.history.push(target.id(), saved)
             raise ToolError(str(exc)) from exc
         self._refresh(target)
         left = self.history.depth(target.id())
