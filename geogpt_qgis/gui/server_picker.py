@@ -75,6 +75,7 @@ class ServerPicker(QWidget):
         self.answers = LatestAnswers(self)
         self._refreshed_once = False
         self.state = states.checking("")
+        self._key_note = ""  # what storing a key said, last
         self._model_check = QTimer(self)
         self._model_check.setSingleShot(True)
         self._model_check.setInterval(MODEL_CHECK_DELAY_MS)
@@ -284,7 +285,8 @@ class ServerPicker(QWidget):
         self.answers.ask("store", lambda: store_key(url, key), self._key_stored)
 
     def _key_stored(self, where: str | None, error: BaseException | None) -> None:
-        set_label(self.key_status, key_saved_text(where or "") if error is None else str(error), error is not None)
+        self._key_note = key_saved_text(where or "") if error is None else str(error)  # kept by the refresh below
+        set_label(self.key_status, self._key_note, error is not None)
         if error is None:
             self.refresh_models()
 
@@ -332,7 +334,8 @@ class ServerPicker(QWidget):
             set_label(self.model_status, tr("The server has no models installed."), True)
             self._set_state(states.no_model(self._provider))
             return
-        set_label(self.model_status, "")
+        if self.model_status.text() != self._key_note:  # in the dock one line says both: where the key went stays
+            set_label(self.model_status, "")
         if not current:
             self._model_edited(self.model())  # the first model listed becomes the choice
         self.check_tool_support()

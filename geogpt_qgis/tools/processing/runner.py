@@ -64,6 +64,7 @@ from geogpt_qgis.tools.processing.params import (
     check_before_approval,
     resolve_parameters,
 )
+from geogpt_qgis.tools.processing.random_sample import EXTRACT_BY_EXPRESSION, needs_own_sample, sampled_call, source_of
 from geogpt_qgis.tools.processing.steps import group_intermediates
 from geogpt_qgis.tools.raster_outputs import finish_raster_outputs
 from geogpt_qgis.tools.result_store import ResultStore, StagedResult, is_temporary, result_store, stage_result
@@ -118,7 +119,7 @@ class ProcessingRunner:
                 plan.prepared.values[reprojection.parameter] = self.ctx.on_main(
                     self._take_layer, plan, results["OUTPUT"], reprojection.layer_id
                 )
-            results = self._execute(plan, plan.algorithm_id, plan.prepared.values)
+            results = self._execute(plan, *self._own_sample_or_call(plan))
             self.ctx.on_main(self._check_outputs, plan, results)  # before anything is stored or added
             results = self._keep_outputs(plan, results, output_name)
             results, copies = self._keep_rasters(plan, results, output_name)
@@ -141,6 +142,15 @@ class ProcessingRunner:
             poller.stop()
             release()
             self.ctx.bridge.dispose(plan)
+
+    def _own_sample_or_call(self, plan: RunPlan) -> tuple[str, dict[str, Any]]:
+        """The algorithm and values to execute: the call itself, or a true random sample where QGIS has none."""
+        values = plan.prepared.values
+        if not needs_own_sample(plan.algorithm_id):
+            return plan.algorithm_id, values
+        source = self.ctx.on_main(source_of, find_algorithm(plan.algorithm_id), values, plan.context)
+        plan.keep.append(source)
+        return EXTRACT_BY_EXPRESSION, sampled_call(source, values, self.ctx.cancel)
 
     def _keep_outputs(self, plan: RunPlan, results: dict[str, Any], output_name: str) -> dict[str, Any]:
         """Temporary vector outputs copied into the project's GeoPackage (here, on the worker), so they survive saving.
