@@ -451,3 +451,38 @@ def test_stop_ends_a_request_to_a_silent_server_at_once(loader):
         outcome, seconds = stop_midway(loader.load_data, f"{url}/data.geojson", after=0.3)
     assert outcome == "cancelled" and seconds < 1.0
     assert layer_ids() == before
+
+
+def write_raster_gpkg(path: Path, tables: list[str]) -> None:
+    """A GeoPackage holding only rasters (GDAL's GPKG raster tables), 40×30 px each, in EPSG:25832."""
+    from osgeo import gdal
+
+    for index, table in enumerate(tables):
+        memory = gdal.GetDriverByName("MEM").Create("", 40, 30, 1, gdal.GDT_Byte)
+        memory.SetGeoTransform((561_000.0, 10.0, 0.0, 6_205_000.0, 0.0, -10.0))
+        memory.SetProjection("EPSG:25832")
+        memory.GetRasterBand(1).Fill(10 * (index + 1))
+        options = [f"RASTER_TABLE={table}"] + (["APPEND_SUBDATASET=YES"] if index else [])
+        assert gdal.Translate(str(path), memory, format="GPKG", creationOptions=options) is not None
+
+
+def test_a_geopackage_of_one_raster_loads_it(loader, tmp_path):
+    path = tmp_path / "heights.gpkg"
+    write_raster_gpkg(path, ["heights"])
+    text = load(loader, str(path))
+    layer = layer_named("heights")
+    assert isinstance(layer, QgsRasterLayer) and layer.providerType() == "gdal"
+    assert (layer.width(), layer.height(), layer.crs().authid()) == (40, 30, "EPSG:25832")
+    assert "raster 40×30 px, 1 band, EPSG:25832" in text
+
+
+def test_a_geopackage_of_two_rasters_needs_the_raster_named(loader, tmp_path):
+    path = tmp_path / "grids.gpkg"
+    write_raster_gpkg(path, ["low", "high"])
+    message = refused(loader, str(path), "holds 2 rasters; pass layer")
+    assert "low" in message and "high" in message
+    assert "did you mean 'high'" in refused(loader, str(path), "no raster 'hihg'", layer="hihg")
+    load(loader, str(path), layer="high")
+    layer = layer_named("high")
+    assert isinstance(layer, QgsRasterLayer) and (layer.width(), layer.height()) == (40, 30)
+    assert layer.dataProvider().sample(layer.extent().center(), 1)[0] == 20  # the second table, not the first

@@ -2,8 +2,8 @@
 
 ``GET /<name>`` serves ``ROOT/<name>`` (the query is ignored, so
 ``/wms?SERVICE=WMS&REQUEST=GetCapabilities`` serves ``ROOT/wms``), with
-``http://BASE`` in text files replaced by the server's own URL (capabilities
-name their GetMap URL).  ``/slow/<name>`` waits ``SLOW_SECONDS`` first.  A
+``http://BASE`` in text and JSON files replaced by the server's own URL (capabilities
+name their GetMap URL).  ``/slow/<name>`` waits ``SLOW_SECONDS`` first, ``/slowN/<name>`` N seconds.  A
 missing file is a 404.  Its own process: QGIS's main thread may wait for it
 inside C++ (the WMS provider reads capabilities there) without the GIL.
 
@@ -12,6 +12,7 @@ inside C++ (the WMS provider reads capabilities there) without the GIL.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ from tests.support.net import free_port
 
 SLOW_SECONDS = 1.0
 REPO = Path(__file__).resolve().parents[2]
+_SLOW = re.compile(r"^/slow(\d*)/")
 _TYPES = {".xml": "text/xml", ".geojson": "application/geo+json", ".json": "application/json", ".csv": "text/csv"}
 
 
@@ -34,15 +36,20 @@ def _handler(root: Path) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _body(self) -> tuple[int, bytes, str]:
             path = urlsplit(self.path).path
-            if path.startswith("/slow/"):
-                time.sleep(SLOW_SECONDS)
-                path = path[len("/slow") :]
+            slow = _SLOW.match(path)
+            if slow:  # /slow/NAME waits SLOW_SECONDS, /slow2/NAME two seconds
+                time.sleep(float(slow.group(1) or SLOW_SECONDS))
+                path = path[slow.end() - 1 :]
             target = (root / path.lstrip("/")).resolve()
+            if target.is_dir() and root.resolve() in target.parents:
+                target = target / "index.json"  # /collections and /collections/x both exist, as on a server
             if root.resolve() not in target.parents or not target.is_file():
                 return 404, b"no such file", "text/plain"
             data = target.read_bytes()
             kind = _TYPES.get(target.suffix, "application/octet-stream" if target.suffix else "text/xml")
-            if kind.startswith("text/"):
+            if not target.suffix and data.lstrip()[:1] == b"{":
+                kind = "application/json"
+            if kind.startswith("text/") or kind.endswith("json"):
                 data = data.replace(b"http://BASE", f"http://127.0.0.1:{self.server.server_port}".encode())
             return 200, data, kind
 

@@ -72,8 +72,12 @@ def plan_file(path: str, shown: str, layer: str, name: str) -> LoadPlan:
     raster, raster_errors = _open(path, gdal.OF_RASTER | gdal.OF_READONLY)
     if raster is not None and raster.RasterCount > 0:
         return _raster_plan(raster, path, shown, name)
-    if raster is not None and raster.GetSubDatasets():
-        return _subdataset_plan(raster.GetSubDatasets(), shown, layer, name)
+    subdatasets = raster.GetSubDatasets() if raster is not None else []
+    # Closed here, on the thread that opened them: an error raised below must not carry a GeoPackage's
+    # dataset in its traceback to another thread (freeing it there corrupted the heap).
+    vector = raster = None
+    if subdatasets:
+        return _subdataset_plan(subdatasets, shown, layer, name)
     detail = next(iter(raster_errors or vector_errors), "")
     if path.startswith("/vsicurl/"):
         raise ToolError(f"GDAL could not read {shown} as vector or raster data{f' ({detail})' if detail else ''}")

@@ -64,6 +64,8 @@ _LOCAL_PROVIDERS = frozenset({"ogr", "gdal", "memory", "delimitedtext", "spatial
 _WORKER_PROVIDERS = frozenset({"ogr", "gdal", "delimitedtext"})
 # Layers of these providers count features (or pixels) from a server or database: not counted here.
 _REMOTE_PROVIDERS = frozenset({"OAPIF", "wms", "postgres", "WFS"})
+# Invalid layers of these providers crash QGIS 3.22 when their error() is read (a dangling provider).
+_UNREADABLE_ERRORS = frozenset({"OAPIF", "WFS"})
 # A word of the user's message that names a file or folder: it has a slash, or ends in a file extension.
 _PATH_WORD = re.compile(r"[\\/]|\.[A-Za-z0-9]{2,5}$")
 _QUOTES = "\"'`“”‘’«»()[]<>,;:!?"
@@ -341,6 +343,8 @@ def _made_here(plan: LoadPlan) -> QgsMapLayer | None:
 
 
 def _not_opened(plan: LoadPlan, layer: QgsMapLayer) -> str:
+    if plan.provider in _UNREADABLE_ERRORS:  # QGIS 3.22 crashes reading an invalid OAPIF/WFS layer's error
+        return f"QGIS could not open {plan.source}: its {plan.provider} provider rejected the server's answers"
     provider = layer.dataProvider()
     broken = layer.error().summary() or (provider.error().summary() if provider is not None else "")
     detail = "" if plan.provider == "postgres" else broken  # a postgres error may quote the connection

@@ -1,0 +1,119 @@
+"""``load_data`` of servers: slow WMS capabilities, an OGC API Features server QGIS rejects.
+
+The servers are static files on 127.0.0.1 (``tests/support/file_server``);
+``/slow2/`` makes every request wait two seconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from qgis.core import QgsProject
+from qgis.PyQt.QtCore import QTimer
+
+from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.maps.loading import DataLoading
+from tests.support.file_server import file_server
+from tests.support.runs import call_in_thread
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "maps_load"
+
+
+@pytest.fixture
+def loader(tool_ctx) -> DataLoading:
+    return DataLoading(tool_ctx)
+
+
+def write_oapif(root: Path, prefix: str, api: bool = True) -> None:
+    """A one-collection OGC API Features server as static files; every link goes through ``prefix`` (a slow path)."""
+    base = f"http://BASE{prefix}/oapi"
+    collection = {
+        "id": "wells",
+        "title": "Wells",
+        "extent": {"spatial": {"bbox": [[10.0, 55.9, 10.1, 56.0]]}},
+        "links": [{"href": f"{base}/collections/wells/items", "rel": "items", "type": "application/geo+json"}],
+    }
+    features = {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "id": i,
+                "properties": {"name": f"well {i}"},
+                "geometry": {"type": "Point", "coordinates": [10.0 + i / 100, 55.95]},
+            }
+            for i in range(1, 4)
+        ],
+        "links": [],
+    }
+    docs = {
+        "oapi/index.json": {
+            "links": [
+                {"href": f"{base}/collections", "rel": "data", "type": "application/json"},
+                {"href": f"{base}/conformance", "rel": "conformance", "type": "application/json"},
+                *(
+                    [{"href": f"{base}/api", "rel": "service-desc", "type": "application/vnd.oai.openapi+json"}]
+                    if api
+                    else []
+                ),
+            ]
+        },
+        "oapi/api": {"openapi": "3.0.2", "info": {"title": "wells", "version": "1"}, "paths": {}},
+        "oapi/conformance": {"conformsTo": ["http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core"]},
+        "oapi/collections/index.json": {"collections": [collection], "links": []},
+        "oapi/collections/wells/index.json": collection,
+        "oapi/collections/wells/items": features,
+    }
+    for name, body in docs.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(json.dumps(body), encoding="utf-8")
+
+
+@pytest.fixture
+def served(tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+    shutil.copy(DATA / "wms_capabilities.xml", root / "wms")
+    write_oapif(root, "/slow2")
+    write_oapif(root / "bad", "/bad", api=False)
+    with file_server(root) as url:
+        yield url
+
+
+def ticking(fn, *args, **kwargs):
+    """Run ``fn`` on a worker thread while a 20 ms timer ticks on the main thread; (result, largest gap, seconds)."""
+    ticks: list[float] = []
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start(20)
+    started = time.monotonic()
+    try:
+        result = call_in_thread(fn, *args, **kwargs)
+    finally:
+        timer.stop()
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    return result, max(gaps), time.monotonic() - started
+
+
+def test_the_main_thread_keeps_ticking_while_slow_wms_capabilities_are_read(loader, served):
+    capabilities = f"{served}/slow2/wms?SERVICE=WMS&REQUEST=GetCapabilities"  # each request waits 2 s
+    loader.notice_user_text(capabilities)
+    text, gap, took = ticking(loader.load_data, capabilities, layer="roads")
+    assert took >= 4.0  # the worker's request and the provider's
+    layer = QgsProject.instance().mapLayer(text.artifact.added[0].layer_id)
+    assert layer.isValid() and "layers=roads" in layer.source()
+    assert gap < 0.5, (gap, took)
+
+
+def test_an_oapif_server_qgis_rejects_is_an_error_not_a_crash(loader, served):
+    url = f"{served}/bad/oapi"  # no API definition (rel=service-desc): QGIS 3.22's provider refuses the layer
+    loader.notice_user_text(url)
+    before = set(QgsProject.instance().mapLayers())
+    with pytest.raises(ToolError, match="its OAPIF provider rejected the server's answers"):
+        call_in_thread(loader.load_data, url)
+    assert set(QgsProject.instance().mapLayers()) == before
