@@ -368,13 +368,31 @@ def test_a_wmts_layer_loads_in_its_tile_matrix_set(loader, served):
     assert "WMTS layer 'relief', tile matrix set WebMercatorQuad (EPSG:3857)." in text
 
 
-def test_an_xyz_template_becomes_a_tile_layer_without_a_request(loader):
-    template = f"http://127.0.0.1:{free_port()}/tiles/{{z}}/{{x}}/{{y}}.png"  # nothing listens there
-    loader.notice_user_text(f"add {template}")
-    text = load(loader, template, name="tiles")
-    layer = layer_named("tiles")
-    assert layer.providerType() == "wms" and "type=xyz" in layer.source()
-    assert "XYZ tiles, fetched as the map is drawn." in text
+def test_an_xyz_template_is_checked_by_its_first_tile(loader, tmp_path):
+    from osgeo import gdal
+
+    root = tmp_path / "tiles"
+    (root / "png" / "0" / "0").mkdir(parents=True)
+    tile = gdal.GetDriverByName("MEM").Create("", 256, 256, 3, gdal.GDT_Byte)
+    assert gdal.Translate(str(root / "png" / "0" / "0" / "0.png"), tile, format="PNG") is not None
+    (root / "text" / "0" / "0").mkdir(parents=True)
+    (root / "text" / "0" / "0" / "0.csv").write_text("not,a,tile\n", encoding="utf-8")
+    with file_server(root) as url:
+        dead = f"http://127.0.0.1:{free_port()}/{{z}}/{{x}}/{{y}}.png"  # nothing listens there
+        templates = [
+            f"{url}/png/{{z}}/{{x}}/{{y}}.png",
+            f"{url}/text/{{z}}/{{x}}/{{y}}.csv",
+            f"{url}/none/{{z}}/{{x}}/{{-y}}.png",
+        ]
+        loader.notice_user_text(" ".join([*templates, dead]))
+        text = load(loader, templates[0], name="tiles")
+        layer = layer_named("tiles")
+        assert layer.providerType() == "wms" and "type=xyz" in layer.source()
+        assert "XYZ tiles (the first tile answered with an image)" in text
+        message = refused(loader, templates[1], "not an image")
+        assert f"{url}/text/0/0/0.csv answered HTTP 200 with text/csv" in message
+        refused(loader, templates[2], "none/0/0/0.png answered HTTP 404")
+        refused(loader, dead, "cannot reach 127.0.0.1:.*connection refused")
 
 
 def test_url_errors_say_what_the_server_did(loader, served):

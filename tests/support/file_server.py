@@ -29,7 +29,13 @@ from tests.support.net import free_port
 SLOW_SECONDS = 1.0
 REPO = Path(__file__).resolve().parents[2]
 _SLOW = re.compile(r"^/slow(\d*)/")
-_TYPES = {".xml": "text/xml", ".geojson": "application/geo+json", ".json": "application/json", ".csv": "text/csv"}
+_TYPES = {
+    ".xml": "text/xml",
+    ".geojson": "application/geo+json",
+    ".json": "application/json",
+    ".csv": "text/csv",
+    ".png": "image/png",
+}
 
 
 def _handler(root: Path) -> type[BaseHTTPRequestHandler]:

@@ -223,9 +223,10 @@ class DataLoading:
         return plan_file(str(path), str(path), layer, name)
 
     def _plan_url(self, url: str, as_file: bool, layer: str, name: str) -> LoadPlan:
-        if web.is_tile_template(url):
-            return web.xyz_plan(url, name)
         timeout = PlgOptionsManager.get_plg_settings().ogc_timeout
+        if web.is_tile_template(url):
+            web.check_tiles(url, timeout, self.ctx.cancel)
+            return web.xyz_plan(url, name)
         found = web.peek(url, timeout, self.ctx.cancel)
         kind = "file" if as_file else web.classify(found)
         if kind == "ogc":

@@ -6,7 +6,7 @@ most ``PEEK_BYTES``, to tell what it is: JSON with links is an OGC API
 Features server, a capabilities document a WMS or WMTS server, anything else
 a file GDAL reads through ``/vsicurl/`` (with the proxy QGIS hands to GDAL).
 The layers stay linked to the server; nothing is copied.  An XYZ template
-(``{x}``, ``{y}``, ``{z}``) is not fetched: the tiles are, when QGIS draws.
+(``{x}``, ``{y}``, ``{z}``) is checked by fetching its first tile; the others are fetched when QGIS draws.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from geogpt_qgis.tools.ogc.servers import landing_url
 
 PEEK_BYTES = 16 * 1024 * 1024  # a capabilities document or a landing page; a file is only peeked at
 FILE_PEEK_BYTES = 64 * 1024
-_TILE_KEYS = re.compile(r"\{(x|y|-y|z)\}")
+_TILE_KEYS = re.compile(r"\{(x|y|-y|z|q)\}")
 _OWS_KEYS = frozenset({"service", "request", "version"})
 MAX_LISTED = 25
 MAX_TEXT = 120
@@ -52,16 +52,41 @@ def is_url(source: str) -> bool:
 
 
 def is_tile_template(url: str) -> bool:
+    """``{x}``, ``{y}`` (or ``{-y}``) and ``{z}``, or a quadkey ``{q}``."""
     keys = set(_TILE_KEYS.findall(url))
-    return {"x", "z"} <= keys and bool(keys & {"y", "-y"})
+    return ({"x", "z"} <= keys and bool(keys & {"y", "-y"})) or "q" in keys
+
+
+def first_tile(template: str) -> str:
+    """The template's first tile: z=0, x=0, y=0 (a quadkey's first tile is "0", at zoom 1)."""
+    for key, value in (("{z}", "0"), ("{x}", "0"), ("{y}", "0"), ("{-y}", "0"), ("{q}", "0")):
+        template = template.replace(key, value)
+    return template
+
+
+def check_tiles(template: str, timeout: float, cancel: CancelToken) -> None:
+    """Fetch the first tile (worker): the server must answer with an image, else a ``ToolError`` says what it sent."""
+    tile = first_tile(template)
+    found = peek(tile, timeout, cancel)  # unreachable, or an HTTP error status: a ToolError naming it
+    if not found.content_type.startswith("image/"):
+        sent = found.content_type or "no content type"
+        raise ToolError(
+            f"the first tile {tile} answered HTTP {found.status} with {sent}, not an image: "
+            "check the template ({z}, {x}, {y} in the server's order)"
+        )
 
 
 def xyz_plan(url: str, name: str) -> LoadPlan:
-    """An XYZ tile layer (QGIS's wms provider, ``type=xyz``); nothing is fetched until it is drawn."""
+    """An XYZ tile layer (QGIS's wms provider, ``type=xyz``); ``check_tiles`` has fetched one tile."""
     uri = f"type=xyz&url={quote(url, safe='')}&zmin=0&zmax=19"
     host = urlsplit(url).netloc
     return LoadPlan(
-        RASTER, "wms", uri, name or host or "tiles", url, notes=("XYZ tiles, fetched as the map is drawn.",)
+        RASTER,
+        "wms",
+        uri,
+        name or host or "tiles",
+        url,
+        notes=("XYZ tiles (the first tile answered with an image), fetched as the map is drawn.",),
     )
 
 
