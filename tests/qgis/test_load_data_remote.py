@@ -117,3 +117,15 @@ def test_an_oapif_server_qgis_rejects_is_an_error_not_a_crash(loader, served):
     with pytest.raises(ToolError, match="its OAPIF provider rejected the server's answers"):
         call_in_thread(loader.load_data, url)
     assert set(QgsProject.instance().mapLayers()) == before
+
+
+def test_a_server_saved_on_the_main_thread_is_trusted_by_each_next_call_on_a_new_thread(loader):
+    """Issue 23's report: a saved server seen by one call's thread but not the next's. QSettings instances of
+    one process share their file's cache (Qt5), and ``PlgOptionsManager`` keeps no instance: not reproduced."""
+    from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+
+    for index in range(10):
+        url = f"http://127.0.0.1:{9000 + index}/ogc"
+        PlgOptionsManager.set_value("ogc_servers", f"Server {index} = {url}")
+        assert call_in_thread(loader.preview_load_data, f"{url}/collections/x") is None  # trusted: no approval
+        assert call_in_thread(loader.preview_load_data, f"http://127.0.0.1:{8999 + index}/ogc/x") is not None
