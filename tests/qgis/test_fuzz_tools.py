@@ -35,7 +35,15 @@ SEED = int(os.environ.get("GEOGPT_FUZZ_SEED", str(random.randrange(2**32))))
 # Batches: each one child process (QGIS start-up costs a few seconds, so tools are grouped).
 BATCHES = {
     "project": ["describe_layer", "read_features", "select_features", "label_layer", "style_layer"],
-    "gated": ["set_layer", "edit_features", "run_pyqgis", "describe_capabilities", "find_examples", "export_map"],
+    "gated": [
+        "set_layer",
+        "edit_features",
+        "run_pyqgis",
+        "describe_capabilities",
+        "find_examples",
+        "export_map",
+        "load_data",
+    ],
     "processing": ["find_algorithm", "run_algorithm"],
     "postgis": ["describe_table", "run_sql", "find_places", "make_chart"],
     "ogc": ["describe_ogc_collections", "query_ogc_collection"],

@@ -202,6 +202,11 @@ def strategies(vocabulary: dict[str, list[str]]) -> Any:
             "name": ["renamed", "", "   ", "schools"],
             "title": ["Pupils by type", "T" * 199],
             "output_name": ["fuzz_result", "", "schools", "../x"],
+            # load_data: the demo's files (relative to the project), a missing one, a folder, a dead URL and template
+            "source": ["sensors.csv", "elvbury.gpkg", "elvbury_dem.tif", "nowhere.gpkg", ".", "/etc/passwd",
+                       "http://127.0.0.1:9/data.geojson", "http://127.0.0.1:9/{z}/{x}/{y}.png",
+                       "h5_fuzz.public.schools"],
+            "crs": CRS,
         }
         return words.get(key, [])
 
