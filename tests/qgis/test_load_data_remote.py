@@ -1,4 +1,4 @@
-"""``load_data`` of servers: slow WMS capabilities, an OGC API Features server QGIS rejects.
+"""``load_data`` of servers: slow WMS capabilities, an OGC API Features server QGIS rejects, a silent database.
 
 The servers are static files on 127.0.0.1 (``tests/support/file_server``);
 ``/slow2/`` makes every request wait two seconds.
@@ -19,6 +19,7 @@ from qgis.PyQt.QtCore import QTimer
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.maps.loading import DataLoading
 from tests.support.file_server import file_server
+from tests.support.net import silent_server
 from tests.support.runs import call_in_thread
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "maps_load"
@@ -85,6 +86,9 @@ def served(tmp_path):
         yield url
 
 
+max_gap = [0.0]  # the largest gap of the last ``ticking`` call, also when the call raised
+
+
 def ticking(fn, *args, **kwargs):
     """Run ``fn`` on a worker thread while a 20 ms timer ticks on the main thread; (result, largest gap, seconds)."""
     ticks: list[float] = []
@@ -96,8 +100,8 @@ def ticking(fn, *args, **kwargs):
         result = call_in_thread(fn, *args, **kwargs)
     finally:
         timer.stop()
-    gaps = [b - a for a, b in itertools.pairwise(ticks)]
-    return result, max(gaps), time.monotonic() - started
+        max_gap[0] = max((b - a for a, b in itertools.pairwise(ticks)), default=0.0)
+    return result, max_gap[0], time.monotonic() - started
 
 
 def test_the_main_thread_keeps_ticking_while_slow_wms_capabilities_are_read(loader, served):
@@ -129,3 +133,25 @@ def test_a_server_saved_on_the_main_thread_is_trusted_by_each_next_call_on_a_new
         PlgOptionsManager.set_value("ogc_servers", f"Server {index} = {url}")
         assert call_in_thread(loader.preview_load_data, f"{url}/collections/x") is None  # trusted: no approval
         assert call_in_thread(loader.preview_load_data, f"http://127.0.0.1:{8999 + index}/ogc/x") is not None
+
+
+def test_a_saved_connection_to_a_host_that_does_not_answer_never_stops_the_main_thread(loader):
+    from qgis.core import QgsDataSourceUri, QgsProviderRegistry
+
+    metadata = QgsProviderRegistry.instance().providerMetadata("postgres")
+    before = set(QgsProject.instance().mapLayers())
+    with silent_server() as url:  # accepts the connection, never answers: the client waits for its time-out
+        uri = QgsDataSourceUri()
+        port = url.rsplit(":", 1)[1]
+        uri.setConnection("127.0.0.1", port, "nothing", "nobody", "", QgsDataSourceUri.SslMode.SslDisable)
+        metadata.saveConnection(metadata.createConnection(uri.uri(False), {}), "maps_load2 silent")
+        try:
+            started = time.monotonic()
+            with pytest.raises(ToolError) as caught:
+                ticking(loader.load_data, "maps_load2 silent.public.schools")
+            took = time.monotonic() - started
+        finally:
+            metadata.deleteConnection("maps_load2 silent")
+    assert set(QgsProject.instance().mapLayers()) == before
+    assert "maps_load2 silent" in str(caught.value) and took >= 1.0, (str(caught.value), took)
+    assert max_gap[0] < 0.5, (max_gap[0], took)
