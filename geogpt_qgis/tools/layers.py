@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from qgis.core import (
+    QgsExpression,
+    QgsExpressionContext,
+    QgsExpressionContextUtils,
     QgsFeatureRequest,
     QgsFeedback,
     QgsMapLayer,
@@ -269,3 +272,21 @@ def collect_matching_ids(plan: VectorReadPlan, request: QgsFeatureRequest, cance
         release()
     cancel.raise_if_cancelled()
     return ids
+
+
+def check_evaluates(
+    layer: QgsVectorLayer, expression: QgsExpression, what: str, context: QgsExpressionContext | None = None
+) -> None:
+    """Evaluate ``expression`` on one feature, so a type error comes back now, not as a silent empty result.
+
+    ``what`` names it in the error ("the expression", "the label expression", "rule '...'").
+    """
+    context = context or QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(layer))
+    request = QgsFeatureRequest()
+    request.setLimit(1)
+    for feature in layer.getFeatures(request):
+        context.setFeature(feature)
+        expression.prepare(context)
+        expression.evaluate(context)
+        if expression.hasEvalError():
+            raise ToolError(f"{what} fails on {layer.name()!r}: {expression.evalErrorString()}")

@@ -30,6 +30,7 @@ from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layer_tree import plan_arrangement
 from geogpt_qgis.tools.layers import (
     VectorReadPlan,
+    check_evaluates,
     check_new_layer_name,
     collect_matching_ids,
     crs_details,
@@ -422,7 +423,7 @@ def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = Fal
                 + " (quote field names with double quotes, text values with single quotes)"
             )
     context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(vector))
-    _check_evaluates(vector, parsed, context)
+    check_evaluates(vector, parsed, "the expression", context)
     request = QgsFeatureRequest(QgsExpression(expression))
     request.setExpressionContext(context)
     if not parsed.needsGeometry():
@@ -432,18 +433,6 @@ def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = Fal
 
 def feature_count_label_from(count: int) -> str:
     return f"{count:,}" if count >= 0 else "an unknown number of"
-
-
-def _check_evaluates(layer: QgsVectorLayer, expression: QgsExpression, context: QgsExpressionContext) -> None:
-    """Evaluate on one feature so type errors come back now instead of silently matching nothing."""
-    request = QgsFeatureRequest()
-    request.setLimit(1)
-    for feature in layer.getFeatures(request):
-        context.setFeature(feature)
-        expression.prepare(context)
-        expression.evaluate(context)
-        if expression.hasEvalError():
-            raise ToolError(f"the expression fails on {layer.name()!r}: {expression.evalErrorString()}")
 
 
 def describe_map_layer_briefly(layer: QgsMapLayer) -> str:

@@ -20,8 +20,6 @@ from qgis.core import (
     Qgis,
     QgsAbstractVectorLayerLabeling,
     QgsExpression,
-    QgsExpressionContext,
-    QgsExpressionContextUtils,
     QgsFeatureRequest,
     QgsPalLayerSettings,
     QgsTextBufferSettings,
@@ -38,7 +36,7 @@ from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFunction
-from geogpt_qgis.tools.layers import layer_kind, resolve_layer
+from geogpt_qgis.tools.layers import check_evaluates, layer_kind, resolve_layer
 from geogpt_qgis.tools.processing.compat import (
     GEOMETRY_LINE,
     GEOMETRY_POINT,
@@ -207,21 +205,8 @@ def _label_source(layer: QgsVectorLayer, text: str, approved: bool) -> tuple[str
     for column in sorted(parsed.referencedColumns()):
         if column != QgsFeatureRequest.ALL_ATTRIBUTES and column not in names:
             raise ToolError(did_you_mean(column, names, f"field in {layer.name()!r}"))
-    _check_evaluates(layer, parsed)
+    check_evaluates(layer, parsed, "the label expression")
     return "", text
-
-
-def _check_evaluates(layer: QgsVectorLayer, expression: QgsExpression) -> None:
-    """Evaluate on one feature, so a type error comes back now instead of as empty labels."""
-    context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(layer))
-    request = QgsFeatureRequest()
-    request.setLimit(1)
-    for feature in layer.getFeatures(request):
-        context.setFeature(feature)
-        expression.prepare(context)
-        expression.evaluate(context)
-        if expression.hasEvalError():
-            raise ToolError(f"the label expression fails on {layer.name()!r}: {expression.evalErrorString()}")
 
 
 def _refresh(layer: QgsVectorLayer) -> None:

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 from qgis.core import (
     QgsExpression,
-    QgsExpressionContext,
-    QgsExpressionContextUtils,
     QgsFeatureRequest,
     QgsVectorLayer,
 )
@@ -22,6 +20,7 @@ from qgis.PyQt.QtGui import QColor
 
 from geogpt_qgis.core.fuzzy import closest_names, did_you_mean
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.layers import check_evaluates
 from geogpt_qgis.tools.maps import ramps, renderers
 from geogpt_qgis.tools.maps.classify import GRADUATED, MAX_CLASSES
 from geogpt_qgis.tools.safety.expressions import require_safe_expression
@@ -164,13 +163,4 @@ def check_rule(layer: QgsVectorLayer, expression: str) -> None:
     for column in sorted(parsed.referencedColumns()):
         if column != QgsFeatureRequest.ALL_ATTRIBUTES and column not in names:
             raise ToolError(did_you_mean(column, names, f"field in {layer.name()!r}") + " (in a rule)")
-    # Evaluated on one feature, so a type error comes back now instead of a rule that silently matches nothing.
-    context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(layer))
-    request = QgsFeatureRequest()
-    request.setLimit(1)
-    for feature in layer.getFeatures(request):
-        context.setFeature(feature)
-        parsed.prepare(context)
-        parsed.evaluate(context)
-        if parsed.hasEvalError():
-            raise ToolError(f"rule {expression!r} fails on {layer.name()!r}: {parsed.evalErrorString()}")
+    check_evaluates(layer, parsed, f"rule {expression!r}")  # not a rule that silently matches nothing
