@@ -12,6 +12,7 @@ import shutil
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from qgis.core import QgsProject, QgsRasterLayer, QgsVectorLayer, QgsWkbTypes
 from qgis.PyQt.QtCore import QTimer
@@ -403,17 +404,21 @@ def test_url_errors_say_what_the_server_did(loader, served):
     refused(loader, dead, "cannot reach 127.0.0.1:.*connection refused")
 
 
-def test_an_ogc_api_collection_url_becomes_a_linked_layer(loader, ogc_server):
+def test_an_ogc_api_collection_url_becomes_a_copy_of_its_features(loader, ogc_server):
     assert loader.preview_load_data(f"{ogc_server.url}/collections/hospitals") is not None
     PlgOptionsManager.set_value("ogc_servers", f"Elvbury = {ogc_server.url}")  # a configured server is trusted
     assert loader.preview_load_data(f"{ogc_server.url}/collections/hospitals") is None
     loader.notice_user_text(f"the town's server is {ogc_server.url}")
     text = load(loader, f"{ogc_server.url}/collections/hospitals?f=json")
-    layer = QgsProject.instance().mapLayer(text.artifact.added[0].layer_id)
+    layer = layer_named(text.artifact.added[0].name)
     assert layer.name() == "hospitals_2"  # the demo project has a "hospitals" layer already
-    assert layer.providerType() == "OAPIF" and ogc_server.url in layer.source() and "hospitals" in layer.source()
+    served = httpx.get(f"{ogc_server.url}/collections/hospitals/items?f=json&limit=50").json()["features"]
+    assert len(served) < 50  # one page holds them all (the server's pages hold at most 50)
+    assert layer.providerType() == "ogr" and ".gpkg" in layer.source()  # the project's results GeoPackage
+    assert layer.featureCount() == len(served) > 0
     assert text.artifact.collections == ("hospitals (" + ogc_server.url.split("//")[1] + ")",)
-    assert "Linked to the server" in text
+    assert "a copy of the server's features" in text and "All of the collection's features" in text
+    assert "query_ogc_collection" in text
     assert "schools" in refused(loader, ogc_server.url, "collections; pass layer")
     assert "did you mean 'schools'" in refused(loader, ogc_server.url, "no collection", layer="school")
 

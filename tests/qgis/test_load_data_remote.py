@@ -114,13 +114,28 @@ def test_the_main_thread_keeps_ticking_while_slow_wms_capabilities_are_read(load
     assert gap < 0.5, (gap, took)
 
 
-def test_an_oapif_server_qgis_rejects_is_an_error_not_a_crash(loader, served):
-    url = f"{served}/bad/oapi"  # no API definition (rel=service-desc): QGIS 3.22's provider refuses the layer
+def test_a_slow_oapif_collection_is_fetched_on_the_worker_while_the_main_thread_keeps_ticking(loader, served, tmp_path):
+    url = f"{served}/slow2/oapi/collections/wells"  # each request waits 2 s; QGIS's provider made ~4 of them
     loader.notice_user_text(url)
-    before = set(QgsProject.instance().mapLayers())
-    with pytest.raises(ToolError, match="its OAPIF provider rejected the server's answers"):
-        call_in_thread(loader.load_data, url)
-    assert set(QgsProject.instance().mapLayers()) == before
+    text, gap, took = ticking(loader.load_data, url)
+    assert took >= 4.0  # conformance, collections and the items, read on the worker
+    (layer,) = QgsProject.instance().mapLayersByName(text.artifact.added[0].name)
+    served_features = json.loads((tmp_path / "www/oapi/collections/wells/items").read_text())["features"]
+    assert layer.providerType() == "ogr" and layer.featureCount() == len(served_features) == 3
+    by_name = {f["name"]: f.geometry().asPoint() for f in layer.getFeatures()}
+    first = served_features[0]
+    point = by_name[first["properties"]["name"]]
+    assert (point.x(), point.y()) == pytest.approx(tuple(first["geometry"]["coordinates"]))
+    assert "3 features" in text and "a copy of the server's features" in text
+    assert gap < 0.5, (gap, took)
+
+
+def test_an_oapif_server_without_an_api_definition_loads_too(loader, served):
+    url = f"{served}/bad/oapi"  # no rel=service-desc: QGIS 3.22's OAPIF provider refused it; the copy needs none
+    loader.notice_user_text(url)
+    text = call_in_thread(loader.load_data, url)
+    (layer,) = QgsProject.instance().mapLayersByName(text.artifact.added[0].name)
+    assert layer.featureCount() == 3 and layer.name() == "wells"
 
 
 def test_a_server_saved_on_the_main_thread_is_trusted_by_each_next_call_on_a_new_thread(loader):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from qgis.core import (
@@ -54,6 +54,9 @@ from geogpt_qgis.tools.maps.files import missing_file, plan_file
 from geogpt_qgis.tools.maps.load_plan import RASTER, LoadPlan
 from geogpt_qgis.tools.ogc.servers import parse_servers
 from geogpt_qgis.tools.thread_guard import raster_layer, vector_layer
+
+if TYPE_CHECKING:
+    from geogpt_qgis.tools.maps.ogc_copy import CollectionCopy
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]]+", re.IGNORECASE)
 VSICURL = "/vsicurl/"
@@ -190,6 +193,10 @@ class DataLoading:
             raise ToolError(f"{crs!r} is not a CRS QGIS knows; give an id such as EPSG:4326 or EPSG:25832")
         plan = self._plan(source, layer, crs.strip(), name)
         self.ctx.check_cancelled()
+        if not isinstance(plan, LoadPlan):  # an OGC API Features collection, fetched: a copy in the results
+            from geogpt_qgis.tools.maps.ogc_copy import add_copy
+
+            return add_copy(self.ctx, plan, name)
         made = _made_here(plan)
         try:
             self.ctx.check_cancelled()
@@ -204,7 +211,7 @@ class DataLoading:
         artifact = ToolArtifact(tables=plan.tables, collections=plan.collections, added=(added,))
         return ToolResult("\n".join(lines), artifact)
 
-    def _plan(self, source: str, layer: str, crs: str, name: str) -> LoadPlan:
+    def _plan(self, source: str, layer: str, crs: str, name: str) -> LoadPlan | CollectionCopy:
         url = self._remote(source)
         if url:
             if not self._trusted(url) and not approval_granted():
@@ -222,7 +229,7 @@ class DataLoading:
             return self._plan_csv(path, crs, frame, name)
         return plan_file(str(path), str(path), layer, name)
 
-    def _plan_url(self, url: str, as_file: bool, layer: str, name: str) -> LoadPlan:
+    def _plan_url(self, url: str, as_file: bool, layer: str, name: str) -> LoadPlan | CollectionCopy:
         timeout = PlgOptionsManager.get_plg_settings().ogc_timeout
         if web.is_tile_template(url):
             web.check_tiles(url, timeout, self.ctx.cancel)
@@ -230,7 +237,9 @@ class DataLoading:
         found = web.peek(url, timeout, self.ctx.cancel)
         kind = "file" if as_file else web.classify(found)
         if kind == "ogc":
-            return web.ogc_plan(url, layer, name, timeout, self.ctx.cancel)
+            from geogpt_qgis.tools.maps.ogc_copy import fetch_collection
+
+            return fetch_collection(url, layer, timeout, self.ctx.cancel)
         if kind == "wms":
             frame, _ = self.ctx.on_main(self._frame)
             return web.wms_plan(found, url, layer, name, frame.crs)

@@ -3,9 +3,10 @@
 The URL is fetched once through the plugin's one HTTP configuration
 (``toolbelt.network``: QGIS's proxy and certificate authorities), reading at
 most ``PEEK_BYTES``, to tell what it is: JSON with links is an OGC API
-Features server, a capabilities document a WMS or WMTS server, anything else
-a file GDAL reads through ``/vsicurl/`` (with the proxy QGIS hands to GDAL).
-The layers stay linked to the server; nothing is copied.  An XYZ template
+Features server (its features are copied: ``ogc_copy``), a capabilities
+document a WMS or WMTS server, anything else a file GDAL reads through
+``/vsicurl/`` (with the proxy QGIS hands to GDAL).  Those layers stay linked
+to the server; nothing is copied.  An XYZ template
 (``{x}``, ``{y}``, ``{z}``) is checked by fetching its first tile; the others are fetched when QGIS draws.
 """
 
@@ -24,8 +25,7 @@ from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.text import single_line
 from geogpt_qgis.toolbelt import network
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.maps.load_plan import RASTER, VECTOR, LoadPlan
-from geogpt_qgis.tools.ogc.servers import landing_url
+from geogpt_qgis.tools.maps.load_plan import RASTER, LoadPlan
 
 PEEK_BYTES = 16 * 1024 * 1024  # a capabilities document or a landing page; a file is only peeked at
 FILE_PEEK_BYTES = 64 * 1024
@@ -198,35 +198,6 @@ def _text(element: ET.Element, name: str) -> str:
     """A child's text, on one line and at most ``MAX_TEXT`` characters: the server's words reach the model."""
     found = _children(element, name)
     return " ".join(single_line(found[0].text or "").split())[:MAX_TEXT] if found else ""
-
-
-# -- OGC API Features ------------------------------------------------------------------------------
-def ogc_plan(url: str, layer: str, name: str, timeout: float, cancel: CancelToken) -> LoadPlan:
-    """A collection of an OGC API Features server, linked (QGIS's OAPIF provider)."""
-    from geogpt_qgis.tools.ogc.http import OgcHttp
-
-    landing = landing_url(url)
-    match = re.search(r"/collections/([^/?#]+)", urlsplit(url).path)
-    with OgcHttp(timeout, cancel) as http:
-        listing = http.get_json(landing + "/collections", {}, what=f"listing the collections of {landing}").body
-    ids = [str(c.get("id")) for c in listing.get("collections") or [] if isinstance(c, dict) and c.get("id")]
-    wanted = layer.strip() or (match.group(1) if match else "")
-    if not wanted:
-        if len(ids) != 1:
-            raise ToolError(f"{landing} has {len(ids)} collections; pass layer, one of: {_listed(ids)}")
-        wanted = ids[0]
-    if wanted not in ids:
-        raise ToolError(f"{landing}: " + did_you_mean(wanted, ids, "collection"))
-    uri = f"url='{landing}' typename='{wanted}'"
-    return LoadPlan(
-        VECTOR,
-        "OAPIF",
-        uri,
-        name or wanted,
-        f"{wanted} on {landing}",
-        notes=("Linked to the server (OGC API Features): QGIS fetches features as it draws.",),
-        collections=(f"{wanted} ({urlsplit(landing).netloc})",),
-    )
 
 
 def _listed(names: list[str]) -> str:
