@@ -6,6 +6,7 @@ The servers are static files on 127.0.0.1 (``tests/support/file_server``);
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import shutil
@@ -13,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from qgis.core import QgsProject
+from qgis.core import QgsProject, QgsWkbTypes
 from qgis.PyQt.QtCore import QTimer
 
 from geogpt_qgis.tools.base import ToolError
@@ -136,6 +137,25 @@ def test_an_oapif_server_without_an_api_definition_loads_too(loader, served):
     text = call_in_thread(loader.load_data, url)
     (layer,) = QgsProject.instance().mapLayersByName(text.artifact.added[0].name)
     assert layer.featureCount() == 3 and layer.name() == "wells"
+
+
+def test_a_remote_csv_with_lon_lat_columns_loads_as_points_in_the_guessed_crs(loader, served, tmp_path):
+    rows = [("name", "lon", "lat"), *((f"site {i}", f"{10 + i / 7:.5f}", f"{55.5 + i / 9:.5f}") for i in range(40))]
+    with (tmp_path / "www/sites.csv").open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    (tmp_path / "www/plain.csv").write_text("name,count\na,1\nb,2\n", encoding="utf-8")
+    loader.notice_user_text(f"{served}/sites.csv and {served}/plain.csv")
+    text = call_in_thread(loader.load_data, f"{served}/sites.csv")
+    layer = QgsProject.instance().mapLayer(text.artifact.added[0].layer_id)
+    with (tmp_path / "www/sites.csv").open(newline="", encoding="utf-8") as handle:
+        expected = {row["name"]: (float(row["lon"]), float(row["lat"])) for row in csv.DictReader(handle)}
+    got = {f["name"]: (f.geometry().asPoint().x(), f.geometry().asPoint().y()) for f in layer.getFeatures()}
+    assert layer.geometryType() == QgsWkbTypes.GeometryType.PointGeometry and len(got) == len(expected) == 40
+    assert all(got[k] == pytest.approx(v) for k, v in expected.items())
+    assert layer.crs().authid() == "EPSG:4326" and "guessed EPSG:4326" in text and "X='lon', Y='lat'" in text
+    table = call_in_thread(loader.load_data, f"{served}/plain.csv")  # no coordinates: a table, as before
+    plain = QgsProject.instance().mapLayer(table.artifact.added[0].layer_id)
+    assert not plain.isSpatial() and plain.featureCount() == 2
 
 
 def test_a_server_saved_on_the_main_thread_is_trusted_by_each_next_call_on_a_new_thread(loader):

@@ -10,11 +10,13 @@ QGIS's delimited-text provider reading the file itself, so it stays linked to it
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.core.text import single_line
@@ -92,27 +94,36 @@ def _listed(header: list[str]) -> str:
 def inspect_csv(path: Path, cancel: CancelToken) -> CsvLayout:
     """Read ``path``'s header and values: delimiter, coordinate columns and their range (worker thread)."""
     with path.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
-        sample = handle.read(SNIFF_BYTES)
-        handle.seek(0)
-        delimiter = _sniff(sample, path.suffix.lower())
-        reader = csv.reader(handle, delimiter=delimiter)
-        header = [h.strip() for h in next(reader, [])]
-        if not any(header):
-            raise ToolError(f"{path.name} is empty: no header line")
-        x, y = _pick(header, X_NAMES), _pick(header, Y_NAMES)
-        wkt = "" if (x and y) else _pick(header, WKT_NAMES)
-        first = next(reader, None)
-        if not (x and y) and not wkt and first:
-            wkt = next((h for h, v in zip(header, first, strict=False) if _WKT_START.match(v or "")), "")
-        if not (x and y) and not wkt:
-            raise ToolError(
-                f"{path.name} has no coordinate columns; its header is: {_listed(header)}. Name the X/Y columns "
-                "lon/lat, x/y or easting/northing (or add a WKT column), or join the table to a layer instead."
-            )
-        rows: Iterator[list[str]] = itertools.chain([first], reader) if first else iter(())
-        if wkt:
-            return _scan_wkt(CsvLayout(delimiter, header, wkt=wkt), rows, cancel)
-        return _scan_xy(CsvLayout(delimiter, header, x=x, y=y), rows, cancel)
+        return _inspect(handle, path.suffix.lower(), path.name, cancel)
+
+
+def inspect_csv_text(text: str, suffix: str, name: str, cancel: CancelToken) -> CsvLayout:
+    """``inspect_csv`` of text already read (the start of a remote CSV): the range is that of its rows."""
+    return _inspect(io.StringIO(text.removeprefix("\ufeff"), newline=""), suffix, name, cancel)
+
+
+def _inspect(handle: TextIO, suffix: str, name: str, cancel: CancelToken) -> CsvLayout:
+    sample = handle.read(SNIFF_BYTES)
+    handle.seek(0)
+    delimiter = _sniff(sample, suffix)
+    reader = csv.reader(handle, delimiter=delimiter)
+    header = [h.strip() for h in next(reader, [])]
+    if not any(header):
+        raise ToolError(f"{name} is empty: no header line")
+    x, y = _pick(header, X_NAMES), _pick(header, Y_NAMES)
+    wkt = "" if (x and y) else _pick(header, WKT_NAMES)
+    first = next(reader, None)
+    if not (x and y) and not wkt and first:
+        wkt = next((h for h, v in zip(header, first, strict=False) if _WKT_START.match(v or "")), "")
+    if not (x and y) and not wkt:
+        raise ToolError(
+            f"{name} has no coordinate columns; its header is: {_listed(header)}. Name the X/Y columns "
+            "lon/lat, x/y or easting/northing (or add a WKT column), or join the table to a layer instead."
+        )
+    rows: Iterator[list[str]] = itertools.chain([first], reader) if first else iter(())
+    if wkt:
+        return _scan_wkt(CsvLayout(delimiter, header, wkt=wkt), rows, cancel)
+    return _scan_xy(CsvLayout(delimiter, header, x=x, y=y), rows, cancel)
 
 
 def _scan_xy(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken) -> CsvLayout:
@@ -239,3 +250,20 @@ def delimited_uri(path: Path, layout: CsvLayout, crs: str) -> str:
     url = QUrl.fromLocalFile(str(path))
     url.setQuery(query.query(QUrl.ComponentFormattingOption.FullyEncoded), QUrl.ParsingMode.StrictMode)
     return bytes(url.toEncoded()).decode("ascii")
+
+
+def remote_csv_uri(url: str, layout: CsvLayout) -> str | None:
+    """The ogr provider's URI reading the CSV at ``url`` as points (or WKT) through ``/vsicurl/``; ``None``: it cannot.
+
+    GDAL's CSV driver takes the columns as open options (``|option:``), which
+    QGIS's ogr provider passes on; it knows no decimal comma, and a column name
+    holding ``,`` or ``|`` would split its option.
+    """
+    columns = [layout.wkt] if layout.wkt else [layout.x, layout.y]
+    if layout.decimal_comma or any("," in c or "|" in c for c in columns):
+        return None
+    if layout.wkt:
+        options = [f"GEOM_POSSIBLE_NAMES={layout.wkt}"]
+    else:
+        options = [f"X_POSSIBLE_NAMES={layout.x}", f"Y_POSSIBLE_NAMES={layout.y}"]
+    return "/vsicurl/" + url + "".join(f"|option:{o}" for o in [*options, "KEEP_GEOM_COLUMNS=YES"])

@@ -4,7 +4,11 @@ Threads: the source is probed on the worker (GDAL opens the file, the CSV is
 scanned, the URL is fetched once, the database catalogue is read), which
 yields a ``LoadPlan``; the main thread only makes the QGIS layer from that
 plan and adds it (``_add``).  Loaded data is not a temporary result: the
-layer keeps pointing at its source and the result store never copies it.
+layer keeps pointing at its source and the result store never copies it,
+except an OGC API Features collection (``ogc_copy``: its features are fetched
+on the worker, QGIS's OAPIF provider would block the main thread).  A remote
+CSV/TSV with coordinate columns (told from its first bytes) is read as points
+by GDAL through ``/vsicurl/``.
 
 Which URLs: reading a URL the user typed in this conversation, or one under
 an OGC API server configured in the settings, runs freely.  Any other URL
@@ -49,7 +53,15 @@ from geogpt_qgis.tools.layers import (
     ordered_layers,
 )
 from geogpt_qgis.tools.maps import web
-from geogpt_qgis.tools.maps.delimited import DELIMITED_SUFFIXES, ProjectFrame, delimited_uri, guess_crs, inspect_csv
+from geogpt_qgis.tools.maps.delimited import (
+    DELIMITED_SUFFIXES,
+    ProjectFrame,
+    delimited_uri,
+    guess_crs,
+    inspect_csv,
+    inspect_csv_text,
+    remote_csv_uri,
+)
 from geogpt_qgis.tools.maps.files import missing_file, plan_file
 from geogpt_qgis.tools.maps.load_plan import RASTER, LoadPlan
 from geogpt_qgis.tools.ogc.servers import parse_servers
@@ -58,6 +70,7 @@ from geogpt_qgis.tools.thread_guard import raster_layer, vector_layer
 if TYPE_CHECKING:
     from geogpt_qgis.tools.maps.ogc_copy import CollectionCopy
 
+REMOTE_CSV_SUFFIXES = frozenset({".csv", ".tsv"})  # the ones GDAL's CSV driver opens by name
 _URL = re.compile(r"https?://[^\s<>\"'`)\]]+", re.IGNORECASE)
 VSICURL = "/vsicurl/"
 # Providers whose extent is read from the file, cheaply: the CSV guess compares with these layers.
@@ -206,7 +219,7 @@ class DataLoading:
                 _discard(made)
             raise
         lines = [f"Loaded {added.name!r} ({details}) from {plan.source}.", *plan.notes]
-        if crs.strip() and plan.provider != "delimitedtext":
+        if crs.strip() and plan.provider != "delimitedtext" and "crs" not in plan.extra:
             lines.append("crs was ignored: it sets the CRS of CSV/TSV coordinates only.")
         artifact = ToolArtifact(tables=plan.tables, collections=plan.collections, added=(added,))
         return ToolResult("\n".join(lines), artifact)
@@ -216,7 +229,7 @@ class DataLoading:
         if url:
             if not self._trusted(url) and not approval_granted():
                 raise ToolError(NEEDS_APPROVAL)
-            return self._plan_url(url, source.startswith(VSICURL), layer, name)
+            return self._plan_url(url, source.startswith(VSICURL), layer, crs, name)
         frame, home = self.ctx.on_main(self._frame)
         path = _local_path(source, home)
         if self._is_table(source, path):
@@ -229,7 +242,7 @@ class DataLoading:
             return self._plan_csv(path, crs, frame, name)
         return plan_file(str(path), str(path), layer, name)
 
-    def _plan_url(self, url: str, as_file: bool, layer: str, name: str) -> LoadPlan | CollectionCopy:
+    def _plan_url(self, url: str, as_file: bool, layer: str, crs: str, name: str) -> LoadPlan | CollectionCopy:
         timeout = PlgOptionsManager.get_plg_settings().ogc_timeout
         if web.is_tile_template(url):
             web.check_tiles(url, timeout, self.ctx.cancel)
@@ -245,7 +258,34 @@ class DataLoading:
             return web.wms_plan(found, url, layer, name, frame.crs)
         if kind == "wmts":
             return web.wmts_plan(found, url, layer, name)
-        return plan_file(VSICURL + url, url, layer, name)
+        points = self._plan_remote_csv(found, url, crs, name) if kind == "file" else None
+        return points or plan_file(VSICURL + url, url, layer, name)
+
+    def _plan_remote_csv(self, found: web.Peek, url: str, crs: str, name: str) -> LoadPlan | None:
+        """A CSV/TSV URL with coordinate columns (told from its first bytes) as points; ``None``: a plain table."""
+        suffix = Path(urlsplit(url).path).suffix.lower()
+        if suffix not in REMOTE_CSV_SUFFIXES:
+            return None
+        text = found.head.decode("utf-8", errors="replace")
+        if len(found.head) >= web.FILE_PEEK_BYTES and "\n" in text:
+            text = text[: text.rindex("\n") + 1]  # cut short: the last line may be cut in a number
+        try:
+            layout = inspect_csv_text(text, suffix, Path(urlsplit(url).path).name, self.ctx.cancel)
+        except ToolError:
+            return None  # no coordinate columns: GDAL reads it as a table, as any remote file
+        uri = remote_csv_uri(url, layout)
+        if uri is None:
+            return None
+        if crs:
+            chosen, how = crs, f"CRS {crs} as given"
+        else:
+            assert layout.bounds is not None  # noqa: S101 - inspect_csv_text raised when no value was read
+            frame, _ = self.ctx.on_main(self._frame)
+            chosen, how = guess_crs(layout.bounds, frame)
+            how += f" (from the first {layout.rows:,} rows)"
+        notes = (f"Columns used: {layout.columns_used}; read from the server through GDAL.", f"CRS: {how}.")
+        stem = Path(urlsplit(url).path).stem or "points"
+        return LoadPlan("vector", "ogr", uri, name or stem, url, notes, extra={"crs": chosen})
 
     def _plan_csv(self, path: Path, crs: str, frame: ProjectFrame, name: str) -> LoadPlan:
         layout = inspect_csv(path, self.ctx.cancel)
@@ -348,6 +388,8 @@ def _made_here(plan: LoadPlan) -> QgsMapLayer | None:
         message = _not_opened(plan, layer)
         del layer  # freed now, on this thread, which made it (not by whichever thread drops the traceback)
         raise ToolError(message)
+    if plan.extra.get("crs"):  # a remote CSV's coordinates: GDAL's CSV driver knows no CRS
+        layer.setCrs(QgsCoordinateReferenceSystem(plan.extra["crs"]))
     layer.moveToThread(QCoreApplication.instance().thread())
     return layer
 
