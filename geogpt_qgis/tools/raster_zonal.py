@@ -268,7 +268,6 @@ def _rewrite_class_fields(project: QgsProject, layer_id: str, found: dict[int, d
     QGIS's figures; a class QGIS did not see gets its field.
     """
     from qgis.core import QgsField
-    from qgis.PyQt.QtCore import QVariant
 
     layer = project.mapLayer(layer_id)
     provider = layer.dataProvider() if isinstance(layer, QgsVectorLayer) else None
@@ -280,7 +279,7 @@ def _rewrite_class_fields(project: QgsProject, layer_id: str, found: dict[int, d
     missing = []
     for code in codes:
         if f"px_{code}" not in names:
-            new = QgsField(template) if template is not None else QgsField("px", QVariant.LongLong)
+            new = QgsField(template if template is not None else _count_field())
             new.setName(f"px_{code}")
             missing.append(new)
     if missing and provider.addAttributes(missing):
@@ -429,3 +428,8 @@ def _num(value: Any) -> str:
     if value is None:
         return "-"
     return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _count_field() -> Any:
+    """A 64-bit integer field, spelt the same on QGIS 3.22 (QVariant types) and 3.38+ (QMetaType types)."""
+    return QgsVectorLayer("None?field=px:long", "counts", "memory").fields().field(0)
