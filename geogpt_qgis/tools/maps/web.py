@@ -230,7 +230,6 @@ def _choose(wanted: str, named: dict[str, str], where: str) -> str:
 
 def wms_plan(found: Peek, url: str, layer: str, name: str, project_crs: str) -> LoadPlan:
     """A WMS layer chosen by name or title; CRS: the project's if offered, else web mercator or lon/lat."""
-    from qgis.core import QgsDataSourceUri
 
     root = _xml_root(found.head)
     if root is None:
@@ -254,23 +253,11 @@ def wms_plan(found: Peek, url: str, layer: str, name: str, project_crs: str) -> 
     offered = {c.upper() for c in layers[chosen][1]}
     crs = next((c for c in (project_crs, "EPSG:3857", "EPSG:4326") if c and c.upper() in offered), "")
     crs = crs or ("EPSG:4326" if "CRS:84" in offered else next(iter(sorted(offered)), "EPSG:4326"))
-    uri = QgsDataSourceUri()
-    for key, value in (
-        ("contextualWMSLegend", "0"),
-        ("crs", crs),
-        ("dpiMode", "7"),
-        ("featureCount", "10"),
-        ("format", "image/png" if "image/png" in formats or not formats else formats[0]),
-        ("layers", chosen),
-        ("styles", ""),
-        ("url", _base_url(found.url)),
-    ):
-        uri.setParam(key, value)
     title = layers[chosen][0]
     return LoadPlan(
         RASTER,
         "wms",
-        bytes(uri.encodedUri()).decode("utf-8"),
+        _wms_uri(_base_url(found.url), chosen, crs, formats, style=""),
         name or title or chosen,
         f"WMS layer {chosen!r} at {host}",
         notes=(f"WMS layer {chosen!r}" + (f" ({title})" if title else "") + f", requested in {crs}.",),
@@ -279,7 +266,6 @@ def wms_plan(found: Peek, url: str, layer: str, name: str, project_crs: str) -> 
 
 def wmts_plan(found: Peek, url: str, layer: str, name: str) -> LoadPlan:
     """A WMTS layer chosen by identifier or title, in its first tile matrix set."""
-    from qgis.core import QgsDataSourceUri
 
     root = _xml_root(found.head)
     if root is None:
@@ -297,27 +283,36 @@ def wmts_plan(found: Peek, url: str, layer: str, name: str) -> LoadPlan:
     styles = _children(entry, "Style")
     style = next((s for s in styles if s.get("isDefault") == "true"), styles[0] if styles else None)
     formats = [(f.text or "").strip() for f in _children(entry, "Format")]
+    style_id = _text(style, "Identifier") if style is not None else "default"
+    return LoadPlan(
+        RASTER,
+        "wms",
+        _wms_uri(found.url, chosen, crs, formats, style=style_id, tile_matrix_set=links[0]),
+        name or _text(entry, "Title") or chosen,
+        f"WMTS layer {chosen!r} at {host}",
+        notes=(f"WMTS layer {chosen!r}, tile matrix set {links[0]} ({crs}).",),
+    )
+
+
+def _wms_uri(url: str, layer: str, crs: str, formats: list[str], style: str, tile_matrix_set: str = "") -> str:
+    """The wms provider's URI for one WMS layer, or a WMTS layer when a tile matrix set is named (PNG if offered)."""
+    from qgis.core import QgsDataSourceUri
+
     uri = QgsDataSourceUri()
-    for key, value in (
+    params = [
         ("contextualWMSLegend", "0"),
         ("crs", crs),
         ("dpiMode", "7"),
         ("featureCount", "10"),
         ("format", "image/png" if "image/png" in formats or not formats else formats[0]),
-        ("layers", chosen),
-        ("styles", _text(style, "Identifier") if style is not None else "default"),
-        ("tileMatrixSet", links[0]),
-        ("url", found.url),
-    ):
+        ("layers", layer),
+        ("styles", style),
+    ]
+    if tile_matrix_set:
+        params.append(("tileMatrixSet", tile_matrix_set))
+    for key, value in [*params, ("url", url)]:
         uri.setParam(key, value)
-    return LoadPlan(
-        RASTER,
-        "wms",
-        bytes(uri.encodedUri()).decode("utf-8"),
-        name or _text(entry, "Title") or chosen,
-        f"WMTS layer {chosen!r} at {host}",
-        notes=(f"WMTS layer {chosen!r}, tile matrix set {links[0]} ({crs}).",),
-    )
+    return bytes(uri.encodedUri()).decode("utf-8")
 
 
 def _epsg(urn: str) -> str:
