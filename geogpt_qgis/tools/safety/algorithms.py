@@ -194,9 +194,7 @@ def _parameter_effects(
         return [Found(Effect.READ, _layer_label(v, project)) for v in _items(value)] if present else []
     if kind == "string":
         if present and provider_id == "gdal" and not _PLAIN_TOKEN.match(str(value)):
-            return [
-                Found(Effect.RUN_CODE, f"{name}={_short(value)}", "text passed to the GDAL command line as it is")
-            ]
+            return [Found(Effect.RUN_CODE, f"{name}={_short(value)}", "text passed to the GDAL command line as it is")]
         return []
     if kind in PURE_TYPES:
         return []
@@ -219,6 +217,7 @@ def _expression_effects(name: str, value: Any) -> list[Found]:
     found: list[Found] = []
     for text in _strings(value):
         check = check_expression(text)
+        check.require_small(name)
         for item in check.effects.risky:
             found.append(Found(item.effect, f"{name}: {item.target} in {text!r}", item.why))
     return found

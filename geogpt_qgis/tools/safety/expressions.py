@@ -22,6 +22,7 @@ from qgis.core import QgsExpression, QgsExpressionNode
 from geogpt_qgis.core.approval import ApprovalRequest
 from geogpt_qgis.core.effects import CallEffects, Effect, Found
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.safety.expression_size import SizeCheck, arguments, check_sizes, children
 
 # Reviewed against QGIS 3.22's 342 built-in functions: they compute from their arguments, the
 # feature, the project's layers and variables, and change nothing.  Left out on purpose (they
@@ -111,6 +112,7 @@ class ExpressionCheck:
     text: str
     parse_error: str = ""
     effects: CallEffects = field(default_factory=CallEffects)
+    too_big: tuple[str, ...] = ()  # sizes over their bound (expression_size): refused even when approved
 
     @property
     def safe(self) -> bool:
@@ -121,8 +123,13 @@ class ExpressionCheck:
         reasons = "; ".join(f"{item.target} {item.why}" for item in self.effects.risky)
         return (
             f"{where} {self.text!r} is not evaluated without the user's approval: {reasons}. "
-            "Use field names, values and built-in QGIS functions only (e.g. \"pupils\" > 300 AND \"type\" = 'primary')."
+            'Use field names, values and built-in QGIS functions only (e.g. "pupils" > 300 AND "type" = \'primary\').'
         )
+
+    def require_small(self, where: str = "the expression") -> None:
+        """Refuse (``ToolError``) an expression that would build too much in one evaluation."""
+        if self.too_big:
+            raise ToolError(f"{where} {self.text!r} is not evaluated: {'; '.join(self.too_big)}.")
 
 
 def check_expression(text: str) -> ExpressionCheck:
@@ -131,40 +138,50 @@ def check_expression(text: str) -> ExpressionCheck:
     if expression.hasParserError():
         return ExpressionCheck(text, " ".join(expression.parserErrorString().split()))
     found: list[Found] = []
-    _classify(expression, found, 0)
-    return ExpressionCheck(text, "", CallEffects.of(found))
+    sizes = SizeCheck()
+    _classify(expression, found, sizes, 0)
+    return ExpressionCheck(text, "", CallEffects.of(found), tuple(sizes.problems))
 
 
 def require_safe_expression(text: str, where: str = "the expression", approved: bool = False) -> None:
-    """Refuse (``ToolError``) an expression with effects, unless the user approved this call."""
-    if approved or not text or not text.strip():
+    """Refuse (``ToolError``) an expression with effects, unless the user approved this call.
+
+    One that would build too much is refused even then (``ExpressionCheck.require_small``).
+    """
+    if not text or not text.strip():
         return
     check = check_expression(text)
-    if not check.safe:
+    check.require_small(where)
+    if not check.safe and not approved:
         raise ToolError(check.problem(where))
 
 
 def expressions_effects(texts: list[tuple[str, str]]) -> tuple[CallEffects, list[str]]:
-    """The effects of several ``(where, expression)`` pairs, and one problem line per unsafe one."""
+    """The effects of several ``(where, expression)`` pairs, and one problem line per unsafe one.
+
+    ``ToolError`` for one that would build too much: no approval can let it run.
+    """
     effects = CallEffects()
     problems = []
     for where, text in texts:
         if not text or not str(text).strip():
             continue
         check = check_expression(str(text))
+        check.require_small(where)
         if not check.safe:
             effects = effects + check.effects
             problems.append(check.problem(where))
     return effects, problems
 
 
-def _classify(expression: QgsExpression, found: list[Found], depth: int) -> None:
+def _classify(expression: QgsExpression, found: list[Found], sizes: SizeCheck, depth: int) -> None:
+    check_sizes(expression.rootNode(), sizes)
     for name in sorted(expression.referencedFunctions()):
         if name in EVALUATING_FUNCTIONS:
             continue
         found.extend(_function_effects(name))
     if EVALUATING_FUNCTIONS & set(expression.referencedFunctions()):
-        _follow_evaluations(expression.rootNode(), found, depth)
+        _follow_evaluations(expression.rootNode(), found, sizes, depth)
 
 
 def _function_effects(name: str) -> list[Found]:
@@ -178,38 +195,22 @@ def _function_effects(name: str) -> list[Found]:
     return [Found(effect, f"{name}()", why)]
 
 
-def _follow_evaluations(node: QgsExpressionNode | None, found: list[Found], depth: int) -> None:
+def _follow_evaluations(node: QgsExpressionNode | None, found: list[Found], sizes: SizeCheck, depth: int) -> None:
     """Check the literal text of every ``eval``/``eval_template``; anything else they get is refused."""
     if node is None:
         return
-    kind = node.nodeType()
-    types = QgsExpressionNode.NodeType
-    children: list[QgsExpressionNode] = []
-    if kind == types.ntFunction:
-        args = node.args().list() if node.args() is not None else []
+    if node.nodeType() == QgsExpressionNode.NodeType.ntFunction:
         function = QgsExpression.Functions()[node.fnIndex()]
         if function.name() in EVALUATING_FUNCTIONS:
-            _follow_text(function.name(), args, found, depth)
-        children = list(args)
-    elif kind == types.ntBinaryOperator:
-        children = [node.opLeft(), node.opRight()]
-    elif kind == types.ntUnaryOperator:
-        children = [node.operand()]
-    elif kind == types.ntCondition:
-        for case in node.conditions():
-            children += [case.whenExp(), case.thenExp()]
-        children.append(node.elseExp())
-    elif kind == types.ntInOperator:
-        children = [node.node(), *node.list().list()]
-    elif kind == types.ntIndexOperator:
-        children = [node.container(), node.index()]
-    elif kind not in (types.ntLiteral, types.ntColumnRef):
+            _follow_text(function.name(), arguments(node), found, sizes, depth)
+    below = children(node)
+    if below is None:
         found.append(Found(Effect.RUN_CODE, "eval()", "sits in an expression part that cannot be followed"))
-    for child in children:
-        _follow_evaluations(child, found, depth)
+    for child in below or []:
+        _follow_evaluations(child, found, sizes, depth)
 
 
-def _follow_text(name: str, args: list[QgsExpressionNode], found: list[Found], depth: int) -> None:
+def _follow_text(name: str, args: list[QgsExpressionNode], found: list[Found], sizes: SizeCheck, depth: int) -> None:
     literal = args[0] if len(args) == 1 and args[0].nodeType() == QgsExpressionNode.NodeType.ntLiteral else None
     text = literal.value() if literal is not None else None
     if not isinstance(text, str) or depth >= MAX_DEPTH:
@@ -220,7 +221,7 @@ def _follow_text(name: str, args: list[QgsExpressionNode], found: list[Found], d
         inner = QgsExpression(part)
         if inner.hasParserError():
             continue  # evaluating it fails; nothing runs
-        _classify(inner, found, depth + 1)
+        _classify(inner, found, sizes, depth + 1)
 
 
 def expression_request(action: str, texts: list[tuple[str, str]]) -> ApprovalRequest | None:
