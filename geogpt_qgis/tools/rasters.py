@@ -50,7 +50,9 @@ def plan_raster_read(layer: QgsRasterLayer) -> RasterReadPlan:
     renderer = layer.renderer()
     labels: dict[int, dict[float, str]] = {}
     if isinstance(renderer, QgsPalettedRasterRenderer):
-        labels[renderer.band()] = {float(c.value): c.label for c in renderer.classes()}
+        # inputBand() from QGIS 3.38, where band() is deprecated; 3.22 has only band().
+        band = renderer.inputBand() if hasattr(renderer, "inputBand") else renderer.band()
+        labels[band] = {float(c.value): c.label for c in renderer.classes()}
     crs = layer.crs()
     units = QgsUnitTypes.toAbbreviatedString(crs.mapUnits()) if crs.isValid() else "map units"
     return RasterReadPlan(
