@@ -46,6 +46,7 @@ SERIES_BOMB = "array_foreach(generate_series(1, 100000000), @element)"
         ("num_points(make_regular_polygon(make_point(0, 0), 1, 5000000)) > 0", "sides"),
         ("num_points(smooth($geometry, 40)) > 0", "iterations"),
         ("format_number(1, 1000000000) <> ''", "decimal places"),
+        ("to_dms($x, 'x', 1000000000) <> ''", "decimal places"),
     ],
 )
 def test_an_oversized_expression_is_refused_even_when_approved(qgis_app, text, says):
@@ -70,6 +71,7 @@ def test_an_oversized_expression_is_refused_even_when_approved(qgis_app, text, s
         "lpad(to_string(\"pupils\"), 6, '0') <> ''",
         "num_points(smooth($geometry, 3)) > 0",
         "format_number(\"pupils\", 2) <> ''",
+        "to_dm($y, 'y', 3) <> ''",
         "string_to_array(\"name\", ' ')[0] <> ''",
     ],
 )

@@ -29,6 +29,8 @@ SIZE_ARGUMENTS: dict[str, tuple[str, float, str]] = {
     "lpad": ("width", 10_000, "characters"),
     "rpad": ("width", 10_000, "characters"),
     "format_number": ("places", 100, "decimal places"),
+    "to_dm": ("precision", 100, "decimal places"),
+    "to_dms": ("precision", 100, "decimal places"),
     "buffer": ("segments", 1_000, "segments per quarter circle"),
     "buffer_by_m": ("segments", 1_000, "segments per quarter circle"),
     "offset_curve": ("segments", 1_000, "segments per quarter circle"),
