@@ -30,7 +30,7 @@ from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.layers import layer_kind, python_value, resolve_layer, resolve_vector_layer
 from geogpt_qgis.tools.processing.compat import GEOMETRY_POINT
-from geogpt_qgis.tools.rasters import RasterReadPlan, gdal_labels, plan_raster_read
+from geogpt_qgis.tools.rasters import RasterReadPlan, gdal_labels, plan_raster_read, scaled
 
 MAX_POINTS = 50
 MAX_BANDS = 12
@@ -150,9 +150,10 @@ def read_samples(plan: SamplePlan, cancel: CancelToken) -> str:
             if not inside:
                 cells.append("outside the raster")
                 continue
-            value = band.ReadAsArray(col, row, 1, 1)[0, 0].item()
+            stored = band.ReadAsArray(col, row, 1, 1)[0, 0].item()
             nodata = band.GetNoDataValue()
-            if value != value or (nodata is not None and value == nodata):
+            value = float(scaled(band, stored)) if isinstance(stored, int | float) else stored
+            if stored != stored or (nodata is not None and stored == nodata):
                 cells.append("nodata (no value here)")
             elif labels[index] and float(value) in labels[index]:
                 cells.append(f"{value:g} {labels[index][float(value)]}")

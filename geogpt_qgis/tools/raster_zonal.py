@@ -57,7 +57,7 @@ from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import python_value, resolve_vector_layer
 from geogpt_qgis.tools.processing.compat import GEOMETRY_POLYGON
 from geogpt_qgis.tools.raster_sample import LABEL_FIELDS, resolve_raster
-from geogpt_qgis.tools.rasters import plan_raster_read
+from geogpt_qgis.tools.rasters import plan_raster_read, scaled
 
 ZONAL_STATS = "native:zonalstatisticsfb"
 ZONAL_HISTOGRAM = "native:zonalhistogram"
@@ -255,6 +255,7 @@ def pixel_areas(plan: ZonalPlan, zones: list[tuple[int, bytes]]) -> dict[int, di
         else:
             row_area = _band_area(np.radians(tops), np.radians(tops + height), math.radians(abs(width)), plan.ellipsoid)
         weights = np.broadcast_to(row_area[:, None], values.shape)
+        values = scaled(band, values)  # classes as QGIS names them (nodata was matched in stored units above)
         for code in np.unique(values[mask]):
             chosen = mask & (values == code)
             found[fid][_code_text(code)] = (int(chosen.sum()), float(weights[chosen].sum()))

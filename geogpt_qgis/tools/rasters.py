@@ -111,13 +111,10 @@ def band_summary(plan: RasterReadPlan, cancel: CancelToken) -> tuple[float | Non
     dataset = gdal.OpenEx(plan.source, gdal.OF_RASTER | gdal.OF_READONLY)
     band = dataset.GetRasterBand(1)
     values, _ = _read_values(band, dataset.RasterXSize, dataset.RasterYSize)
-    valid = values[~np.isnan(values)] if values.dtype.kind == "f" else values
-    nodata = band.GetNoDataValue()
-    if nodata is not None:
-        valid = valid[valid != nodata]
+    valid = shown_values(band, values)
     if valid.size == 0:
         return None, None, []
-    codes = np.unique(valid) if values.dtype.kind in "iu" else np.array([])
+    codes = np.unique(valid) if valid.dtype.kind in "iu" else np.array([])
     classes = [float(c) for c in codes] if 0 < codes.size <= MAX_CLASSES else []
     return float(valid.min()), float(valid.max()), classes
 
@@ -171,16 +168,18 @@ def _band_line(index: int, band: Any, values: Any, labels: dict[float, str]) -> 
     nodata = band.GetNoDataValue()
     name = band.GetDescription()
     head = f"Band {index}" + (f" {short(name, NAME_MAX_CHARS)!r}" if name else "") + f" ({type_name}"
-    head += f", nodata {nodata:g})" if nodata is not None else ", no nodata value)"
-    valid = values[~np.isnan(values)] if values.dtype.kind == "f" else values
-    if nodata is not None:
-        valid = valid[valid != nodata]
+    head += f", nodata {nodata:g}" if nodata is not None else ", no nodata value"
+    scale, offset = band_scaling(band)
+    head += (
+        f"; values shown as stored × {scale:g} + {offset:g}, as QGIS shows them)" if (scale, offset) != (1, 0) else ")"
+    )
+    valid = shown_values(band, values)
     missing = values.size - valid.size
     share_missing = f"; {100 * missing / values.size:.2g}% nodata" if missing else ""
     if valid.size == 0:
         return f"{head}: every pixel is nodata"
     labels = labels or gdal_labels(band)
-    if values.dtype.kind in "iu":
+    if valid.dtype.kind in "iu":
         codes, counts = np.unique(valid, return_counts=True)
         if len(codes) <= MAX_CLASSES and (labels or band.GetColorTable() is not None or len(codes) <= 12):
             return f"{head}: categorical, {len(codes)} classes{share_missing}; share of valid pixels: " + _classes(
@@ -191,6 +190,41 @@ def _band_line(index: int, band: Any, values: Any, labels: dict[float, str]) -> 
         f"{head}: min {_num(data.min())}, max {_num(data.max())}, mean {_num(data.mean())}, "
         f"std {_num(data.std())}{share_missing}"
     )
+
+
+def band_scaling(band: Any) -> tuple[float, float]:
+    """A GDAL band's scale and offset ((1, 0) when unset): QGIS shows stored × scale + offset, and so must we.
+
+    A DEM kept as Int16 decimetres with scale 0.1 reads 1234 from GDAL where
+    QGIS's identify tool, renderer and zonal statistics all say 123.4.
+    """
+    scale, offset = band.GetScale(), band.GetOffset()
+    return (float(scale) if scale else 1.0), (float(offset) if offset else 0.0)
+
+
+def shown_values(band: Any, values: Any) -> Any:
+    """The valid pixels of ``values`` (read from ``band``) as QGIS shows them.
+
+    NaN and nodata are dropped first, in stored units (GDAL's nodata is a
+    stored value); then the scale and offset are applied (float64 when there are any).
+    """
+    import numpy as np
+
+    valid = values[~np.isnan(values)] if values.dtype.kind == "f" else values
+    nodata = band.GetNoDataValue()
+    if nodata is not None:
+        valid = valid[valid != nodata]
+    return scaled(band, valid)
+
+
+def scaled(band: Any, stored: Any) -> Any:
+    """``stored`` values (an array or a number) of ``band`` in the units QGIS shows."""
+    scale, offset = band_scaling(band)
+    if (scale, offset) == (1.0, 0.0):
+        return stored
+    import numpy as np
+
+    return np.asarray(stored, dtype=np.float64) * scale + offset
 
 
 def _classes(codes: Any, counts: Any, labels: dict[float, str]) -> str:

@@ -61,7 +61,7 @@ def test_land_cover_classes_have_their_labels_and_area_shares(tools, demo_projec
 
 
 def _write(path: Path, array: np.ndarray, epsg: int, pixel: float, **extra) -> Path:
-    kinds = {np.dtype("uint8"): gdal.GDT_Byte, np.dtype("float32"): gdal.GDT_Float32}
+    kinds = {np.dtype("uint8"): gdal.GDT_Byte, np.dtype("int16"): gdal.GDT_Int16, np.dtype("float32"): gdal.GDT_Float32}
     options = ["TILED=YES", "COMPRESS=DEFLATE"] if extra.get("tiled") else []
     dataset = gdal.GetDriverByName("GTiff").Create(
         str(path), array.shape[1], array.shape[0], 1, kinds[array.dtype], options=options
@@ -75,6 +75,9 @@ def _write(path: Path, array: np.ndarray, epsg: int, pixel: float, **extra) -> P
         band.SetNoDataValue(extra["nodata"])
     if "names" in extra:
         band.SetCategoryNames(extra["names"])
+    if "scale" in extra:
+        band.SetScale(extra["scale"])
+        band.SetOffset(extra["offset"])
     band.WriteArray(array)
     dataset = None
     return path
@@ -104,6 +107,35 @@ def test_geographic_pixels_are_in_degrees_and_gdal_category_names_label_classes(
     assert "pixel 0.001 x 0.001 deg" in text, text
     assert "geographic" in text
     assert "categorical, 2 classes; 25% nodata; share of valid pixels: 2 'Meadow' 66.7%, 1 'Lake' 33.3%" in text
+
+
+def test_a_scaled_raster_is_described_and_sampled_in_the_units_qgis_shows(tools, demo_project, tmp_path):
+    """Int16 decimetres with scale 0.1 and offset 5: QGIS shows stored x 0.1 + 5, and so must every figure."""
+    from qgis.core import QgsPointXY, QgsRaster
+
+    rng = np.random.default_rng(7)
+    stored = rng.integers(1, 30000, size=(40, 50)).astype(np.int16)
+    stored[:5, :] = -1  # nodata, in stored units
+    path = _write(tmp_path / "dm.tif", stored, 25832, 10.0, nodata=-1, scale=0.1, offset=5.0)
+    layer = QgsRasterLayer(str(path), "dm")
+    demo_project.addMapLayer(layer)
+    shown = stored[stored != -1].astype(np.float64) * 0.1 + 5.0
+    text = call_in_thread(tools.describe_layer, "dm")
+    figures = _figures(text)
+    for key, expected in (("min", shown.min()), ("max", shown.max()), ("mean", shown.mean()), ("std", shown.std())):
+        assert figures[key] == pytest.approx(expected, rel=1e-3), (key, text)
+    statistics = layer.dataProvider().bandStatistics(1)  # QGIS's own figures, read through its provider
+    assert figures["min"] == pytest.approx(statistics.minimumValue, rel=1e-3)
+    assert figures["max"] == pytest.approx(statistics.maximumValue, rel=1e-3)
+    assert "values shown as stored × 0.1 + 5" in text and f"; {100 * 5 / 40:.2g}% nodata" in text
+    # Sampling: the pixel at row 20, column 30 (centre x 10 + 305 m, y 60 - 205 m), and one in the nodata rows.
+    x, y = 10.0 + 305.0, 60.0 - 205.0
+    sample = call_in_thread(tools.describe_layer, "dm", f"{x} {y}; 15 55")
+    identified = layer.dataProvider().identify(QgsPointXY(x, y), QgsRaster.IdentifyFormat.IdentifyFormatValue)
+    expected = stored[20, 30] * 0.1 + 5.0
+    assert identified.results()[1] == pytest.approx(expected, rel=1e-6)
+    assert f"| {expected:.6g} |" in sample, sample
+    assert "nodata (no value here)" in sample, sample
 
 
 def test_a_raster_passed_where_a_vector_is_needed_is_refused_plainly(tools, demo_project):
@@ -213,6 +245,36 @@ def test_land_cover_shares_per_district_with_labels_and_hectares(tools, demo_pro
         assert match, (name, line)
         assert float(match.group(1)) == pytest.approx(share, abs=0.15)
         assert float(match.group(2)) == pytest.approx(counts.max() * 100 / 10_000, rel=0.01)
+
+
+def test_scaled_class_codes_per_district_are_the_codes_qgis_shows(tools, demo_project, tmp_path):
+    """Land cover stored as 1..7 with scale 2 and offset 10: QGIS (and its palette) sees classes 12..24."""
+    from qgis.core import QgsPalettedRasterRenderer
+    from qgis.PyQt.QtGui import QColor
+
+    source = demo_project.mapLayersByName("landcover")[0].source()
+    copy = gdal.Translate(str(tmp_path / "cover_scaled.tif"), source)
+    copy.GetRasterBand(1).SetScale(2.0)
+    copy.GetRasterBand(1).SetOffset(10.0)
+    copy = None
+    layer = QgsRasterLayer(str(tmp_path / "cover_scaled.tif"), "cover_scaled")
+    names = {1: "Water", 2: "Grass", 3: "Forest", 4: "Farmland", 5: "Residential", 6: "Commercial", 7: "Industrial"}
+    classes = [QgsPalettedRasterRenderer.Class(2.0 * c + 10, QColor(30 * c, 90, 90), n) for c, n in names.items()]
+    layer.setRenderer(QgsPalettedRasterRenderer(layer.dataProvider(), 1, classes))
+    demo_project.addMapLayer(layer)
+    text = call_in_thread(tools.describe_layer, "cover_scaled", "districts")
+    cover, nodata = _array(demo_project, "landcover")
+    for name, mask in _district_masks(demo_project, cover.shape).items():
+        line = next(row for row in text.splitlines() if row.startswith(f"| {name} |"))
+        valid = cover[mask] if nodata is None else cover[mask & (cover != nodata)]
+        codes, counts = np.unique(valid, return_counts=True)
+        top = int(codes[counts.argmax()])
+        match = re.search(rf"\| {2 * top + 10} {names[top]} ([\d.]+)% ([\d.]+) ha", line)
+        assert match, (name, line)
+        assert float(match.group(1)) == pytest.approx(100 * counts.max() / counts.sum(), abs=0.15)
+    (added,) = demo_project.mapLayersByName("districts_cover_scaled_zonal")
+    fields = {n for n in added.fields().names() if n.startswith("px_")}
+    assert fields and all(int(n[3:]) in {2 * c + 10 for c in names} for n in fields if n[3:].isdigit()), fields
 
 
 def test_zones_in_another_crs_are_reprojected_not_misread(tools, demo_project):
