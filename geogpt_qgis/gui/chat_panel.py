@@ -31,7 +31,7 @@ from geogpt_qgis.gui.conversation_view import ConversationView
 from geogpt_qgis.gui.first_run_card import LINE, POINT, POLYGON, RASTER, TABLE, FirstRunCard, example_questions
 from geogpt_qgis.gui.run_controller import RunController
 from geogpt_qgis.gui.server_picker import ServerPicker
-from geogpt_qgis.gui.server_state import ServerState
+from geogpt_qgis.gui.server_state import ServerState, ServerStatus
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
@@ -115,6 +115,7 @@ class ChatPanel(QWidget):
         """The card follows the server's state and the project's layers; Send is off while no model can answer."""
         card, picker = self.first_run, self.model_bar
         picker.state_changed.connect(self._server_state_changed)
+        self.chat.placeholder_shown.connect(self._sync_status_line)
         card.check_requested.connect(picker.refresh_models)
         card.settings_requested.connect(lambda: picker.settings_button.setChecked(True))
         card.example_chosen.connect(self._example_chosen)
@@ -130,6 +131,21 @@ class ChatPanel(QWidget):
     def _server_state_changed(self, state: ServerState) -> None:
         self.first_run.show_state(state)
         self.composer.set_blocked(state.headline if state.blocks_sending else "")
+        self._sync_status_line()
+
+    def _sync_status_line(self, *_args: object) -> None:
+        """The picker's line does not repeat the server problem the first-run card explains in full.
+
+        Only while the card shows (an empty conversation) and only for a server
+        that cannot be reached or failed; once a conversation has items the line
+        is the one place that says it, and notes such as where the key went stay.
+        """
+        line = self.model_bar.status_label
+        said_by_card = self.first_run.isVisibleTo(self.chat) and self.model_bar.state.status in (
+            ServerStatus.UNREACHABLE,
+            ServerStatus.FAILED,
+        )
+        line.setVisible(bool(line.text()) and not said_by_card)
 
     def _example_chosen(self, question: str) -> None:
         self.input.setPlainText(question)

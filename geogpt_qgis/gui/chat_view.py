@@ -53,6 +53,7 @@ class ChatView(QScrollArea):
     """A scrolling column of chat items."""
 
     layer_clicked = pyqtSignal(str)  # a layer name clicked in a Sources section
+    placeholder_shown = pyqtSignal(bool)  # the first-run card came or went (the panel de-duplicates its status)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,7 +97,10 @@ class ChatView(QScrollArea):
 
     def _show_placeholder(self, shown: bool) -> None:
         if self._placeholder is not None:
+            changed = self._placeholder.isVisibleTo(self) != shown
             self._placeholder.setVisible(shown)  # a no-op when it already is
+            if changed:
+                self.placeholder_shown.emit(shown)
             if shown:  # read from its top, not followed to its bottom like a stream
                 self._follow = False
                 self.verticalScrollBar().setValue(0)

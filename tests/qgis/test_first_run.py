@@ -58,6 +58,30 @@ def test_a_dead_server_says_not_reachable_gives_the_command_and_keeps_send_off(p
     assert not card.check_button.isVisible()
 
 
+def test_the_server_problem_is_said_once_by_the_card_and_by_the_status_line_once_the_card_goes(panel):
+    """The card explains a dead server in full; the line above the chat says it only when the card is gone."""
+    line = panel.model_bar.status_label
+    dead = f"http://127.0.0.1:{free_port()}"
+    _point_at(panel, dead)
+    wait_until(lambda: _status(panel) == ServerStatus.UNREACHABLE, 10)
+    QApplication.processEvents()
+    assert panel.first_run.isVisible() and panel.first_run.state_label.isVisible()
+    assert "Cannot reach the Ollama server" in line.text() and not line.isVisible()
+
+    QTest.mouseClick(panel.first_run.check_button, Qt.MouseButton.LeftButton)  # asked again, still dead
+    wait_until(lambda: _status(panel) == ServerStatus.UNREACHABLE and panel.model_bar.refresh_button.isEnabled(), 10)
+    QApplication.processEvents()
+    assert not line.isVisible()
+
+    panel.chat.add_notice("Something happened.", "info")  # the conversation has an item: the card goes
+    QApplication.processEvents()
+    assert not panel.first_run.isVisible() and line.isVisible() and "Cannot reach" in line.text()
+
+    panel.view.new_conversation()  # the card is back, and the line steps aside again
+    QApplication.processEvents()
+    assert panel.first_run.isVisible() and not line.isVisible()
+
+
 def test_no_model_and_a_model_without_tools_say_what_to_pull(qgis_iface, demo_project, tmp_path):
     with ScriptedModelServer(models=()) as empty, ScriptedModelServer(capabilities=("completion",)) as toolless:
         configure(empty)
