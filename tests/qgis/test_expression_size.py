@@ -135,3 +135,19 @@ def test_every_tool_refuses_the_series_bomb_without_asking_or_evaluating(demo_pr
         for layer in demo_project.mapLayers().values()
         if hasattr(layer, "selectedFeatureCount")
     } == selected_before
+
+
+def test_a_kind_of_node_the_walk_cannot_look_into_is_refused_not_skipped(qgis_app):
+    """A node kind a later QGIS adds could hold a series: what cannot be seen into is refused, by construction."""
+    from geogpt_qgis.tools.safety.expression_size import SizeCheck, check_sizes
+
+    class UnknownNode:  # stands in for a node type this QGIS does not have (none can be built here)
+        def nodeType(self) -> int:  # noqa: N802 - the QGIS method it stands in for
+            return 99
+
+        def dump(self) -> str:
+            return "something new"
+
+    check = SizeCheck()
+    check_sizes(UnknownNode(), check)
+    assert check.problems == ["an expression part this check cannot look into (something new)"]
