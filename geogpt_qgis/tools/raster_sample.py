@@ -30,7 +30,7 @@ from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.layers import layer_kind, python_value, resolve_layer, resolve_vector_layer
 from geogpt_qgis.tools.processing.compat import GEOMETRY_POINT
-from geogpt_qgis.tools.rasters import RasterReadPlan, gdal_labels, plan_raster_read, scaled
+from geogpt_qgis.tools.rasters import RasterReadPlan, gdal_labels, number, plan_raster_read, read_window, shown_values
 
 MAX_POINTS = 50
 MAX_BANDS = 12
@@ -145,20 +145,24 @@ def read_samples(plan: SamplePlan, cancel: CancelToken) -> str:
         col = math.floor(inverse[0] + inverse[1] * x + inverse[2] * y)
         row = math.floor(inverse[3] + inverse[4] * x + inverse[5] * y)
         inside = 0 <= col < dataset.RasterXSize and 0 <= row < dataset.RasterYSize
-        cells = [label, f"{sx:.6g}", f"{sy:.6g}"]
+        cells = [label, f"{sx:.10g}", f"{sy:.10g}"]  # UTM northings 10 m apart differ in the 7th digit
         for index, band in bands.items():
             if not inside:
                 cells.append("outside the raster")
                 continue
-            stored = band.ReadAsArray(col, row, 1, 1)[0, 0].item()
-            nodata = band.GetNoDataValue()
-            value = float(scaled(band, stored)) if isinstance(stored, int | float) else stored
-            if stored != stored or (nodata is not None and stored == nodata):
+            cell, masked = read_window(band, col, row, 1, 1)
+            shown = shown_values(band, cell)  # nodata compared in the band's own type (float32 0.1 is not 0.1)
+            if masked:
+                cells.append("nodata (hidden by the mask band)")
+                continue
+            if shown.size == 0:
                 cells.append("nodata (no value here)")
-            elif labels[index] and float(value) in labels[index]:
+                continue
+            value = shown[0].item()
+            if labels[index] and float(value) in labels[index]:
                 cells.append(f"{value:g} {labels[index][float(value)]}")
             else:
-                cells.append(f"{value:.6g}")
+                cells.append(number(value))
         rows.append(cells)
     headers = ["point", "x", "y", *(f"band {index}" for index in bands)]
     head = f"Values of {plan.raster.name!r} at {len(rows)} points ({plan.source_note}):"

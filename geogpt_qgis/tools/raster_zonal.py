@@ -57,7 +57,7 @@ from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import python_value, resolve_vector_layer
 from geogpt_qgis.tools.processing.compat import GEOMETRY_POLYGON
 from geogpt_qgis.tools.raster_sample import LABEL_FIELDS, resolve_raster
-from geogpt_qgis.tools.rasters import plan_raster_read, scaled
+from geogpt_qgis.tools.rasters import has_mask, number, plan_raster_read, scaled
 
 ZONAL_STATS = "native:zonalstatisticsfb"
 ZONAL_HISTOGRAM = "native:zonalhistogram"
@@ -125,14 +125,31 @@ def _plan(project: QgsProject, raster_ref: str, zones_ref: str) -> ZonalPlan:
         integer=integer,
         crs_note=_crs_note(zones.crs(), raster.crs()),
     )
-    if categorical and raster.providerType() == "gdal":
+    path = ""
+    if raster.providerType() == "gdal":
         path = QgsProviderRegistry.instance().decodeUri("gdal", raster.source()).get("path") or ""
-        if path and Path(path).is_file():
-            plan.path, plan.crs = path, raster.crs()
-            ellipsoid = QgsEllipsoidUtils.ellipsoidParameters(raster.crs().ellipsoidAcronym())
-            if geographic and ellipsoid.valid and ellipsoid.semiMajor > 0 and ellipsoid.semiMinor > 0:
-                plan.ellipsoid = (ellipsoid.semiMajor, ellipsoid.semiMinor)
+        path = path if path and Path(path).is_file() else ""
+    if path and _rotated(path):
+        raise ToolError(
+            f"{raster.name()!r} is a rotated grid (its rows do not run east-west): QGIS resamples it north-up for "
+            "zonal statistics, which changes counts, shares and means. Warp it north-up first (run_algorithm "
+            "gdal:warpreproject, RESAMPLING 0 = nearest neighbour), then summarise the warped raster"
+        )
+    if categorical and path:
+        plan.path, plan.crs = path, raster.crs()
+        ellipsoid = QgsEllipsoidUtils.ellipsoidParameters(raster.crs().ellipsoidAcronym())
+        if geographic and ellipsoid.valid and ellipsoid.semiMajor > 0 and ellipsoid.semiMinor > 0:
+            plan.ellipsoid = (ellipsoid.semiMajor, ellipsoid.semiMinor)
     return plan
+
+
+def _rotated(path: str) -> bool:
+    """Whether a GDAL raster's geotransform has rotation terms (main thread: opens the header only)."""
+    from osgeo import gdal
+
+    dataset = gdal.OpenEx(path, gdal.OF_RASTER | gdal.OF_READONLY)
+    geotransform = dataset.GetGeoTransform() if dataset is not None else None
+    return bool(geotransform and (geotransform[2] or geotransform[4]))
 
 
 def _crs_note(zones: Any, raster: Any) -> str:
@@ -246,9 +263,14 @@ def pixel_areas(plan: ZonalPlan, zones: list[tuple[int, bytes]]) -> dict[int, di
             continue
         values = band.ReadAsArray(c0, r0, c1 - c0, r1 - r0)
         mask = _burn(geometry, (west + c0 * width, width, 0.0, north + r0 * height, 0.0, height), c1 - c0, r1 - r0)
+        hidden = np.zeros_like(mask)
         if nodata is not None:
-            found[fid][NODATA] = (int((mask & (values == nodata)).sum()), 0.0)
-            mask &= values != nodata
+            hidden |= values == nodata
+        if has_mask(band):  # an internal mask or alpha hides pixels QGIS draws transparent
+            hidden |= band.GetMaskBand().ReadAsArray(c0, r0, c1 - c0, r1 - r0) == 0
+        if nodata is not None or hidden.any():
+            found[fid][NODATA] = (int((mask & hidden).sum()), 0.0)
+            mask &= ~hidden
         tops = north + (r0 + np.arange(r1 - r0)) * height
         if plan.pixel_area:
             row_area = np.full(r1 - r0, plan.pixel_area)
@@ -428,7 +450,7 @@ def _area(area: float, plan: ZonalPlan) -> str:
 def _num(value: Any) -> str:
     if value is None:
         return "-"
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    return number(value) if isinstance(value, float) else str(value)
 
 
 def _count_field() -> Any:

@@ -4,11 +4,12 @@ Split like the vector reads: ``plan_raster_read`` snapshots what only the main
 thread may touch (the layer, its renderer's class labels) into a plain
 ``RasterReadPlan``; ``describe_raster`` then reads pixels with GDAL on the
 worker, through a dataset of its own.  Statistics are exact up to
-``EXACT_PIXELS`` pixels; above that they come from the overview nearest to
-``SAMPLE_PIXELS`` or, without overviews, from whole blocks spread evenly over
-the raster (reading whole blocks keeps a compressed 10,000 x 10,000 GeoTIFF
-under a second), and the text says they are approximate and from how many
-pixels.  Nothing is written beside the data (GDAL's .aux.xml caches are not
+``EXACT_PIXELS`` pixels; above that they come from about ``SAMPLE_PIXELS``
+pixels in whole blocks spread evenly over the raster (reading whole blocks
+keeps a compressed 10,000 x 10,000 GeoTIFF under a second; never from an
+overview, whose resampled values the data may not have), and the text says
+they are approximate and from how many pixels.  Pixels a GDAL mask band hides
+count as missing, as QGIS draws them transparent.  Nothing is written beside the data (GDAL's .aux.xml caches are not
 used: the statistics are computed here with numpy).
 """
 
@@ -93,8 +94,8 @@ def describe_raster(plan: RasterReadPlan, cancel: CancelToken) -> list[str]:
     for index in range(1, min(dataset.RasterCount, MAX_BANDS_DESCRIBED) + 1):
         cancel.raise_if_cancelled()
         band = dataset.GetRasterBand(index)
-        values, basis = _read_values(band, dataset.RasterXSize, dataset.RasterYSize)
-        lines.append(_band_line(index, band, values, plan.labels.get(index, {})))
+        values, masked, basis = _read_values(band, dataset.RasterXSize, dataset.RasterYSize)
+        lines.append(_band_line(index, band, values, masked, plan.labels.get(index, {})))
     if dataset.RasterCount > MAX_BANDS_DESCRIBED:
         lines.append(f"(bands {MAX_BANDS_DESCRIBED + 1}-{dataset.RasterCount} not described)")
     lines.append(f"Statistics: {basis}.")
@@ -110,7 +111,7 @@ def band_summary(plan: RasterReadPlan, cancel: CancelToken) -> tuple[float | Non
     cancel.raise_if_cancelled()
     dataset = gdal.OpenEx(plan.source, gdal.OF_RASTER | gdal.OF_READONLY)
     band = dataset.GetRasterBand(1)
-    values, _ = _read_values(band, dataset.RasterXSize, dataset.RasterYSize)
+    values, _masked, _basis = _read_values(band, dataset.RasterXSize, dataset.RasterYSize)
     valid = shown_values(band, values)
     if valid.size == 0:
         return None, None, []
@@ -119,20 +120,20 @@ def band_summary(plan: RasterReadPlan, cancel: CancelToken) -> tuple[float | Non
     return float(valid.min()), float(valid.max()), classes
 
 
-def _read_values(band: Any, width: int, height: int) -> tuple[Any, str]:
-    """The band's pixels, or a sample of them, flattened; and a phrase saying which."""
+def _read_values(band: Any, width: int, height: int) -> tuple[Any, int, str]:
+    """The band's pixels, or whole blocks of them spread evenly, flattened; pixels its mask hides; which they are.
+
+    Never an overview: a cubic or averaged overview holds values the data has
+    not (a land cover of classes 1, 5 and 9 read as seven classes), and its
+    extremes and spread are smoothed.  Pixels a GDAL mask band hides (an
+    internal mask or alpha, which QGIS draws transparent) are left out and counted.
+    """
     import numpy as np
 
     total = width * height
     if total <= EXACT_PIXELS:
-        return band.ReadAsArray().ravel(), f"exact, from all {total:,} pixels"
-    for level in range(band.GetOverviewCount()):
-        overview = band.GetOverview(level)
-        if overview.XSize * overview.YSize <= EXACT_PIXELS:
-            size = overview.XSize * overview.YSize
-            return overview.ReadAsArray().ravel(), (
-                f"approximate, from an overview of {size:,} of the {total:,} pixels"
-            )
+        values, masked = read_window(band, 0, 0, width, height)
+        return values, masked, f"exact, from all {total:,} pixels"
     block_x, block_y = band.GetBlockSize()
     block_x, block_y = max(1, min(block_x, width)), max(1, min(block_y, height))
     columns, rows = math.ceil(width / block_x), math.ceil(height / block_y)
@@ -143,14 +144,35 @@ def _read_values(band: Any, width: int, height: int) -> tuple[Any, str]:
         step = max(1.0, math.sqrt(columns * rows / wanted))
         across, down = _spread(columns, math.ceil(columns / step)), _spread(rows, math.ceil(rows / step))
         picks = [(col, row) for row in down for col in across]
-    parts = []
+    parts, masked, read = [], 0, 0
     for col, row in picks:
         x, y = col * block_x, row * block_y
-        parts.append(band.ReadAsArray(x, y, min(block_x, width - x), min(block_y, height - y)).ravel())
+        size_x, size_y = min(block_x, width - x), min(block_y, height - y)
+        values, hidden = read_window(band, x, y, size_x, size_y)
+        parts.append(values)
+        masked += hidden
+        read += size_x * size_y
     values = np.concatenate(parts)
-    if values.size == total:  # few blocks: every one was read
-        return values, f"exact, from all {total:,} pixels"
-    return values, f"approximate, from {values.size:,} of the {total:,} pixels ({len(picks)} blocks spread evenly)"
+    if read == total:  # few blocks: every one was read
+        return values, masked, f"exact, from all {total:,} pixels"
+    return values, masked, f"approximate, from {read:,} of the {total:,} pixels ({len(picks)} blocks spread evenly)"
+
+
+def has_mask(band: Any) -> bool:
+    """Whether a GDAL mask band (internal mask, alpha) hides pixels beyond what the nodata value says."""
+    from osgeo import gdal
+
+    flags = band.GetMaskFlags()
+    return not flags & (gdal.GMF_ALL_VALID | gdal.GMF_NODATA)
+
+
+def read_window(band: Any, x: int, y: int, width: int, height: int) -> tuple[Any, int]:
+    """A window's pixels, flattened, without those the band's mask hides; and how many it hid."""
+    values = band.ReadAsArray(x, y, width, height).ravel()
+    if not has_mask(band):
+        return values, 0
+    shown = band.GetMaskBand().ReadAsArray(x, y, width, height).ravel() != 0
+    return values[shown], int(values.size - shown.sum())
 
 
 def _spread(count: int, wanted: int) -> list[int]:
@@ -160,7 +182,7 @@ def _spread(count: int, wanted: int) -> list[int]:
     return sorted({round(i * (count - 1) / (wanted - 1)) for i in range(wanted)})
 
 
-def _band_line(index: int, band: Any, values: Any, labels: dict[float, str]) -> str:
+def _band_line(index: int, band: Any, values: Any, masked: int, labels: dict[float, str]) -> str:
     import numpy as np
     from osgeo import gdal
 
@@ -174,8 +196,10 @@ def _band_line(index: int, band: Any, values: Any, labels: dict[float, str]) -> 
         f"; values shown as stored × {scale:g} + {offset:g}, as QGIS shows them)" if (scale, offset) != (1, 0) else ")"
     )
     valid = shown_values(band, values)
-    missing = values.size - valid.size
-    share_missing = f"; {100 * missing / values.size:.2g}% nodata" if missing else ""
+    missing = values.size - valid.size + masked
+    read = values.size + masked
+    hidden = " or hidden by the mask band" if masked else ""
+    share_missing = f"; {100 * missing / read:.2g}% nodata{hidden}" if missing else ""
     if valid.size == 0:
         return f"{head}: every pixel is nodata"
     labels = labels or gdal_labels(band)
@@ -187,8 +211,8 @@ def _band_line(index: int, band: Any, values: Any, labels: dict[float, str]) -> 
             )
     data = valid.astype(np.float64)
     return (
-        f"{head}: min {_num(data.min())}, max {_num(data.max())}, mean {_num(data.mean())}, "
-        f"std {_num(data.std())}{share_missing}"
+        f"{head}: min {number(data.min())}, max {number(data.max())}, mean {number(data.mean())}, "
+        f"std {number(data.std())}{share_missing}"
     )
 
 
@@ -266,6 +290,6 @@ def gdal_labels(band: Any) -> dict[float, str]:
     }
 
 
-def _num(value: float) -> str:
-    """Four significant digits, enough to compare, few tokens."""
-    return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.4e}"
+def number(value: float) -> str:
+    """Seven significant digits: 10001 and 10008.5 stay apart, and -9999.9 stays -9999.9 (not -1e+04)."""
+    return f"{value:.7g}"

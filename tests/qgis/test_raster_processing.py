@@ -127,7 +127,7 @@ def test_raster_outputs_are_styled_and_summarised(tools, demo_project):
     dataset = gdal.Open(slope.source())
     values = dataset.GetRasterBand(1).ReadAsArray()
     valid = values[values != dataset.GetRasterBand(1).GetNoDataValue()].astype(np.float64)
-    assert f"band 1 (Float32, nodata -9999): min 0, max {valid.max():.4g}, mean {valid.mean():.4g}" in text
+    assert f"band 1 (Float32, nodata -9999): min 0, max {valid.max():.7g}, mean {valid.mean():.7g}" in text
     assert "statistics: exact, from all 480,000 pixels." in text
     renderer = slope.renderer()
     assert isinstance(renderer, QgsSingleBandPseudoColorRenderer)

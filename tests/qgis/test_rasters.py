@@ -134,7 +134,7 @@ def test_a_scaled_raster_is_described_and_sampled_in_the_units_qgis_shows(tools,
     identified = layer.dataProvider().identify(QgsPointXY(x, y), QgsRaster.IdentifyFormat.IdentifyFormatValue)
     expected = stored[20, 30] * 0.1 + 5.0
     assert identified.results()[1] == pytest.approx(expected, rel=1e-6)
-    assert f"| {expected:.6g} |" in sample, sample
+    assert f"| {expected:.7g} |" in sample, sample
     assert "nodata (no value here)" in sample, sample
 
 
@@ -158,7 +158,7 @@ def test_sample_at_a_point_layer_gives_each_feature_its_value(tools, demo_projec
     for feature in hospitals.getFeatures():
         point = feature.geometry().asPoint()
         assert (
-            f"| {feature['name']} | {point.x():.6g} | {point.y():.6g} | {_pixel(dem, point.x(), point.y()):.6g} |"
+            f"| {feature['name']} | {point.x():.10g} | {point.y():.10g} | {_pixel(dem, point.x(), point.y()):.7g} |"
             in (text)
         )
 
@@ -176,7 +176,7 @@ def test_sample_coordinates_in_another_crs_with_nodata_outside_and_class_labels(
     text = call_in_thread(tools.describe_layer, "landcover", at)
     code = _pixel(cover, 563_005, 6_202_905)
     labels = {1: "Water", 2: "Grass", 3: "Forest", 4: "Farmland", 5: "Residential", 6: "Commercial", 7: "Industrial"}
-    assert f"| point 1 | {inside.x():.6g} | {inside.y():.6g} | {code} {labels[code]} |" in text
+    assert f"| point 1 | {inside.x():.10g} | {inside.y():.10g} | {code} {labels[code]} |" in text
     assert "| point 2 | 0 | 0 | outside the raster |" in text
     corner = call_in_thread(tools.describe_layer, "elevation", "567990,6205990")  # the unsurveyed corner
     assert dem[0, -1] == -9999 and "| nodata (no value here) |" in corner
