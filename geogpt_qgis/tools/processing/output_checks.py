@@ -40,6 +40,12 @@ REPROJECTION_SLACK_DEGREES = 1e-5
 # Providers whose extent is known without asking a server to scan the data.
 CHEAP_EXTENT_PROVIDERS = frozenset({"memory", "ogr", "gdal", "spatialite", "delimitedtext", "virtual"})
 WITHHELD = "the result was withheld (no layer was added)"
+# Why a result leaves its CRS: a distance or size given in metres but applied in degrees (an input in
+# degrees the tools could not reproject), or coordinates that were not transformed.
+NOT_DEGREES = (
+    "A distance or size in metres applied to an input in degrees does this (reproject the input to a "
+    "projected CRS with native:reprojectlayer and retry); else the coordinates were not transformed"
+)
 
 
 class SuspectOutput(ToolError):
@@ -73,8 +79,7 @@ def check_extent(crs: QgsCoordinateReferenceSystem, extent: QgsRectangle, what: 
         if not inside:
             raise SuspectOutput(
                 f"{what} is labelled {_label(crs)} (longitude/latitude in degrees) but its coordinates span "
-                f"{_box(extent)}, outside ±180° / ±90°: they were not transformed into that CRS. "
-                f"This is a fault in the processing, not in your request; {WITHHELD}."
+                f"{_box(extent)}, outside ±180° / ±90°. {NOT_DEGREES}; {WITHHELD}."
             )
     _check_area_of_use(crs, extent, what)
 
@@ -110,8 +115,7 @@ def _check_area_of_use(crs: QgsCoordinateReferenceSystem, extent: QgsRectangle, 
     ):
         raise SuspectOutput(
             f"{what} is labelled {_label(crs)}, whose area of use is {_box(bounds)} (lon/lat), but it lies at "
-            f"{_box(where)} (lon/lat): its coordinates do not belong to that CRS. "
-            f"This is a fault in the processing, not in your request; {WITHHELD}."
+            f"{_box(where)} (lon/lat): its coordinates do not belong to that CRS. {NOT_DEGREES}; {WITHHELD}."
         )
 
 

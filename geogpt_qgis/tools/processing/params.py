@@ -11,6 +11,7 @@ zone, and the model is told.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from qgis.core import (
     QgsProcessingAlgorithm,
     QgsProject,
     QgsRasterLayer,
+    QgsUnitTypes,
     QgsVectorLayer,
 )
 
@@ -31,6 +33,8 @@ from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.layers import geometry_label, ordered_layers
 from geogpt_qgis.tools.processing.compat import (
+    DISTANCE_METERS,
+    DISTANCE_UNKNOWN,
     GEOMETRY_LINE,
     GEOMETRY_POINT,
     GEOMETRY_POLYGON,
@@ -55,6 +59,18 @@ from geogpt_qgis.tools.thread_guard import assert_main_thread
 
 TEMPORARY_OUTPUT = QgsProcessing.TEMPORARY_OUTPUT
 LAYER_TYPES = {"source", "vector", "raster", "layer", "mesh", "pointcloud"}
+VECTOR_FILE_TYPES = {"source", "vector"}  # file inputs opened (OGR) to learn their CRS for the distance rules
+
+# Parameters QGIS types "number" (no parent layer) that are linear distances in the CRS units of
+# the named input layer: (algorithm id, parameter) -> that input.  They follow the same rules as
+# "distance" parameters.  Every entry exists in QGIS 3.22, 3.40 and 3.44 (tests/qgis/test_distance_units.py).
+LINEAR_NUMBERS: dict[tuple[str, str], str] = {
+    ("native:taperedbuffer", "START_WIDTH"): "INPUT",
+    ("native:taperedbuffer", "END_WIDTH"): "INPUT",
+    ("native:wedgebuffers", "OUTER_RADIUS"): "INPUT",
+    ("native:wedgebuffers", "INNER_RADIUS"): "INPUT",
+}
+
 
 @dataclass
 class Reprojection:
@@ -91,6 +107,7 @@ def resolve_parameters(
     raw = _canonical_names(algorithm, raw or {}, definitions)
     prepared = PreparedParameters(values={})
     resolved_layers: dict[str, QgsMapLayer | None] = {}
+    files: dict[str, str] = {}  # layer parameter -> file path given instead of a project layer
     for name, definition in definitions.items():
         kind = definition.type()
         value = raw.get(name)
@@ -114,6 +131,8 @@ def resolve_parameters(
             if layer is not None:
                 prepared.input_names[name] = layer.name()
                 prepared.input_layers.append(layer.name())
+            elif kind in VECTOR_FILE_TYPES:
+                files[name] = layer_value
         elif kind == "multilayer":
             items = value if isinstance(value, list) else [value]
             converted = [_layer_value(item, definition, project, name) for item in items]
@@ -123,10 +142,11 @@ def resolve_parameters(
             if names:
                 prepared.input_names[name] = "_".join(names[:2])
         else:
-            prepared.values[name] = _scalar_value(algorithm, definition, value, project)
+            units = _units_reader(algorithm.id(), definition, raw, project)
+            prepared.values[name] = _scalar_value(algorithm, definition, value, project, units)
     _check_fields(algorithm, definitions, prepared, resolved_layers)
     _accurate_curves(algorithm, definitions, prepared)
-    _plan_reprojections(definitions, prepared, resolved_layers)
+    _plan_reprojections(algorithm.id(), definitions, prepared, resolved_layers, files)
     check_raster_inputs(algorithm, prepared.values, resolved_layers)
     return prepared
 
@@ -247,12 +267,23 @@ def _layer_value(value: Any, definition: Any, project: QgsProject, name: str) ->
     text = value.strip()
     layer = _find_project_layer(text, project)
     if layer is None:
-        if Path(text.split("|", 1)[0]).is_file():
+        if _is_file(text):
             return text, None
         names = [candidate.name() for candidate in ordered_layers(project)]
         raise ToolError(f"{name}: " + did_you_mean(text, names, "layer"))
     _check_layer_type(layer, definition, name)
     return layer.id(), layer
+
+
+def _is_file(text: str) -> bool:
+    return Path(text.split("|", 1)[0]).is_file()
+
+
+def _open_vector_file(path: str) -> QgsVectorLayer | None:
+    """A file input opened through OGR (main thread) to read its CRS and extent; ``None`` when it is not one."""
+    assert_main_thread("a file input was opened to read its CRS")
+    layer = QgsVectorLayer(path, Path(path.split("|", 1)[0]).stem, "ogr")
+    return layer if layer.isValid() and layer.isSpatial() else None
 
 
 def _accepted_types(definition: Any) -> list[int]:
@@ -296,7 +327,67 @@ _LENGTH_UNITS = {
     "cm": 0.01, "ft": 0.3048, "foot": 0.3048, "feet": 0.3048, "yd": 0.9144, "yard": 0.9144, "yards": 0.9144,
     "mi": 1609.344, "mile": 1609.344, "miles": 1609.344,
 }  # fmt: skip
-_NUMBER_WITH_UNIT = re.compile(r"^\s*(-?\d+(?:[.,]\d+)?)\s*([a-zA-Z°]+)\s*$")
+_NUMBER_WITH_UNIT = re.compile(r"^\s*(-?[\d.,]*\d)\s*([a-zA-Z°]*)\s*$")
+_GROUPED = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")  # 1,000 or 12,500.5: commas group thousands
+_PLAIN = re.compile(r"^-?\d+(?:\.\d+)?$")
+
+
+@dataclass(frozen=True)
+class DistanceUnits:
+    """What a distance number means on its input layer: the unit's name and the metres in one unit.
+
+    ``metres`` is ``None`` when the CRS does not say (a custom CRS without units).
+    """
+
+    name: str
+    metres: float | None
+    crs: str = ""  # the layer's CRS, for the message
+
+
+METRES = DistanceUnits("metres", 1.0)
+
+
+def crs_distance_units(crs: QgsCoordinateReferenceSystem) -> DistanceUnits:
+    """The units a distance is applied in on a layer in ``crs``: metres after a geographic layer's reprojection."""
+    if not crs.isValid() or crs.isGeographic():
+        return METRES  # geographic layers are reprojected to UTM first; no CRS: QGIS's own default
+    unit = crs.mapUnits()
+    label = crs.authid() or crs.description()
+    if unit == DISTANCE_METERS:
+        return METRES
+    if unit == DISTANCE_UNKNOWN:
+        return DistanceUnits("map units", None, label)
+    return DistanceUnits(QgsUnitTypes.toString(unit), QgsUnitTypes.fromUnitToUnitFactor(unit, DISTANCE_METERS), label)
+
+
+def _distance_parent(algorithm_id: str, definition: Any) -> str:
+    """The input layer whose CRS units a linear parameter is in, or ``""`` for any other parameter."""
+    if definition.type() == "distance":
+        return str(definition.parentParameterName() or "")
+    return LINEAR_NUMBERS.get((algorithm_id, definition.name()), "")
+
+
+def _units_reader(
+    algorithm_id: str, definition: Any, raw: dict[str, Any], project: QgsProject
+) -> Callable[[], DistanceUnits] | None:
+    """For a linear parameter, how to learn its units (read only when its value needs explaining)."""
+    parent = _distance_parent(algorithm_id, definition)
+    if parent:
+        return lambda: _parent_units(raw.get(parent), project)
+    return (lambda: METRES) if definition.type() == "distance" else None
+
+
+def _parent_units(value: Any, project: QgsProject) -> DistanceUnits:
+    """The units of the layer named by ``value`` (a project layer or a vector file), metres when unknown."""
+    if not isinstance(value, str):
+        return METRES
+    try:
+        layer: QgsMapLayer | None = _find_project_layer(value.strip(), project)
+    except ToolError:
+        return METRES  # an ambiguous name is reported for the layer parameter itself
+    if layer is None and _is_file(value.strip()):
+        layer = _open_vector_file(value.strip())
+    return crs_distance_units(layer.crs()) if layer is not None else METRES
 
 
 def _plain(value: float) -> str:
@@ -304,31 +395,56 @@ def _plain(value: float) -> str:
     return plain_number(value, grouping=False)
 
 
-def _not_a_number(name: str, kind: str, value: Any) -> str:
+def _amount(name: str, text: str) -> float:
+    """The number in ``text``: commas only as thousands separators (1,000), never as a decimal comma."""
+    if _GROUPED.match(text):
+        return float(text.replace(",", ""))
+    if _PLAIN.match(text):
+        return float(text)
+    raise ToolError(
+        f"{name}: {text!r} is not a plain number (is the comma a decimal comma or a thousands separator?); "
+        "give digits with a point for decimals, e.g. 1000 or 2.5"
+    )
+
+
+def _not_a_number(name: str, value: Any, units: DistanceUnits | None) -> str:
     """Why ``value`` is not a number, naming the number to send instead when a unit was written out.
 
-    Distances are plain numbers in metres (a layer in degrees is reprojected
-    to a metric CRS first), so "1 km" means DISTANCE=1000.
+    ``units`` is set for linear distances: the units QGIS applies them in (metres
+    for a layer in degrees, which is reprojected to a metric CRS first; feet on a
+    CRS in feet), so "1 km" means DISTANCE=1000 on a metric layer.
     """
+    if units is None:
+        match = _NUMBER_WITH_UNIT.match(str(value))
+        if match and not match.group(2) and "," in match.group(1):
+            return f"{name} takes a number, not {value!r}: give {name}={_plain(_amount(name, match.group(1)))}"
+        return f"{name} takes a number, not {value!r}"
+    where = f" (the units of {units.crs})" if units.crs else ""
     match = _NUMBER_WITH_UNIT.match(str(value))
-    if kind == "distance" and match:
-        amount, unit = float(match.group(1).replace(",", ".")), match.group(2).lower()
-        if unit in _LENGTH_UNITS:
-            metres = _plain(amount * _LENGTH_UNITS[unit])
-            return f"{name} takes a plain number in metres, not {value!r}: give {name}={metres}"
+    if match:
+        amount, unit = _amount(name, match.group(1)), match.group(2).lower()
         if unit in ("°", "deg", "degree", "degrees"):
-            return f"{name} takes metres, not degrees: layers in degrees are reprojected first; give metres, e.g. 500"
-    if kind == "distance":
-        return f"{name} takes a plain number in metres, not {value!r}, e.g. {name}=500"
-    return f"{name} takes a number, not {value!r}"
+            return f"{name} takes {units.name}{where}, not degrees: layers in degrees are reprojected first"
+        if unit in _LENGTH_UNITS and units.metres:
+            converted = _plain(float(f"{amount * _LENGTH_UNITS[unit] / units.metres:.10g}"))
+            return f"{name} takes a plain number in {units.name}{where}, not {value!r}: give {name}={converted}"
+        if not unit:
+            return f"{name} takes a plain number in {units.name}{where}, not {value!r}: give {name}={_plain(amount)}"
+    return f"{name} takes a plain number in {units.name}{where}, not {value!r}, e.g. {name}=500"
 
 
-def _scalar_value(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any, project: QgsProject) -> Any:
+def _scalar_value(
+    algorithm: QgsProcessingAlgorithm,
+    definition: Any,
+    value: Any,
+    project: QgsProject,
+    units: Callable[[], DistanceUnits] | None = None,
+) -> Any:
     name, kind = definition.name(), definition.type()
     if kind == "enum":
         return _enum_value(definition, value)
     if kind in ("number", "distance", "duration", "scale"):
-        return _number_value(definition, value)
+        return _number_value(definition, value, units)
     if kind == "boolean":
         return _boolean_value(name, value)
     if kind == "expression":
@@ -356,12 +472,12 @@ def _scalar_value(algorithm: QgsProcessingAlgorithm, definition: Any, value: Any
     return value
 
 
-def _number_value(definition: Any, value: Any) -> float | int:
+def _number_value(definition: Any, value: Any, units: Callable[[], DistanceUnits] | None = None) -> float | int:
     name, kind = definition.name(), definition.type()
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ToolError(_not_a_number(name, kind, value)) from None
+        raise ToolError(_not_a_number(name, value, units() if units else None)) from None
     if kind != "number":
         return number
     if number < definition.minimum() or number > definition.maximum():
@@ -434,22 +550,40 @@ def _check_fields(
 
 
 def _plan_reprojections(
-    definitions: dict[str, Any], prepared: PreparedParameters, layers: dict[str, QgsMapLayer | None]
+    algorithm_id: str,
+    definitions: dict[str, Any],
+    prepared: PreparedParameters,
+    layers: dict[str, QgsMapLayer | None],
+    files: dict[str, str],
 ) -> None:
-    """Distances on geographic layers: reproject the layer to its UTM zone first, and say so."""
+    """Distances on geographic layers: reproject the layer to its UTM zone first, and say so.
+
+    A vector file given by path is opened (main thread) to read its CRS and
+    reprojected like a project layer; linear parameters QGIS types "number"
+    (``LINEAR_NUMBERS``) count as distances.
+    """
+    told: set[str] = set()  # inputs whose non-metre units were named
     for name, definition in definitions.items():
-        if definition.type() != "distance" or name not in prepared.values:
-            continue
-        parent_name = definition.parentParameterName()
-        layer = layers.get(parent_name)
-        if layer is None or not layer.crs().isValid() or not layer.crs().isGeographic():
-            continue
-        if not prepared.values[name]:
+        parent_name = _distance_parent(algorithm_id, definition)
+        if not parent_name or name not in prepared.values or not prepared.values[name]:
             continue
         if any(r.parameter == parent_name for r in prepared.reprojections):
             continue
+        layer = layers.get(parent_name)
+        path = files.get(parent_name) if layer is None else None
+        if path is not None:
+            layer = _open_vector_file(path)
+        if layer is None or not layer.crs().isValid():
+            continue
+        if not layer.crs().isGeographic():
+            units = crs_distance_units(layer.crs())
+            if units != METRES and parent_name not in told:
+                told.add(parent_name)
+                prepared.notes.append(f"{name} is in {units.name}, the units of {layer.name()!r} ({units.crs}).")
+            continue
         target, description = utm_crs_for_layer(layer)
-        prepared.reprojections.append(Reprojection(parent_name, layer.id(), layer.name(), target))
+        source = path if path is not None else layer.id()
+        prepared.reprojections.append(Reprojection(parent_name, source, layer.name(), target))
         prepared.notes.append(
             f"{layer.name()!r} is in {layer.crs().authid()} (degrees), so {name}={_plain(prepared.values[name])} would "
             f"be degrees; it was reprojected to {target.authid()} ({description}) first, so {name} is in metres "
