@@ -7,6 +7,13 @@ never an exponent, whole numbers in full, others to ``SIGNIFICANT`` digits,
 thousands grouped (``15,381,700``; ``0.000123``; ``12.3457``).  Areas and
 lengths carry their unit and a larger unit beside big values
 (``15,381,700 m² (15.38 km²)``).  Pure Python.
+
+A value the model may copy back into an expression (an attribute in a table)
+goes through ``exact_number`` instead: the shortest text that reads back as
+the same float, still without exponent or grouping (``1234567.89``,
+``0.00001``), so ``"price" = 1234567.89`` selects the row it was read from.
+Bin edges go through ``fixed_number`` with decimals from the bin width, so
+adjacent edges never read alike.
 """
 
 from __future__ import annotations
@@ -38,6 +45,49 @@ def plain_number(value: float | int | decimal.Decimal, significant: int = SIGNIF
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def exact_number(value: float | int | decimal.Decimal) -> str:
+    """``value`` exactly as stored: the shortest round-trip digits of a float, without exponent or grouping."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, decimal.Decimal):
+        return "NaN" if value.is_nan() else _plain_decimal(value)
+    number = float(value)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "infinity" if number > 0 else "-infinity"
+    return _plain_decimal(decimal.Decimal(repr(number)))  # repr: the shortest digits that read back as this float
+
+
+def _plain_decimal(value: decimal.Decimal) -> str:
+    if value.is_infinite():
+        return "infinity" if value > 0 else "-infinity"
+    text = f"{value:f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def fixed_number(value: float, decimals: int, grouping: bool = True) -> str:
+    """``value`` to ``decimals`` places (trailing zeros dropped), no exponent: for numbers read side by side."""
+    number = float(value)
+    if not math.isfinite(number):
+        return plain_number(number)
+    text = f"{number:{',' if grouping else ''}.{max(decimals, 0)}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def step_decimals(step: float) -> int:
+    """Decimals that tell apart numbers ``step`` apart: one place below the step's first digit (0.00458 -> 4)."""
+    if not math.isfinite(step) or step <= 0:
+        return 0
+    return max(1 - math.floor(math.log10(step)), 0)
 
 
 def area_text(square_metres: float) -> str:

@@ -24,7 +24,7 @@ from geogpt_qgis.core.artifacts import Selection, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.fuzzy import did_you_mean
-from geogpt_qgis.core.numbers import plain_number
+from geogpt_qgis.core.numbers import exact_number
 from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layer_tree import plan_arrangement
@@ -401,7 +401,7 @@ def _cell(value: object) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, float):
-        return plain_number(value, grouping=False)  # never 1.53817e+07; no commas, so it can go into an expression
+        return exact_number(value)  # as stored (1234567.89, never 1.23457e+06): the model copies it into filters
     return short(value, 40)
 
 

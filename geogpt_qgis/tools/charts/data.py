@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import itertools
 import math
 import re
 from array import array
@@ -20,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from geogpt_qgis.core.numbers import exact_number, fixed_number, plain_number, step_decimals
 from geogpt_qgis.core.text import markdown_table
 from geogpt_qgis.tools.base import ToolError
 
@@ -139,8 +141,8 @@ def _sort_key(value: Any) -> tuple:
 def label(value: Any) -> str:
     if value is None:
         return "NULL"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, float):
+        return exact_number(value)  # 0.00001 and 3, never 1e-05 or 3.0
     if isinstance(value, (dt.date, dt.datetime, dt.time)):
         return value.isoformat()
     return str(value)
@@ -205,8 +207,9 @@ class ChartData:
     def table(self, limit: int = MAX_BARS) -> str:
         """The chart's numbers as a Markdown table, for the model to quote."""
         if self.kind == "histogram":
+            decimals = edge_decimals(self.edges)
             bins = [
-                (f"{_fmt(lo)} – {_fmt(hi)}", f"{n:,}")
+                (f"{fixed_number(lo, decimals)} – {fixed_number(hi, decimals)}", f"{n:,}")
                 for lo, hi, n in zip(self.edges, self.edges[1:], self.counts, strict=False)
             ]
             return markdown_table((self.x_label, "count"), bins[:limit])
@@ -222,11 +225,16 @@ class ChartData:
 
 
 def _fmt(value: float) -> str:
+    """A statistic as the model quotes it: 17,901.1, never 1.79e+04."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "NULL"
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.4g}" if abs(value) >= 1000 else f"{value:.4g}"
+    return plain_number(value)
+
+
+def edge_decimals(edges: list[float]) -> int:
+    """Decimals for bin edges: enough that adjacent edges never read alike (55.949 – 55.9536, not 55.95 – 55.95)."""
+    steps = [hi - lo for lo, hi in itertools.pairwise(edges) if hi > lo]
+    return step_decimals(min(steps)) if steps else 0
 
 
 class CategoryAggregator:

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.tools.charts.data import ChartData
 
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.8, 110
@@ -139,6 +140,5 @@ def _ticks(labels: list[str]) -> list[str]:
 
 
 def _short(value: float) -> str:
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:.3g}"
+    """A bar's label: 17,900 or 0.0000123, never 1.79e+04."""
+    return plain_number(value, significant=3)
