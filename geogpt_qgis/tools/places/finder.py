@@ -23,7 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qgis.core import (
+    QgsCoordinateReferenceSystem,
+    QgsCoordinateTransform,
+    QgsCsException,
     QgsDataSourceUri,
+    QgsDistanceArea,
     QgsFeature,
     QgsFillSymbol,
     QgsGeometry,
@@ -61,8 +65,10 @@ from geogpt_qgis.tools.places.project_layers import (
     containing_names,
     counts_inside,
     fetch_geometries,
+    in_project_crs,
     scan_names,
     snapshot,
+    transforms_from,
 )
 from geogpt_qgis.tools.postgis.connections import resolve_connection
 from geogpt_qgis.tools.postgis.database import Database
@@ -81,11 +87,17 @@ PLACE_COLOR = "#e31a1c"
 
 @dataclass
 class Located:
-    """A candidate with its features' geometries (project CRS) and where it is."""
+    """A candidate with its features' geometries (project CRS) and where it is.
+
+    ``native`` are the same geometries in their source's own CRS (``native_crs``), for relations with other
+    layers that a round trip through the project CRS would blur.
+    """
 
     candidate: Candidate
     geometries: list[QgsGeometry]
     sql: str = ""  # how run_sql can use it
+    native: list[QgsGeometry] = field(default_factory=list)
+    native_crs: QgsCoordinateReferenceSystem | None = None
 
 
 @dataclass
@@ -252,7 +264,8 @@ class PlaceFinder:
         cancel = self.ctx.cancel
         if candidate.kind == "layer":
             layer, fids = candidate.ref
-            geometries = fetch_geometries(layer, fids, cancel)
+            native = fetch_geometries(layer, fids, cancel)
+            geometries, native_crs = in_project_crs(layer, native), layer.crs
             sql = _layer_sql(layer, candidate.name)
         else:
             db, table = candidate.ref
@@ -263,6 +276,7 @@ class PlaceFinder:
                 geometry.fromWkb(wkb)
                 geometries.append(geometry)
             sql = postgis_tables.subquery(table, candidate.name)
+            native, native_crs = geometries, snap.crs
         if geometries:
             whole = QgsGeometry.collectGeometry(geometries)
             point = (
@@ -271,8 +285,8 @@ class PlaceFinder:
             if not point.isNull():
                 xy = point.asPoint()
                 candidate.location = (xy.x(), xy.y())
-            candidate.geometry_label = _geometry_label(geometries, snap)
-        return Located(candidate, geometries, sql)
+            candidate.geometry_label = self.ctx.on_main(_geometry_label, geometries, snap)
+        return Located(candidate, geometries, sql, native, native_crs)
 
     # -- the answer ------------------------------------------------------------------------------
     def _report(
@@ -284,6 +298,7 @@ class PlaceFinder:
         taken: set[str] = set()
         sql_lines: list[str] = []
         example = ""
+        example_at: tuple[float, float] | None = None
         used: list[ToolArtifact] = []
         for decision, located in decisions:
             if decision.chosen is not None:
@@ -292,7 +307,8 @@ class PlaceFinder:
                     lines.append(f"- {decision.query.text!r}: {self._describe(item, snap, False)} has no geometry")
                     continue
                 layer_name = self._add_layer(item, snap, taken)
-                example = example or layer_name
+                if not example:
+                    example, example_at = layer_name, item.candidate.location
                 lines.append(
                     f"- {decision.query.text!r}: {self._describe(item, snap, True)} -> added layer {layer_name!r}"
                 )
@@ -312,11 +328,7 @@ class PlaceFinder:
                 closest = ", ".join(f"{c.name!r} ({_where(c)})" for c in decision.closest) or "none"
                 lines.append(f"- {decision.query.text!r}: no match. Closest names: {closest}")
         if example:
-            lines.append(
-                f"Use place_* layers as areas: run_algorithm INPUT/INTERSECT/OVERLAY={example} (native:buffer it "
-                f"for 'within N m'); select_features expression overlay_intersects('{example}') or "
-                f"distance($geometry, aggregate('{example}','collect',$geometry)) <= 2000; zoom to it."
-            )
+            lines.append(self.ctx.on_main(_usage_hint, example, example_at, snap))
             lines.append(f"In run_sql (EPSG:{snap.crs.postgisSrid() or '?'}):")
             lines += sql_lines
         lines += [f"Note: {note}" for note in notes]
@@ -342,8 +354,9 @@ class PlaceFinder:
                 if inside:
                     parts.append(", in " + " and ".join(inside))
             elif details:
-                whole = QgsGeometry.unaryUnion(item.geometries)
-                counts = counts_inside(snap, whole, skip, self.ctx.cancel)
+                whole = QgsGeometry.unaryUnion(item.native or item.geometries)
+                transforms = self.ctx.on_main(transforms_from, snap, item.native_crs or snap.crs)
+                counts = counts_inside(snap, whole, transforms, skip, self.ctx.cancel)
                 if counts:
                     parts.append("; inside: " + ", ".join(counts))
         if candidate.also_in and details:
@@ -388,17 +401,74 @@ def _point(xy: tuple[float, float]) -> Any:
     return QgsPointXY(*xy)
 
 
+def _usage_hint(example: str, at: tuple[float, float] | None, snap: ProjectSnapshot) -> str:
+    """How to use a place layer as an area, right whatever the CRSs of the place and of the layer filtered.
+
+    ``aggregate`` returns the place in its own layer's CRS and ``$geometry`` is in the filtered layer's, so
+    both are transformed (the place's CRS written literally) into a metric CRS where 2000 means metres.
+    Main thread: it transforms the place's location to find its UTM zone.
+    """
+    place_crs = snap.crs.authid()
+    metric = _metric_crs(snap, at)
+    uses = f"run_algorithm INPUT/INTERSECT/OVERLAY={example} ("
+    uses += "native:buffer it" if metric == place_crs else f"native:reprojectlayer it to {metric}, then native:buffer"
+    uses += f" for 'within N m'); select_features expression overlay_intersects('{example}')"
+    if place_crs and metric:
+        place = f"aggregate('{example}','collect',$geometry)"
+        if metric != place_crs:
+            place = f"transform({place}, '{place_crs}', '{metric}')"
+        uses += f" or, in metres, distance(transform($geometry, @layer_crs, '{metric}'), {place}) <= 2000"
+    return f"Use place_* layers as areas: {uses}; zoom to it."
+
+
+def _metric_crs(snap: ProjectSnapshot, at: tuple[float, float] | None) -> str:
+    """The project CRS when its units are true metres; else the WGS 84 UTM zone at ``at`` ('' if unknown).
+
+    Web Mercator counts metres too, but they stretch by 1/cos(latitude): 2000 of them are 1100 m at 56°N.
+    """
+    crs = snap.crs
+    if (
+        crs.authid()
+        and not crs.isGeographic()
+        and crs.mapUnits() == DISTANCE_METERS
+        and crs.projectionAcronym() not in ("merc", "webmerc")
+    ):
+        return crs.authid()
+    if at is None:
+        return ""
+    wgs84 = QgsCoordinateReferenceSystem("EPSG:4326")
+    try:
+        lonlat = QgsCoordinateTransform(crs, wgs84, snap.context).transform(_point(at))
+    except QgsCsException:  # a point outside the CRS's area has no zone
+        return ""
+    zone = min(60, max(1, int((lonlat.x() + 180) // 6) + 1))
+    return f"EPSG:{(32600 if lonlat.y() >= 0 else 32700) + zone}"
+
+
+def _measure(snap: ProjectSnapshot) -> QgsDistanceArea | None:
+    """Measures on the ellipsoid (square metres, metres) in any CRS; planar only in a CRS of true metres.
+
+    Main thread only: on QGIS 3.22 an ellipsoidal measure on a worker, after another worker thread has
+    ended, returns NaN (its PROJ context is stale).
+    """
+    measure = QgsDistanceArea()
+    measure.setSourceCrs(snap.crs, snap.context)
+    if snap.ellipsoid and measure.setEllipsoid(snap.ellipsoid) and measure.willUseEllipsoid():
+        return measure
+    metric = not snap.crs.isGeographic() and snap.crs.mapUnits() == DISTANCE_METERS
+    return measure if metric and snap.crs.projectionAcronym() not in ("merc", "webmerc") else None
+
+
 def _geometry_label(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> str:
+    """``polygon, 6.35 km²`` (main thread: it measures)."""
     kind = geometries[0].type()
     count = f"{len(geometries)} " if len(geometries) > 1 else ""
-    metric = not snap.crs.isGeographic() and snap.crs.mapUnits() == DISTANCE_METERS
+    measure = _measure(snap)
     if kind == QgsWkbTypes.GeometryType.PolygonGeometry:
-        area = sum(g.area() for g in geometries)
-        size = f", {area / 1e6:.2f} km²" if metric else ""
+        size = f", {sum(measure.measureArea(g) for g in geometries) / 1e6:.2f} km²" if measure else ""
         return f"{count}polygon{'s' if count else ''}{size}"
     if kind == QgsWkbTypes.GeometryType.LineGeometry:
-        length = sum(g.length() for g in geometries)
-        size = f", {length / 1000:.2f} km long" if metric else ""
+        size = f", {sum(measure.measureLength(g) for g in geometries) / 1000:.2f} km long" if measure else ""
         return f"{count}line{'s' if count else ''}{size}"
     return f"{count}point{'s' if count else ''}"
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from qgis.core import (
     QgsCoordinateReferenceSystem,
     QgsCoordinateTransform,
+    QgsCoordinateTransformContext,
     QgsFeatureRequest,
     QgsField,
     QgsGeometry,
@@ -52,6 +53,7 @@ class LayerSnapshot:
     feature_count: int
     geometry_type: QgsWkbTypes.GeometryType
     wkb_type: QgsWkbTypes.Type
+    crs: QgsCoordinateReferenceSystem
     to_project: QgsCoordinateTransform
     from_project: QgsCoordinateTransform
     provider: str
@@ -60,9 +62,15 @@ class LayerSnapshot:
 
 @dataclass
 class ProjectSnapshot:
-    """The searchable layers, every other spatial layer (for counts), and the project CRS."""
+    """The searchable layers, every other spatial layer (for counts), and the project CRS.
+
+    ``ellipsoid`` (the project's, else the CRS's; empty for none) measures places in true metres
+    whatever the CRS: planar Web Mercator areas are several times too big away from the equator.
+    """
 
     crs: QgsCoordinateReferenceSystem
+    context: QgsCoordinateTransformContext = field(default_factory=QgsCoordinateTransformContext)
+    ellipsoid: str = ""
     named: list[LayerSnapshot] = field(default_factory=list)
     spatial: list[LayerSnapshot] = field(default_factory=list)
     place_layers: dict[str, str] = field(default_factory=dict)  # name -> id of earlier place layers
@@ -92,8 +100,9 @@ def _string_field(layer: QgsVectorLayer, pattern: re.Pattern[str]) -> str:
 def snapshot(project: QgsProject) -> ProjectSnapshot:
     """What the worker needs to search the project's layers (main thread)."""
     crs = project.crs()
-    snap = ProjectSnapshot(crs)
     context = project.transformContext()
+    ellipsoid = project.ellipsoid()
+    snap = ProjectSnapshot(crs, context, ellipsoid if ellipsoid and ellipsoid != "NONE" else crs.ellipsoidAcronym())
     for layer in ordered_layers(project):
         if not isinstance(layer, QgsVectorLayer) or not layer.isValid() or not layer.isSpatial():
             continue
@@ -111,6 +120,7 @@ def snapshot(project: QgsProject) -> ProjectSnapshot:
             feature_count=layer.featureCount(),
             geometry_type=layer.geometryType(),
             wkb_type=layer.wkbType(),
+            crs=layer.crs(),
             to_project=QgsCoordinateTransform(layer.crs(), target, context),
             from_project=QgsCoordinateTransform(target, layer.crs(), context),
             provider=layer.providerType(),
@@ -121,6 +131,7 @@ def snapshot(project: QgsProject) -> ProjectSnapshot:
             snap.named.append(item)
     if not crs.isValid() and snap.spatial:
         snap.crs = snap.spatial[0].to_project.destinationCrs()
+        snap.ellipsoid = snap.ellipsoid or snap.crs.ellipsoidAcronym()
     return snap
 
 
@@ -164,7 +175,7 @@ def scan_names(layer: LayerSnapshot, cancel: CancelToken) -> tuple[dict[str, Nam
 
 
 def fetch_geometries(layer: LayerSnapshot, fids: list[int], cancel: CancelToken) -> list[QgsGeometry]:
-    """The geometries of ``fids`` in the project CRS (at most ``FEATURES_PER_PLACE``)."""
+    """The geometries of ``fids`` in the layer's own CRS (at most ``FEATURES_PER_PLACE``)."""
     request = QgsFeatureRequest()
     request.setFilterFids(fids[:FEATURES_PER_PLACE])
     request.setNoAttributes()
@@ -173,12 +184,18 @@ def fetch_geometries(layer: LayerSnapshot, fids: list[int], cancel: CancelToken)
         if index % CANCEL_EVERY == 0:
             cancel.raise_if_cancelled()
         geometry = QgsGeometry(feature.geometry())
-        if geometry.isNull():
-            continue
-        if layer.to_project.isValid() and not layer.to_project.isShortCircuited():
-            geometry.transform(layer.to_project)
-        found.append(geometry)
+        if not geometry.isNull():
+            found.append(geometry)
     return found
+
+
+def in_project_crs(layer: LayerSnapshot, geometries: list[QgsGeometry]) -> list[QgsGeometry]:
+    """Copies of ``geometries`` (in the layer's CRS) in the project CRS."""
+    copies = [QgsGeometry(g) for g in geometries]
+    if layer.to_project.isValid() and not layer.to_project.isShortCircuited():
+        for geometry in copies:
+            geometry.transform(layer.to_project)
+    return copies
 
 
 def containing_names(snap: ProjectSnapshot, point: QgsGeometry, skip: str, cancel: CancelToken) -> list[str]:
@@ -203,15 +220,37 @@ def containing_names(snap: ProjectSnapshot, point: QgsGeometry, skip: str, cance
     return found
 
 
-def counts_inside(snap: ProjectSnapshot, area: QgsGeometry, skip: str, cancel: CancelToken) -> list[str]:
-    """``schools 6``: features of the other layers inside a polygon place (points within, others overlapping)."""
+def transforms_from(snap: ProjectSnapshot, crs: QgsCoordinateReferenceSystem) -> dict[str, QgsCoordinateTransform]:
+    """From ``crs`` into each spatial layer's CRS, by layer id (main thread).
+
+    Made on the main thread: on QGIS 3.22 a transform made on a worker after another worker thread has
+    ended can silently leave coordinates unchanged (its PROJ context is stale).
+    """
+    return {layer.layer_id: QgsCoordinateTransform(crs, layer.crs, snap.context) for layer in snap.spatial}
+
+
+def counts_inside(
+    snap: ProjectSnapshot,
+    area: QgsGeometry,
+    transforms: dict[str, QgsCoordinateTransform],
+    skip: str,
+    cancel: CancelToken,
+) -> list[str]:
+    """``schools 6``: features of the other layers inside a polygon place (points within, others overlapping).
+
+    ``area`` is in its source's own CRS and goes straight into each layer's CRS (``transforms_from``): a
+    round trip through the project CRS moves a shared boundary, and roads along it would count as inside.
+    """
     counts: list[str] = []
     for layer in snap.spatial:
         if layer.name == skip or not 0 <= layer.feature_count <= COUNT_CAP:
             continue
         local = QgsGeometry(area)
-        if not layer.from_project.isShortCircuited():
-            local.transform(layer.from_project)
+        transform = transforms.get(layer.layer_id)
+        if transform is None:
+            continue
+        if transform.isValid() and not transform.isShortCircuited():
+            local.transform(transform)
         engine = QgsGeometry.createGeometryEngine(local.constGet())
         engine.prepareGeometry()
         request = QgsFeatureRequest()
