@@ -9,6 +9,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from osgeo import gdal, ogr, osr
 from pyproj import CRS, Transformer
@@ -17,6 +18,7 @@ from qgis.core import (
     QgsCoordinateReferenceSystem,
     QgsProject,
     QgsRectangle,
+    QgsUnitTypes,
     QgsVectorLayer,
 )
 from shapely import wkt
@@ -167,13 +169,20 @@ def feet_layer(project: QgsProject, folder: Path) -> None:
     project.addMapLayer(QgsVectorLayer(f"{path}|layername=ny_points", "ny_points", "ogr"))
 
 
+def feet_name() -> str:
+    """QGIS's name for EPSG:2263's unit: "feet" on 3.22, "feet (US survey)" from 3.30."""
+    name = QgsUnitTypes.toString(QgsCoordinateReferenceSystem("EPSG:2263").mapUnits())
+    assert name.startswith("feet")
+    return name
+
+
 @pytest.mark.parametrize(("written", "metres"), [("500 ft", 152.4), ("1 km", 1000.0), ("0.5 mi", 804.672)])
 def test_unit_hints_are_in_the_layer_crs_units(tools, demo_project, tmp_path, written, metres):
     feet_layer(demo_project, tmp_path)
     with pytest.raises(ToolError) as info:
         run(tools, "native:buffer", {"INPUT": "ny_points", "DISTANCE": written})
     message = str(info.value)
-    assert "feet (the units of EPSG:2263)" in message
+    assert f"in {feet_name()} (the units of EPSG:2263)" in message
     given = float(re.search(r"give DISTANCE=([0-9.]+)", message).group(1))
     # pyproj's metres per unit of EPSG:2263 (US survey foot); QGIS 3.22 calls it a foot: within 2 ppm.
     metres_per_unit = CRS("EPSG:2263").axis_info[0].unit_conversion_factor
@@ -183,7 +192,7 @@ def test_unit_hints_are_in_the_layer_crs_units(tools, demo_project, tmp_path, wr
 def test_a_distance_on_a_layer_in_feet_says_it_is_feet(tools, demo_project, tmp_path):
     feet_layer(demo_project, tmp_path)
     result = run(tools, "native:buffer", {"INPUT": "ny_points", "DISTANCE": 500, "SEGMENTS": 64}, "ny_zone")
-    assert "DISTANCE is in feet, the units of 'ny_points' (EPSG:2263)." in result
+    assert f"DISTANCE is in {feet_name()}, the units of 'ny_points' (EPSG:2263)." in result
     (zone,) = shapes(layer(demo_project, "ny_zone"))
     radius_feet = math.sqrt(zone.area / math.pi)
     assert radius_feet == pytest.approx(500, rel=2e-3)
@@ -206,3 +215,25 @@ def test_a_result_outside_its_degrees_names_a_distance_in_degrees_as_a_cause(qgi
     assert "metres applied to an input in degrees" in message
     spans = [float(v) for v in re.findall(r"-?[0-9.]+", message.split("span ")[1].split(", outside")[0])]
     assert spans == pytest.approx(list(park.bounds), rel=1e-6)
+
+
+def test_gdal_grid_radii_on_a_layer_in_degrees_are_metres(tools, demo_project, gpkg, tmp_path):
+    path = in_degrees(gpkg, "schools", tmp_path)
+    demo_project.addMapLayer(QgsVectorLayer(path, "schools_wgs84", "ogr"))
+    params = {"INPUT": "schools_wgs84", "Z_FIELD": "pupils", "RADIUS_1": 300, "RADIUS_2": 300, "NODATA": -1}
+    result = run(tools, "gdal:gridnearestneighbor", params, "nearest_pupils")
+    assert "RADIUS_1=300 would be degrees" in result
+    grid = gdal.Open(layer(demo_project, "nearest_pupils").source())
+    assert CRS.from_wkt(grid.GetProjection()).to_epsg() == 32632
+    values = grid.GetRasterBand(1).ReadAsArray()
+    x0, dx, _, y0, _, dy = grid.GetGeoTransform()
+    # Independently: each pixel centre takes the pupils of the nearest school within 300 m (pyproj + numpy).
+    schools = utm_shapes(path)
+    pupils = np.array([f["pupils"] for f in QgsVectorLayer(path, "s", "ogr").getFeatures()], dtype=float)
+    xs = x0 + dx * (np.arange(grid.RasterXSize) + 0.5)
+    ys = y0 + dy * (np.arange(grid.RasterYSize) + 0.5)
+    gx, gy = np.meshgrid(xs, ys)
+    distances = np.stack([np.hypot(gx - p.x, gy - p.y) for p in schools])
+    expected = np.where(distances.min(axis=0) <= 300, pupils[distances.argmin(axis=0)], -1)
+    assert (expected == -1).mean() > 0.5  # mostly empty: a radius of 300 degrees would fill every pixel
+    assert (values == expected).mean() > 0.995  # pixels on a 300 m circle or halfway between schools may differ

@@ -61,6 +61,7 @@ TEMPORARY_OUTPUT = QgsProcessing.TEMPORARY_OUTPUT
 LAYER_TYPES = {"source", "vector", "raster", "layer", "mesh", "pointcloud"}
 VECTOR_FILE_TYPES = {"source", "vector"}  # file inputs opened (OGR) to learn their CRS for the distance rules
 
+_GDAL_ELLIPSE_GRIDS = ("gridaverage", "griddatametrics", "gridinversedistance", "gridnearestneighbor")
 # Parameters QGIS types "number" (no parent layer) that are linear distances in the CRS units of
 # the named input layer: (algorithm id, parameter) -> that input.  They follow the same rules as
 # "distance" parameters.  Every entry exists in QGIS 3.22, 3.40 and 3.44 (tests/qgis/test_distance_units.py).
@@ -69,6 +70,10 @@ LINEAR_NUMBERS: dict[tuple[str, str], str] = {
     ("native:taperedbuffer", "END_WIDTH"): "INPUT",
     ("native:wedgebuffers", "OUTER_RADIUS"): "INPUT",
     ("native:wedgebuffers", "INNER_RADIUS"): "INPUT",
+    # GDAL grid search radii, in the point layer's georeferenced units (0 = no limit).
+    **{(f"gdal:{grid}", radius): "INPUT" for grid in _GDAL_ELLIPSE_GRIDS for radius in ("RADIUS_1", "RADIUS_2")},
+    ("gdal:gridinversedistancenearestneighbor", "RADIUS"): "INPUT",
+    ("gdal:gridlinear", "RADIUS"): "INPUT",
 }
 
 
