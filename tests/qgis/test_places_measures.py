@@ -42,15 +42,15 @@ def find(tool_ctx, project, crs: str, name: str) -> str:
     return text
 
 
-def add_schools_in_4326(project) -> None:
-    """The demo's schools copied into a layer in a geographic CRS (main thread)."""
+def add_copy_in_4326(project, name: str, kind: str) -> None:
+    """A demo layer copied into ``<name>_lonlat``, in a geographic CRS (main thread)."""
     from qgis.core import QgsCoordinateReferenceSystem, QgsCoordinateTransform, QgsFeature, QgsVectorLayer
 
-    schools = project.mapLayersByName("schools")[0]
-    copy = QgsVectorLayer("Point?crs=EPSG:4326", "schools_lonlat", "memory")
-    to_lonlat = QgsCoordinateTransform(schools.crs(), QgsCoordinateReferenceSystem("EPSG:4326"), project)
+    source = project.mapLayersByName(name)[0]
+    copy = QgsVectorLayer(f"{kind}?crs=EPSG:4326", f"{name}_lonlat", "memory")
+    to_lonlat = QgsCoordinateTransform(source.crs(), QgsCoordinateReferenceSystem("EPSG:4326"), project)
     features = []
-    for feature in schools.getFeatures():
+    for feature in source.getFeatures():
         geometry = feature.geometry()
         geometry.transform(to_lonlat)
         copied = QgsFeature(copy.fields())
@@ -67,7 +67,7 @@ def test_the_hinted_distance_filter_selects_what_shapely_finds_within_2000_m(too
     assert not any(1990 < d < 2010 for d in distances)  # no school so near the limit that datums could flip it
     near = sum(d <= 2000 for d in distances)
     assert 0 < near < len(distances)
-    add_schools_in_4326(demo_project)
+    add_copy_in_4326(demo_project, "schools", "Point")
     text = find(tool_ctx, demo_project, crs, "Westend")
     hint = re.search(r"(distance\(.*?<= 2000)", text)
     assert hint, text
@@ -101,5 +101,7 @@ def test_roads_touching_a_districts_edge_are_not_counted_inside_it(tool_ctx, dem
     inside = sum(g.intersects(westend) and not g.touches(westend) for g in roads)
     touching = sum(g.touches(westend) for g in roads)
     assert inside and touching  # the demo has both, so the count can tell them apart
+    add_copy_in_4326(demo_project, "roads", "LineString")  # a layer in neither the place's CRS nor the project's
     text = find(tool_ctx, demo_project, crs, "Westend")
-    assert f"roads {inside}," in text or f"roads {inside})" in text, (crs, inside, text)
+    for layer in ("roads", "roads_lonlat"):
+        assert re.search(rf"\b{layer} {inside}\b", text), (crs, layer, inside, text)

@@ -20,6 +20,7 @@ from qgis.core import (
     QgsGeometry,
     QgsProject,
     QgsRectangle,
+    QgsUnitTypes,
     QgsVectorLayer,
     QgsVectorLayerFeatureSource,
     QgsWkbTypes,
@@ -29,11 +30,13 @@ from qgis.PyQt.QtCore import QMetaType
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.tools.layers import ordered_layers, python_value
 from geogpt_qgis.tools.places.matching import NAME_FIELD_PATTERN, TYPE_FIELD_PATTERN
-from geogpt_qgis.tools.processing.compat import enum_value
+from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, enum_value
 
 PLACE_PROPERTY = "geogpt/place"  # set on the layers find_places makes: they are results, never searched
 SCAN_CAP = 200_000  # features read per layer for names
 COUNT_CAP = 200_000  # layers bigger than this are not counted inside a place
+DENSIFY_METRES = 100.0  # a place's edges are split this finely before reprojection, to follow its bend
+EDGE_METRES = 0.5  # in a layer of another CRS, a line or polygon reaching no further in is on the edge
 FEATURES_PER_PLACE = 1000
 CANCEL_EVERY = 500
 
@@ -243,16 +246,15 @@ def counts_inside(
     """
     counts: list[str] = []
     for layer in snap.spatial:
-        if layer.name == skip or not 0 <= layer.feature_count <= COUNT_CAP:
-            continue
-        local = QgsGeometry(area)
         transform = transforms.get(layer.layer_id)
-        if transform is None:
+        if layer.name == skip or not 0 <= layer.feature_count <= COUNT_CAP or transform is None:
             continue
-        if transform.isValid() and not transform.isShortCircuited():
-            local.transform(transform)
+        local, shrunk = _in_layer_crs(area, transform)
         engine = QgsGeometry.createGeometryEngine(local.constGet())
         engine.prepareGeometry()
+        core = None if shrunk is None else QgsGeometry.createGeometryEngine(shrunk.constGet())
+        if core is not None:
+            core.prepareGeometry()
         request = QgsFeatureRequest()
         request.setFilterRect(local.boundingBox())
         request.setNoAttributes()
@@ -267,11 +269,35 @@ def counts_inside(
                 engine.contains(geometry.constGet())
                 if layer.geometry_type == QgsWkbTypes.GeometryType.PointGeometry
                 else engine.intersects(geometry.constGet()) and not engine.touches(geometry.constGet())
+                if core is None
+                else core.intersects(geometry.constGet())
             )
             total += bool(inside)
         if total:
             counts.append(f"{layer.name} {total:,}")
     return counts
+
+
+def _in_layer_crs(area: QgsGeometry, transform: QgsCoordinateTransform) -> tuple[QgsGeometry, QgsGeometry | None]:
+    """The area in the layer's CRS and, when it had to be reprojected, that area shrunk by ``EDGE_METRES``.
+
+    Reprojection bends straight edges, so a road that ends on the edge in one CRS crosses or misses it by
+    centimetres to metres in another.  Densified first (its edges follow the bend), the area then counts a
+    line or polygon as inside only when it reaches more than ``EDGE_METRES`` in: along the edge is on it.
+    """
+    if not transform.isValid() or transform.isShortCircuited():
+        return QgsGeometry(area), None
+    local = area.densifyByDistance(_in_units(DENSIFY_METRES, transform.sourceCrs()))
+    local.transform(transform)
+    return local, local.buffer(-_in_units(EDGE_METRES, transform.destinationCrs()), 2)
+
+
+def _in_units(metres: float, crs: QgsCoordinateReferenceSystem) -> float:
+    """``metres`` in the units of ``crs`` (degrees as on a meridian, for a geographic CRS)."""
+    if crs.isGeographic():
+        return metres / 111_320
+    factor = QgsUnitTypes.fromUnitToUnitFactor(crs.mapUnits(), DISTANCE_METERS)
+    return metres / factor if factor > 0 else metres
 
 
 def bounding_box(geometries: list[QgsGeometry]) -> QgsRectangle:
