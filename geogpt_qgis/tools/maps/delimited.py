@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from geogpt_qgis.core.cancel import CancelToken
+from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.text import single_line
 from geogpt_qgis.tools.base import ToolError
 
@@ -32,16 +34,24 @@ Y_NAMES = ("lat", "latitude", "y", "northing", "north", "ycoord", "coordy", "poi
 WKT_NAMES = ("wkt", "geom", "geometry", "thegeom", "wktgeom", "shape", "geometrywkt")
 _WKT_START = re.compile(r"^\s*(SRID=\d+;)?\s*(MULTI)?(POINT|LINESTRING|POLYGON)|^\s*GEOMETRYCOLLECTION", re.I)
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
+_DECIMAL_DOT = re.compile(r"^-?\d*\.\d+$")
+_SRID = re.compile(r"^\s*SRID=(\d+);", re.I)
+SNIFF_ROWS = 10_000  # the decimal comma is told from every column of at most this many rows
 GEOGRAPHIC = "EPSG:4326"
 MAX_LISTED = 30
 
 
 @dataclass(frozen=True)
 class ProjectFrame:
-    """What the CRS guess knows of the project: its CRS and its layers' extent in that CRS (main thread)."""
+    """What the CRS guess knows of the project: its CRS and its layers' extent in that CRS (main thread).
+
+    ``near`` is that extent, grown by half, in longitude/latitude: transformed on
+    the main thread (QGIS 3.22's transforms on a later worker thread can fail).
+    """
 
     crs: str
     extent: tuple[float, float, float, float] | None
+    near: tuple[float, float, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,8 @@ class CsvLayout:
     decimal_comma: bool = False
     rows: int = 0
     bounds: tuple[float, float, float, float] | None = None
+    points: int = 0  # rows whose coordinates the csv module reads (a layer of none from these is a failed read)
+    srid: str = ""  # ``EPSG:n`` when every EWKT row says ``SRID=n;``
 
     @property
     def columns_used(self) -> str:
@@ -91,18 +103,32 @@ def _listed(header: list[str]) -> str:
     return ", ".join(names) + (f", ... ({len(header)} columns)" if len(header) > MAX_LISTED else "")
 
 
-def inspect_csv(path: Path, cancel: CancelToken) -> CsvLayout:
-    """Read ``path``'s header and values: delimiter, coordinate columns and their range (worker thread)."""
+def inspect_csv(path: Path, cancel: CancelToken, columns: str = "") -> CsvLayout:
+    """Read ``path``'s header and values: delimiter, coordinate columns and their range (worker thread).
+
+    ``columns`` (``"X,Y"``, the tool's ``layer``) names the coordinate columns, e.g. to read them swapped.
+    """
     with path.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
-        return _inspect(handle, path.suffix.lower(), path.name, cancel)
+        return _inspect(handle, path.suffix.lower(), path.name, cancel, columns)
 
 
-def inspect_csv_text(text: str, suffix: str, name: str, cancel: CancelToken) -> CsvLayout:
+def inspect_csv_text(text: str, suffix: str, name: str, cancel: CancelToken, columns: str = "") -> CsvLayout:
     """``inspect_csv`` of text already read (the start of a remote CSV): the range is that of its rows."""
-    return _inspect(io.StringIO(text.removeprefix("\ufeff"), newline=""), suffix, name, cancel)
+    return _inspect(io.StringIO(text.removeprefix("\ufeff"), newline=""), suffix, name, cancel, columns)
 
 
-def _inspect(handle: TextIO, suffix: str, name: str, cancel: CancelToken) -> CsvLayout:
+def _named_columns(header: list[str], columns: str, name: str) -> tuple[str, str]:
+    """The X and Y columns ``"X,Y"`` names (exactly, else ignoring case and punctuation)."""
+    parts = [part.strip() for part in columns.split(",")]
+    found = [part if part in header else _pick(header, (_norm(part),)) for part in parts]
+    if len(parts) != 2 or not all(found):
+        raise ToolError(
+            f"layer {columns!r} does not name two columns of {name} as 'X,Y'; its header is: {_listed(header)}"
+        )
+    return found[0], found[1]
+
+
+def _inspect(handle: TextIO, suffix: str, name: str, cancel: CancelToken, columns: str = "") -> CsvLayout:
     sample = handle.read(SNIFF_BYTES)
     handle.seek(0)
     delimiter = _sniff(sample, suffix)
@@ -110,7 +136,10 @@ def _inspect(handle: TextIO, suffix: str, name: str, cancel: CancelToken) -> Csv
     header = [h.strip() for h in next(reader, [])]
     if not any(header):
         raise ToolError(f"{name} is empty: no header line")
-    x, y = _pick(header, X_NAMES), _pick(header, Y_NAMES)
+    if columns.strip():
+        x, y = _named_columns(header, columns, name)
+    else:
+        x, y = _pick(header, X_NAMES), _pick(header, Y_NAMES)
     wkt = "" if (x and y) else _pick(header, WKT_NAMES)
     first = next(reader, None)
     if not (x and y) and not wkt and first:
@@ -130,11 +159,18 @@ def _scan_xy(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken) 
     ix, iy = layout.header.index(layout.x), layout.header.index(layout.y)
     xs: list[float] = []
     ys: list[float] = []
-    commas = dots = False  # "10,5" with ";" between columns: a decimal comma
+    # "10,5" in a field (after ";" between columns, or quoted after ","): a decimal comma, unless a "10.5" shows
+    # decimal points; every column counts (a ";" file with whole-number coordinates may have "12,5" readings).
+    commas = dots = False
     count = 0
     for count, row in enumerate(rows, start=1):
         if count % CANCEL_EVERY == 0:
             cancel.raise_if_cancelled()
+        if count <= SNIFF_ROWS:
+            for field in row:
+                value = field.strip()
+                commas = commas or bool(_DECIMAL_COMMA.match(value))
+                dots = dots or bool(_DECIMAL_DOT.match(value))
         if count > MAX_SCANNED_ROWS or len(row) <= max(ix, iy):
             continue
         raw_x, raw_y = row[ix].strip(), row[iy].strip()
@@ -147,9 +183,10 @@ def _scan_xy(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken) 
             continue
     if not xs:
         raise ToolError(f"the columns {layout.x!r} and {layout.y!r} hold no numbers")
-    decimal_comma = commas and not dots and layout.delimiter != ","
     bounds = (min(xs), min(ys), max(xs), max(ys))
-    return CsvLayout(layout.delimiter, layout.header, layout.x, layout.y, "", decimal_comma, count, bounds)
+    return CsvLayout(
+        layout.delimiter, layout.header, layout.x, layout.y, "", commas and not dots, count, bounds, len(xs)
+    )
 
 
 def _scan_wkt(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken) -> CsvLayout:
@@ -158,19 +195,22 @@ def _scan_wkt(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken)
 
     index = layout.header.index(layout.wkt)
     boxes = []
+    srids: set[str] = set()
     count = 0
     for count, row in enumerate(rows, start=1):
         if count % CANCEL_EVERY == 0:
             cancel.raise_if_cancelled()
         if count > MAX_SCANNED_ROWS or len(row) <= index or not row[index].strip():
             continue
-        text = row[index].split(";", 1)[-1] if row[index].upper().startswith("SRID=") else row[index]
+        said = _SRID.match(row[index])
+        text = row[index][said.end() :] if said else row[index]
         try:
             geometry = shapely_wkt.loads(text)
         except (ShapelyError, ValueError):
             continue
         if not geometry.is_empty:
             boxes.append(geometry.bounds)
+            srids.add(f"EPSG:{int(said.group(1))}" if said else "")
     if not boxes:
         raise ToolError(f"the column {layout.wkt!r} holds no WKT geometry")
     bounds = (
@@ -179,11 +219,17 @@ def _scan_wkt(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken)
         max(b[2] for b in boxes),
         max(b[3] for b in boxes),
     )
-    return CsvLayout(layout.delimiter, layout.header, wkt=layout.wkt, rows=count, bounds=bounds)
+    srid = srids.pop() if len(srids) == 1 else ""  # rows that disagree (or say none) are guessed from their values
+    return CsvLayout(
+        layout.delimiter, layout.header, wkt=layout.wkt, rows=count, bounds=bounds, points=len(boxes), srid=srid
+    )
 
 
-def guess_crs(bounds: tuple[float, float, float, float], frame: ProjectFrame) -> tuple[str, str]:
-    """The CRS the values are most likely in, and how that was guessed (for the answer)."""
+def guess_crs(layout: CsvLayout, frame: ProjectFrame) -> tuple[str, str]:
+    """The CRS the values are most likely in, and how that was guessed (for the answer).
+
+    Raises ``ToolError`` when neither longitude/latitude nor the project's CRS fits.
+    """
     from qgis.core import (
         QgsCoordinateReferenceSystem,
         QgsCoordinateTransform,
@@ -191,9 +237,12 @@ def guess_crs(bounds: tuple[float, float, float, float], frame: ProjectFrame) ->
         QgsRectangle,
     )
 
+    assert layout.bounds is not None  # noqa: S101 - the scan raised when no value was read
+    bounds = layout.bounds
     xmin, ymin, xmax, ymax = bounds
     if -180 <= xmin <= xmax <= 180 and -90 <= ymin <= ymax <= 90:
-        return GEOGRAPHIC, "guessed EPSG:4326 (longitude/latitude): all values lie within ±180/±90"
+        how = "guessed EPSG:4326 (longitude/latitude): all values lie within ±180/±90"
+        return GEOGRAPHIC, how + _far_from_project(layout, frame)
     project = QgsCoordinateReferenceSystem(frame.crs) if frame.crs else QgsCoordinateReferenceSystem()
     if project.isValid() and not project.isGeographic():
         if frame.extent is not None and _overlaps(bounds, _grown(frame.extent)):
@@ -208,9 +257,61 @@ def guess_crs(bounds: tuple[float, float, float, float], frame: ProjectFrame) ->
             box = None
         if box is not None and not area.isEmpty() and area.contains(box):
             return frame.crs, f"guessed the project's CRS {frame.crs}: the values lie in its area of use"
+    low_x, high_x, low_y, high_y = (plain_number(v) for v in (xmin, xmax, ymin, ymax))
     raise ToolError(
-        f"cannot tell the CRS of the coordinates (X {xmin:g} to {xmax:g}, Y {ymin:g} to {ymax:g}): they are not "
-        f"longitude/latitude nor inside the project's CRS ({frame.crs or 'none'}); pass crs, e.g. EPSG:25832"
+        f"cannot tell the CRS of the coordinates (X {low_x} to {high_x}, Y {low_y} to {high_y}): they are not "
+        f"longitude/latitude nor inside the project's CRS ({frame.crs or 'none'}); pass crs, the EPSG code they are in"
+    )
+
+
+def near_in_lonlat(
+    crs: str, extent: tuple[float, float, float, float] | None
+) -> tuple[float, float, float, float] | None:
+    """The project's extent grown by half, in longitude/latitude; ``None`` when it cannot be told (main thread)."""
+    from qgis.core import (
+        QgsCoordinateReferenceSystem,
+        QgsCoordinateTransform,
+        QgsCoordinateTransformContext,
+        QgsRectangle,
+    )
+
+    project = QgsCoordinateReferenceSystem(crs) if crs else QgsCoordinateReferenceSystem()
+    if extent is None or not project.isValid():
+        return None
+    to_lonlat = QgsCoordinateTransform(
+        project, QgsCoordinateReferenceSystem(GEOGRAPHIC), QgsCoordinateTransformContext()
+    )
+    if not to_lonlat.isValid():  # the box would pass on untransformed
+        return None
+    try:
+        box = to_lonlat.transformBoundingBox(QgsRectangle(*_grown(extent)))
+    except Exception:  # noqa: BLE001 - QgsCsException: the project's extent is outside its CRS's domain
+        return None
+    near = (box.xMinimum(), box.yMinimum(), box.xMaximum(), box.yMaximum())
+    return near if all(math.isfinite(v) for v in near) else None
+
+
+def _far_from_project(layout: CsvLayout, frame: ProjectFrame) -> str:
+    """``""``, or a warning that the longitude/latitude lie away from the project's layers (and if swapped, do not).
+
+    A file whose X column holds latitudes still lies within ±180/±90: its points
+    land thousands of kilometres away.  The project's extent (grown by half) is
+    compared in longitude/latitude; without layers there is nothing to compare.
+    """
+    near = frame.near
+    if near is None or layout.bounds is None:
+        return ""
+    xmin, ymin, xmax, ymax = layout.bounds
+    if _overlaps(layout.bounds, near):
+        return ""
+    note = "; but they lie far from the project's layers"
+    if layout.wkt or not (-180 <= ymin <= ymax <= 180 and -90 <= xmin <= xmax <= 90):
+        return note
+    if not _overlaps((ymin, xmin, ymax, xmax), near):
+        return note
+    return (
+        f"{note}; read swapped (X from {layout.y!r}, Y from {layout.x!r}) they lie among them: if so, remove this "
+        f"layer and load the file again with layer='{layout.y},{layout.x}' (the X,Y columns)"
     )
 
 

@@ -23,7 +23,7 @@ the model.  Saved connections the settings enable need no approval.
 
 from __future__ import annotations
 
-import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -40,7 +40,6 @@ from qgis.PyQt.QtCore import QCoreApplication
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
 from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult
-from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFunction
@@ -55,11 +54,13 @@ from geogpt_qgis.tools.layers import (
 from geogpt_qgis.tools.maps import web
 from geogpt_qgis.tools.maps.delimited import (
     DELIMITED_SUFFIXES,
+    CsvLayout,
     ProjectFrame,
     delimited_uri,
     guess_crs,
     inspect_csv,
     inspect_csv_text,
+    near_in_lonlat,
     remote_csv_uri,
 )
 from geogpt_qgis.tools.maps.files import missing_file, plan_file
@@ -71,20 +72,18 @@ if TYPE_CHECKING:
     from geogpt_qgis.tools.maps.ogc_copy import CollectionCopy
 
 REMOTE_CSV_SUFFIXES = frozenset({".csv", ".tsv"})  # the ones GDAL's CSV driver opens by name
-_URL = re.compile(r"https?://[^\s<>\"'`)\]]+", re.IGNORECASE)
 VSICURL = "/vsicurl/"
 # Providers whose extent is read from the file, cheaply: the CSV guess compares with these layers.
 _LOCAL_PROVIDERS = frozenset({"ogr", "gdal", "memory", "delimitedtext", "spatialite"})
 # Providers that read files through GDAL or Qt, never QGIS's network manager: their layers are made on the worker
 # and moved to the main thread (docs/DESIGN: allowed for these; server providers are made on the main thread).
 _WORKER_PROVIDERS = frozenset({"ogr", "gdal", "delimitedtext"})
+# A layer whose CRS this tool guessed (a CSV's): the next guess never compares with it, so one bad guess cannot spread.
+GUESSED_CRS = "geogpt/guessed_crs"
 # Layers of these providers count features (or pixels) from a server or database: not counted here.
 _REMOTE_PROVIDERS = frozenset({"OAPIF", "wms", "postgres", "WFS"})
 # Invalid layers of these providers crash QGIS 3.22 when their error() is read (a dangling provider).
 _UNREADABLE_ERRORS = frozenset({"OAPIF", "WFS"})
-# A word of the user's message that names a file or folder: it has a slash, or ends in a file extension.
-_PATH_WORD = re.compile(r"[\\/]|\.[A-Za-z0-9]{2,5}$")
-_QUOTES = "\"'`“”‘’«»()[]<>,;:!?"
 NEEDS_FILE_APPROVAL = (
     "this file is outside the project's folder and the user did not name it in this conversation, so reading it "
     "needs their approval; ask the user which file they mean"
@@ -95,58 +94,27 @@ NEEDS_APPROVAL = (
 )
 
 
-def url_key(url: str) -> str:
-    """``scheme://host/path`` without query or trailing slash: what a trusted URL is compared by."""
-    parts = urlsplit(url.strip().rstrip(".,;:"))
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
-
-
 class DataLoading:
     """The loading part of the maps family."""
 
     def __init__(self, ctx: ToolContext) -> None:
         self.ctx = ctx
-        self._mentioned: dict[str, list[str]] = {}  # conversation id -> URL keys the user typed
-        self._paths: dict[str, list[str]] = {}  # conversation id -> files and folders the user typed
 
     def tools(self) -> list[ToolFunction]:
         return [self.load_data]
 
-    # -- which URLs --------------------------------------------------------------------------------
+    # -- what the user named -------------------------------------------------------------------------
     def notice_user_text(self, text: str) -> None:
         """Remember the URLs, files and folders the user typed in this conversation: loading those needs no approval."""
-        conversation = current_conversation.get()
-        found = [url_key(u) for u in _URL.findall(text or "")]
-        if found:
-            known = self._mentioned.setdefault(conversation, [])
-            known += [key for key in found if key not in known]
-        words = [w.strip(_QUOTES).rstrip(".") for w in _URL.sub(" ", text or "").split()]
-        paths = [w for w in words if w and _PATH_WORD.search(w)]
-        if paths:
-            named = self._paths.setdefault(conversation, [])
-            named += [path for path in paths if path not in named]
+        self.ctx.user_named.notice(text)
 
     def _file_trusted(self, path: Path, home: str) -> bool:
-        """Inside the project's folder, or a file or folder the user named (a bare file name: by its name)."""
-        target = path.resolve()
-        if home and target.is_relative_to(Path(home).resolve()):
-            return True
-        for named in self._paths.get(current_conversation.get(), []):
-            if "/" not in named and "\\" not in named:
-                if target.name == named:
-                    return True
-                continue
-            place = Path(named).expanduser()
-            place = (Path(home) / place if home and not place.is_absolute() else place).resolve()
-            if target == place or target.is_relative_to(place):
-                return True
-        return False
+        """Inside the project's folder, or a file or folder the user named (``core.user_named``)."""
+        return self.ctx.user_named.file_named(path, home)
 
     def _trusted(self, url: str) -> bool:
-        key = url_key(url)
-        servers = [url_key(s.url) for s in parse_servers(PlgOptionsManager.get_plg_settings().ogc_servers)]
-        given = self._mentioned.get(current_conversation.get(), [])
-        return any(key == known or key.startswith(known + "/") for known in [*given, *servers] if known)
+        servers = [s.url for s in parse_servers(PlgOptionsManager.get_plg_settings().ogc_servers)]
+        return self.ctx.user_named.url_given(url, servers)
 
     @staticmethod
     def _remote(source: str) -> str:
@@ -202,7 +170,7 @@ class DataLoading:
         if not source:
             raise ToolError("source is empty: give a file path, a URL or connection.schema.table")
         name = check_new_layer_name(name) if name.strip() else ""
-        if crs.strip() and not QgsCoordinateReferenceSystem(crs.strip()).isValid():
+        if crs.strip() and not self.ctx.on_main(_known_crs, crs.strip()):
             raise ToolError(f"{crs!r} is not a CRS QGIS knows; give an id such as EPSG:4326 or EPSG:25832")
         plan = self._plan(source, layer, crs.strip(), name)
         self.ctx.check_cancelled()
@@ -236,10 +204,10 @@ class DataLoading:
             return self._table(source)(name)
         if not self._file_trusted(path, home) and not approval_granted():
             raise ToolError(NEEDS_FILE_APPROVAL)
-        if not path.exists():
-            raise missing_file(path)
+        if not path.exists():  # the folder's files are named only where the user may see them unasked
+            raise missing_file(path, self._file_trusted(path.parent, home) or approval_granted())
         if path.suffix.lower() in DELIMITED_SUFFIXES:
-            return self._plan_csv(path, crs, frame, name)
+            return self._plan_csv(path, crs, frame, name, layer)
         return plan_file(str(path), str(path), layer, name)
 
     def _plan_url(self, url: str, as_file: bool, layer: str, crs: str, name: str) -> LoadPlan | CollectionCopy:
@@ -258,47 +226,50 @@ class DataLoading:
             return web.wms_plan(found, url, layer, name, frame.crs)
         if kind == "wmts":
             return web.wmts_plan(found, url, layer, name)
-        points = self._plan_remote_csv(found, url, crs, name) if kind == "file" else None
+        points = self._plan_remote_csv(found, url, crs, name, layer) if kind == "file" else None
         return points or plan_file(VSICURL + url, url, layer, name)
 
-    def _plan_remote_csv(self, found: web.Peek, url: str, crs: str, name: str) -> LoadPlan | None:
-        """A CSV/TSV URL with coordinate columns (told from its first bytes) as points; ``None``: a plain table."""
+    def _plan_remote_csv(self, found: web.Peek, url: str, crs: str, name: str, layer: str) -> LoadPlan | None:
+        """A CSV/TSV URL with coordinate columns (told from its first bytes) as points; ``None``: a plain table.
+
+        ``layer`` with a comma names the X,Y columns (as for a local CSV).
+        """
         suffix = Path(urlsplit(url).path).suffix.lower()
         if suffix not in REMOTE_CSV_SUFFIXES:
             return None
         text = found.head.decode("utf-8", errors="replace")
         if len(found.head) >= web.FILE_PEEK_BYTES and "\n" in text:
             text = text[: text.rindex("\n") + 1]  # cut short: the last line may be cut in a number
+        columns = layer if "," in layer else ""
         try:
-            layout = inspect_csv_text(text, suffix, Path(urlsplit(url).path).name, self.ctx.cancel)
+            layout = inspect_csv_text(text, suffix, Path(urlsplit(url).path).name, self.ctx.cancel, columns)
         except ToolError:
+            if columns:
+                raise
             return None  # no coordinate columns: GDAL reads it as a table, as any remote file
         uri = remote_csv_uri(url, layout)
         if uri is None:
             return None
-        if crs:
-            chosen, how = crs, f"CRS {crs} as given"
-        else:
-            assert layout.bounds is not None  # noqa: S101 - inspect_csv_text raised when no value was read
-            frame, _ = self.ctx.on_main(self._frame)
-            chosen, how = guess_crs(layout.bounds, frame)
+        if layout.srid and not self.ctx.on_main(_known_crs, layout.srid):
+            layout = replace(layout, srid="")  # no CRS QGIS knows: guessed, as without one
+        frame = None if crs else self.ctx.on_main(self._frame)[0]
+        chosen, how, extra = _csv_crs(layout, crs, frame)
+        if extra:
             how += f" (from the first {layout.rows:,} rows)"
         notes = (f"Columns used: {layout.columns_used}; read from the server through GDAL.", f"CRS: {how}.")
         stem = Path(urlsplit(url).path).stem or "points"
-        return LoadPlan("vector", "ogr", uri, name or stem, url, notes, extra={"crs": chosen})
+        return LoadPlan("vector", "ogr", uri, name or stem, url, notes, extra={"crs": chosen, **extra})
 
-    def _plan_csv(self, path: Path, crs: str, frame: ProjectFrame, name: str) -> LoadPlan:
-        layout = inspect_csv(path, self.ctx.cancel)
-        if crs:
-            chosen, how = crs, f"CRS {crs} as given"
-        else:
-            assert layout.bounds is not None  # noqa: S101 - inspect_csv raised when no value was read
-            chosen, how = guess_crs(layout.bounds, frame)
+    def _plan_csv(self, path: Path, crs: str, frame: ProjectFrame, name: str, layer: str = "") -> LoadPlan:
+        layout = inspect_csv(path, self.ctx.cancel, layer if "," in layer else "")  # "X,Y": the coordinate columns
+        if layout.srid and not self.ctx.on_main(_known_crs, layout.srid):
+            layout = replace(layout, srid="")  # no CRS QGIS knows: guessed, as without one
+        chosen, how, extra = _csv_crs(layout, crs, frame)
         kind = "Tab" if layout.delimiter == "\t" else repr(layout.delimiter)
         notes = (f"Columns used: {layout.columns_used} ({kind}-separated).", f"CRS: {how}.")
-        return LoadPlan(
-            "vector", "delimitedtext", delimited_uri(path, layout, chosen), name or path.stem, str(path), notes
-        )
+        extra["points"] = str(layout.points)
+        uri = delimited_uri(path, layout, chosen)
+        return LoadPlan("vector", "delimitedtext", uri, name or path.stem, str(path), notes, extra=extra)
 
     def _table(self, source: str) -> Any:
         """A planner for ``connection.schema.table`` (``_is_table``: ``source`` names a saved connection)."""
@@ -326,8 +297,13 @@ class DataLoading:
         for existing in ordered_layers(project):
             if existing.providerType() not in _LOCAL_PROVIDERS or not existing.isSpatial():
                 continue
+            if existing.customProperty(GUESSED_CRS):  # a guess compared with a guess: one bad guess would spread
+                continue
+            transform = QgsCoordinateTransform(existing.crs(), target, project)
+            if not transform.isValid() and existing.crs() != target:  # it would pass the box on untransformed
+                continue
             try:
-                box = QgsCoordinateTransform(existing.crs(), target, project).transformBoundingBox(existing.extent())
+                box = transform.transformBoundingBox(existing.extent())
             except Exception:  # noqa: BLE001, S112 - QgsCsException: a layer outside the project's CRS
                 continue
             if box.isNull() or box.isEmpty():
@@ -343,7 +319,8 @@ class DataLoading:
                     max(extent[3], bounds[3]),
                 )
             )
-        return ProjectFrame(target.authid() if target.isValid() else "", extent), project.homePath()
+        crs = target.authid() if target.isValid() else ""
+        return ProjectFrame(crs, extent, near_in_lonlat(crs, extent)), project.homePath()
 
     def _add(self, plan: LoadPlan, made: QgsMapLayer | None) -> tuple[AddedLayer, str]:
         """Add the layer (made here unless the worker made it) under a free name (main thread); what it holds."""
@@ -363,6 +340,27 @@ class DataLoading:
                 _discard(made)
             raise
         return AddedLayer(name, made.id()), _describe(made, plan)
+
+
+def _csv_crs(layout: CsvLayout, crs: str, frame: ProjectFrame | None) -> tuple[str, str, dict[str, str]]:
+    """The CSV's CRS: the one given, else the rows' SRID, else guessed (marked so); how it was told."""
+    if crs:
+        return crs, f"CRS {crs} as given", {}
+    if layout.srid:
+        return layout.srid, f"{layout.srid}, as every row's SRID says", {}
+    assert frame is not None  # noqa: S101 - the caller reads the frame when it guesses
+    chosen, how = guess_crs(layout, frame)
+    return chosen, how, {GUESSED_CRS: "yes"}
+
+
+def _known_crs(crs: str) -> bool:
+    """Whether QGIS knows ``crs``, asked on the main thread (called through ``on_main``).
+
+    QGIS 3.22 caches each CRS where it is first made: one first made on a worker
+    thread that has ended makes later transforms from it invalid, and the next
+    event loop crash.  Made here first, the worker's layer reuses it safely.
+    """
+    return QgsCoordinateReferenceSystem(crs).isValid()
 
 
 def _local_path(source: str, home: str) -> Path:
@@ -388,10 +386,24 @@ def _made_here(plan: LoadPlan) -> QgsMapLayer | None:
         message = _not_opened(plan, layer)
         del layer  # freed now, on this thread, which made it (not by whichever thread drops the traceback)
         raise ToolError(message)
+    if plan.extra.get("points") and isinstance(layer, QgsVectorLayer) and not _has_points(layer):
+        message = (
+            f"QGIS read no points from {plan.source}, though {plan.extra['points']} of its rows hold coordinates; "
+            "nothing was loaded (check how its numbers are written)"
+        )
+        del layer
+        raise ToolError(message)
     if plan.extra.get("crs"):  # a remote CSV's coordinates: GDAL's CSV driver knows no CRS
         layer.setCrs(QgsCoordinateReferenceSystem(plan.extra["crs"]))
+    if plan.extra.get(GUESSED_CRS):
+        layer.setCustomProperty(GUESSED_CRS, True)
     layer.moveToThread(QCoreApplication.instance().thread())
     return layer
+
+
+def _has_points(layer: QgsVectorLayer) -> bool:
+    """A delimited-text layer with geometry and at least one feature (the provider counted them when it opened)."""
+    return layer.isSpatial() and layer.featureCount() != 0
 
 
 def _not_opened(plan: LoadPlan, layer: QgsMapLayer) -> str:
