@@ -12,13 +12,16 @@ through ``ToolContext.on_main``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.core.cancel import CancelToken, current_cancel_token
+from geogpt_qgis.core.user_named import UserNamed
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from qgis.core import QgsProject
     from qgis.gui import QgisInterface
 
@@ -44,6 +47,8 @@ class ToolContext:
     project: QgsProject
     bridge: MainThreadBridge
     iface: QgisInterface | None = None
+    # The files, folders and URLs the user typed in each conversation: what tools may use without asking.
+    user_named: UserNamed = field(default_factory=UserNamed)
 
     @property
     def cancel(self) -> CancelToken:
@@ -52,6 +57,10 @@ class ToolContext:
     def on_main(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn`` on the main thread (skipped if the run is cancelled first)."""
         return self.bridge.call(fn, *args, cancel=self.cancel, **kwargs)
+
+    def trusted_file(self, path: Path) -> bool:
+        """A file in the project's folder, or one the user named in this conversation (main thread)."""
+        return self.user_named.file_named(path, self.project.homePath())
 
     def check_cancelled(self) -> None:
         """Raise ``RunCancelled`` if the user pressed Stop."""

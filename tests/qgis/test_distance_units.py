@@ -81,6 +81,7 @@ def utm_shapes(path: str) -> list:
 # -- 1a: a file path in degrees is reprojected like a project layer -----------------------
 def test_a_buffer_on_a_file_in_degrees_is_in_metres(tools, demo_project, gpkg, tmp_path):
     path = in_degrees(gpkg, "hospitals", tmp_path)
+    tools.notice_user_text(f"the file is {path}")  # outside the project: the user names it (else it asks)
     result = run(tools, "native:buffer", {"INPUT": path, "DISTANCE": 500, "SEGMENTS": 64}, "zones")
     assert "is in EPSG:4326 (degrees)" in result and f"reprojected to {UTM32}" in result
     zones = layer(demo_project, "zones")

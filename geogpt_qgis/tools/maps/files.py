@@ -43,11 +43,17 @@ def _open(path: str, flags: int) -> tuple[Any, list[str]]:
     return dataset, quiet.messages
 
 
-def missing_file(path: Path) -> ToolError:
-    """No such file: name the folder's closest files (or say the folder is missing)."""
+def missing_file(path: Path, may_list: bool = True) -> ToolError:
+    """No such file: name the folder's closest files (or say the folder is missing).
+
+    ``may_list`` is False for a folder the user did not name and is outside the
+    project: its file names are not the model's to read, so only the miss is said.
+    """
     folder = path.parent
     if not folder.is_dir():
         return ToolError(f"no file {str(path)!r}: the folder {str(folder)!r} does not exist")
+    if not may_list:
+        return ToolError(f"no file {str(path)!r}; ask the user where the file is")
     names = sorted(p.name for p in folder.iterdir() if p.is_file())
     close = closest_names(path.name, names)
     hint = (

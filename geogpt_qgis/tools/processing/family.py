@@ -68,6 +68,10 @@ class ProcessingTools(ToolFamily):
         note = renamed_note(algorithm, found)
         return (f"Note: {note}\n" if note else "") + describe_algorithm_text(found)
 
+    def notice_user_text(self, text: str) -> None:
+        """Files and folders the user types may be read by an algorithm without asking (``core.user_named``)."""
+        self.ctx.user_named.notice(text)
+
     def preview_run_algorithm(
         self, algorithm: str, parameters: dict[str, Any], **_naming: Any
     ) -> ApprovalRequest | None:
@@ -76,7 +80,7 @@ class ProcessingTools(ToolFamily):
 
     def _request(self, algorithm_id: str, parameters: dict[str, Any]) -> ApprovalRequest | None:
         algorithm = find_algorithm(algorithm_id)
-        effects = classify_algorithm(algorithm, parameters, self.ctx.project)
+        effects = classify_algorithm(algorithm, parameters, self.ctx.project, self.ctx.trusted_file)
         if not effects.needs_approval:
             return None
         check_before_approval(algorithm, parameters, self.ctx.project)  # no card for a call bound to fail

@@ -248,7 +248,7 @@ class ProcessingRunner:
         # A call that fails whatever the user decides says why (its preview asked nobody: see family).
         check_before_approval(algorithm, parameters, self.ctx.project)
         # The second lock: classified again as it runs, whatever the approve node decided.
-        require_approval(algorithm, parameters, self.ctx.project, approved)
+        require_approval(algorithm, parameters, self.ctx.project, approved, self.ctx.trusted_file)
         prepared = resolve_parameters(algorithm, parameters, self.ctx.project, approved)
         prepared.notes += distance_limit_notes(algorithm.id(), prepared.values)
         renamed = renamed_note(algorithm_id, algorithm)

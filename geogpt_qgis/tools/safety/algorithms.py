@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qgis.core import QgsMapLayer, QgsProcessingAlgorithm, QgsProcessingUtils, QgsProject
 
@@ -27,6 +27,12 @@ from geogpt_qgis.core.effects import CallEffects, Effect, Found
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.processing.compat import FLAG_HIDDEN, FLAG_NO_THREADING, has_flag
 from geogpt_qgis.tools.safety.expressions import check_expression
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # Whether the user may be taken to have chosen this file: in the project's folder, or named by them.
+    FileTrust = Callable[[Path], bool]
 
 # Providers whose algorithms are part of QGIS and were reviewed with this module.  Any other
 # provider (GRASS, SAGA, other plugins, the user's scripts and models) runs code whose effects
@@ -104,13 +110,22 @@ _DATABASE_DESTINATION = re.compile(r"^\s*(postgres|postgis|mssql|oracle|hana|spa
 # A GDAL string value is pasted into the tool's command line: only plain tokens run unasked
 # (no spaces, quotes, options or paths), so OPTIONS/EXTRA cannot add arguments.
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|/vsi[a-z0-9_]+/", re.ASCII)  # anywhere in a value
+_PATH_SYNTAX = re.compile(r"[\\/]|^~|\.\.")  # a separator, a home folder or a parent folder: a place on disk
 _PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.,:=+]*$")
 
 
 def classify_algorithm(
-    algorithm: QgsProcessingAlgorithm, parameters: dict[str, Any] | None, project: QgsProject | None = None
+    algorithm: QgsProcessingAlgorithm,
+    parameters: dict[str, Any] | None,
+    project: QgsProject | None = None,
+    trusted_file: FileTrust | None = None,
 ) -> CallEffects:
-    """Every effect running ``algorithm`` with the model's ``parameters`` would have (main thread)."""
+    """Every effect running ``algorithm`` with the model's ``parameters`` would have (main thread).
+
+    A layer given as a file path reads that file: outside the project's folder,
+    unless ``trusted_file`` says the user named it, that asks (as ``load_data``
+    does for the same file).  Without ``trusted_file`` every such file asks.
+    """
     parameters = parameters or {}
     given = {str(key).lower(): value for key, value in parameters.items()}
     algorithm_id = algorithm.id()
@@ -132,7 +147,7 @@ def classify_algorithm(
         found.append(Found(known.effect, "; ".join(shown), known.what))
     definitions = algorithm.parameterDefinitions()
     for definition in definitions:
-        found += _parameter_effects(provider_id, definition, given, project)
+        found += _parameter_effects(provider_id, definition, given, project, trusted_file)
     if known is None:
         found += _in_place_effects(algorithm, definitions, given, project, found)
     if not any(item.effect.needs_approval for item in found):
@@ -170,6 +185,7 @@ def _parameter_effects(
     definition: Any,
     given: dict[str, Any],
     project: QgsProject | None,
+    trusted_file: FileTrust | None = None,
 ) -> list[Found]:
     name, kind = definition.name(), definition.type()
     value = given.get(name.lower())
@@ -191,10 +207,13 @@ def _parameter_effects(
     if kind in EXPRESSION_TYPES:
         return _expression_effects(name, value) if present else []
     if kind in LAYER_TYPES:
-        return [Found(Effect.READ, _layer_label(v, project)) for v in _items(value)] if present else []
+        return _layer_effects(value, project, trusted_file) if present else []
     if kind == "string":
         if present and provider_id == "gdal" and not _PLAIN_TOKEN.match(str(value)):
             return [Found(Effect.RUN_CODE, f"{name}={_short(value)}", "text passed to the GDAL command line as it is")]
+        if present and _PATH_SYNTAX.search(str(value)):
+            # A text that spells a path (vector tiles' XYZ_TEMPLATE, a folder...) is where an algorithm may write.
+            return [Found(Effect.WRITE_FILE, f"{name}={_short(value)}", "a path in a text parameter")]
         return []
     if kind in PURE_TYPES:
         return []
@@ -254,6 +273,36 @@ def _in_place_effects(
     return found
 
 
+def _layer_effects(value: Any, project: QgsProject | None, trusted_file: FileTrust | None) -> list[Found]:
+    """Reading each layer a parameter names; a file outside the project that the user did not name asks."""
+    found = []
+    for text in _strings(value) or [str(v) for v in _items(value)]:
+        layer = None
+        if project is not None:
+            layer = project.mapLayer(text) or next(iter(project.mapLayersByName(text)), None)
+        file = _file_of(text, project) if layer is None else None
+        if file is not None and not (trusted_file is not None and trusted_file(file)):
+            why = "outside the project's folder, and the user did not name it"
+            found.append(Found(Effect.READ_PRIVATE, f"file {file}", why))
+        else:
+            found.append(Found(Effect.READ, _layer_label(text, project)))
+    return found
+
+
+def _file_of(text: str, project: QgsProject | None) -> Path | None:
+    """The file a layer value names (``path|layername=...`` too), or ``None`` for a layer name or id."""
+    spelt = text.split("|", 1)[0].strip()
+    if not spelt or _URL.search(spelt):
+        return None
+    path = Path(spelt).expanduser()
+    if not path.is_absolute():
+        home = project.homePath() if project is not None else ""
+        path = Path(home) / path if home else path
+    if _PATH_SYNTAX.search(spelt) or path.exists():
+        return path
+    return None
+
+
 def _layer_label(value: Any, project: QgsProject | None) -> str:
     text = str(value)
     layer: QgsMapLayer | None = None
@@ -286,10 +335,14 @@ def _short(value: Any, limit: int = 200) -> str:
 
 
 def require_approval(
-    algorithm: QgsProcessingAlgorithm, parameters: dict[str, Any] | None, project: QgsProject | None, approved: bool
+    algorithm: QgsProcessingAlgorithm,
+    parameters: dict[str, Any] | None,
+    project: QgsProject | None,
+    approved: bool,
+    trusted_file: FileTrust | None = None,
 ) -> CallEffects:
     """The call's effects; ``ToolError`` naming them if they need approval and the user gave none."""
-    effects = classify_algorithm(algorithm, parameters, project)
+    effects = classify_algorithm(algorithm, parameters, project, trusted_file)
     if effects.needs_approval and not approved:
         raise ToolError(
             f"{algorithm.id()} {effects.summary()} ({'; '.join(effects.lines())}); it needs the user's approval"
