@@ -66,6 +66,7 @@ from geogpt_qgis.tools.maps.delimited import (
 from geogpt_qgis.tools.maps.files import missing_file, plan_file
 from geogpt_qgis.tools.maps.load_plan import RASTER, LoadPlan
 from geogpt_qgis.tools.ogc.servers import parse_servers
+from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
 from geogpt_qgis.tools.thread_guard import raster_layer, vector_layer
 
 if TYPE_CHECKING:
@@ -178,7 +179,9 @@ class DataLoading:
             from geogpt_qgis.tools.maps.ogc_copy import add_copy
 
             return add_copy(self.ctx, plan, name)
-        made = _made_here(plan)
+        # On a thread that lives as long as QGIS: a layer's CRS built on this call's thread would die with it
+        # (QGIS 3.22: later transforms from it leave coordinates unchanged, then crash; see algorithm_thread).
+        made = run_on_algorithm_thread(_made_here, plan)
         try:
             self.ctx.check_cancelled()
             added, details = self.ctx.on_main(self._add, plan, made)
