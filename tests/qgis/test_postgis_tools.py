@@ -164,6 +164,21 @@ def test_a_query_returns_a_table_and_the_total(pg, elvbury):
     assert f"| {expected[20][0]} |" not in text
 
 
+def test_numbers_are_shown_exactly_so_they_can_go_back_into_sql(pg, elvbury):
+    """A float or numeric cell is the stored value (no rounding, exponent or commas): the model copies it into SQL."""
+    values = "(1234567.891::float8), (0.00001234::float8), (55.976864::float8), (1e20::float8), (-2.5e-7::float8)"
+    text = str(call(pg.run_sql, f"SELECT v, v::numeric AS n FROM (VALUES {values}) AS t(v)", elvbury))
+    rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 5, text
+    for shown_float, shown_numeric in rows:
+        assert "e" not in shown_float.lower() and "," not in shown_float, shown_float
+        with connect() as conn, conn.cursor() as cursor:  # each shown value finds its row again in PostgreSQL
+            cursor.execute(f"SELECT count(*) FROM (VALUES {values}) AS t(v) WHERE v = {shown_float.strip()}::float8")
+            assert cursor.fetchone()[0] == 1, shown_float
+            cursor.execute(f"SELECT count(*) FROM (VALUES {values}) AS t(v) WHERE v::numeric = {shown_numeric.strip()}")
+            assert cursor.fetchone()[0] == 1, shown_numeric
+
+
 def test_a_geometry_result_becomes_a_layer_copied_once(pg, elvbury, demo_project):
     text = call(pg.run_sql, "SELECT name, pupils, geom FROM schools WHERE type = 'secondary'", elvbury, "secondary_db")
     layer = demo_project.mapLayersByName("secondary_db")[0]

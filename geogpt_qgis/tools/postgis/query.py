@@ -16,7 +16,7 @@ import decimal
 from dataclasses import dataclass
 from typing import Any
 
-from geogpt_qgis.core.numbers import plain_number
+from geogpt_qgis.core.numbers import exact_number
 from geogpt_qgis.core.text import markdown_table, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.database import Database
@@ -266,10 +266,8 @@ def format_result(result: QueryResult) -> str:
 def _cell(value: Any) -> str:
     if value is None:
         return "NULL"
-    if isinstance(value, float):
-        return plain_number(value, grouping=False)  # never 1.53817e+07; no commas, so it can go back into SQL
-    if isinstance(value, decimal.Decimal):
-        return f"{value:f}".rstrip("0").rstrip(".") if "." in f"{value:f}" else f"{value:f}"
+    if isinstance(value, (float, decimal.Decimal)):
+        return exact_number(value)  # as stored: no exponent, no commas, no rounding, so it can go back into SQL
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, (bytes, memoryview)):
