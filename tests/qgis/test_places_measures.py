@@ -8,7 +8,10 @@ district's edge must not count as inside it.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyproj
@@ -23,6 +26,7 @@ from tests.support.runs import call_in_thread
 
 GEOD = pyproj.Geod(ellps="GRS80")  # EPSG:25832's ellipsoid
 TO_LONLAT = pyproj.Transformer.from_crs(25832, 4326, always_xy=True)
+REPO = Path(__file__).resolve().parents[2]  # this checkout's plugin, for the fresh process
 
 
 def gpkg_of(project) -> Path:
@@ -105,3 +109,54 @@ def test_roads_touching_a_districts_edge_are_not_counted_inside_it(tool_ctx, dem
     text = find(tool_ctx, demo_project, crs, "Westend")
     for layer in ("roads", "roads_lonlat"):
         assert re.search(rf"\b{layer} {inside}\b", text), (crs, layer, inside, text)
+
+
+POISONED_MEASURE = """
+import sys, threading
+from qgis.core import QgsApplication, QgsCoordinateReferenceSystem, QgsDistanceArea, QgsGeometry, QgsProject
+app = QgsApplication([], False)
+app.initQgis()
+from geogpt_qgis.tools.places.finder import _geometry_label, _metric_crs
+from geogpt_qgis.tools.places.project_layers import ProjectSnapshot
+mercator = QgsCoordinateReferenceSystem("EPSG:3857")
+polygon = QgsGeometry.fromWkt(sys.argv[1])
+def measure_elsewhere():  # another tool's ellipsoidal measure, on a worker thread that then ends
+    measure = QgsDistanceArea()
+    measure.setSourceCrs(mercator, QgsProject.instance().transformContext())
+    measure.setEllipsoid("EPSG:7030")
+    measure.measureArea(polygon)
+for _ in range(2):
+    worker = threading.Thread(target=measure_elsewhere)
+    worker.start()
+    worker.join()
+snap = ProjectSnapshot(mercator, QgsProject.instance().transformContext(), "EPSG:7030")
+print(_geometry_label([polygon], snap))
+centre = polygon.pointOnSurface().asPoint()
+print("distances in", _metric_crs(snap, (centre.x(), centre.y())))
+"""
+
+
+def test_the_area_is_right_after_another_threads_measure_ended(demo_project):
+    """QGIS 3.22 measures NaN from a projected CRS once a worker that measured from it has ended: not here.
+
+    Nor does the hint's UTM zone come from coordinates QGIS then leaves untransformed.
+
+    In a fresh process, so the QGIS state it spoils is not the test session's.
+    """
+    (westend,) = named(demo_project, "districts", "Westend")
+    area = abs(GEOD.geometry_area_perimeter(transform(TO_LONLAT.transform, westend))[0]) / 1e6
+    in_mercator = transform(pyproj.Transformer.from_crs(25832, 3857, always_xy=True).transform, westend)
+    environment = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", POISONED_MEASURE, in_mercator.wkt],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
+    assert done.returncode == 0, done.stderr
+    reported = re.search(r"polygon, ([\d.]+) km²", done.stdout)
+    assert reported, (done.stdout, done.stderr)
+    assert float(reported.group(1)) == pytest.approx(area, abs=0.006)
+    assert "distances in EPSG:32632" in done.stdout  # Westend, at 10°E, is in UTM zone 32

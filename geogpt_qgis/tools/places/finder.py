@@ -17,6 +17,7 @@ the same spot (a database twin, a processing copy) counts once.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,8 +25,6 @@ from typing import Any
 
 from qgis.core import (
     QgsCoordinateReferenceSystem,
-    QgsCoordinateTransform,
-    QgsCsException,
     QgsDataSourceUri,
     QgsDistanceArea,
     QgsFeature,
@@ -406,7 +405,7 @@ def _usage_hint(example: str, at: tuple[float, float] | None, snap: ProjectSnaps
 
     ``aggregate`` returns the place in its own layer's CRS and ``$geometry`` is in the filtered layer's, so
     both are transformed (the place's CRS written literally) into a metric CRS where 2000 means metres.
-    Main thread: it transforms the place's location to find its UTM zone.
+    Main thread, as the other places' measures.
     """
     place_crs = snap.crs.authid()
     metric = _metric_crs(snap, at)
@@ -434,41 +433,74 @@ def _metric_crs(snap: ProjectSnapshot, at: tuple[float, float] | None) -> str:
         and crs.projectionAcronym() not in ("merc", "webmerc")
     ):
         return crs.authid()
-    if at is None:
+    lonlat = _in_lonlat([QgsGeometry.fromPointXY(_point(at))], crs) if at is not None else None
+    if not lonlat:  # a point outside the CRS's area has no zone
         return ""
-    wgs84 = QgsCoordinateReferenceSystem("EPSG:4326")
-    try:
-        lonlat = QgsCoordinateTransform(crs, wgs84, snap.context).transform(_point(at))
-    except QgsCsException:  # a point outside the CRS's area has no zone
+    x, y = lonlat[0].asPoint().x(), lonlat[0].asPoint().y()
+    if not (-180 <= x <= 180 and -90 <= y <= 90):
         return ""
-    zone = min(60, max(1, int((lonlat.x() + 180) // 6) + 1))
-    return f"EPSG:{(32600 if lonlat.y() >= 0 else 32700) + zone}"
+    return f"EPSG:{(32600 if y >= 0 else 32700) + min(60, int((x + 180) // 6) + 1)}"
 
 
-def _measure(snap: ProjectSnapshot) -> QgsDistanceArea | None:
-    """Measures on the ellipsoid (square metres, metres) in any CRS; planar only in a CRS of true metres.
+def _measured(geometries: list[QgsGeometry], snap: ProjectSnapshot, area: bool) -> float | None:
+    """Total area (m²) or length (m) on the ellipsoid, in any CRS; planar only in a CRS of true metres.
 
-    Main thread only: on QGIS 3.22 an ellipsoidal measure on a worker, after another worker thread has
-    ended, returns NaN (its PROJ context is stale).
+    Measured from lon/lat reached through GDAL: on QGIS 3.22, once a worker thread that measured on the
+    ellipsoid from a projected CRS has ended, QGIS's own transforms from that CRS can return NaN or leave
+    coordinates unchanged, on every thread; measuring from EPSG:4326 is not affected.
     """
     measure = QgsDistanceArea()
-    measure.setSourceCrs(snap.crs, snap.context)
+    measure.setSourceCrs(QgsCoordinateReferenceSystem("EPSG:4326"), snap.context)
     if snap.ellipsoid and measure.setEllipsoid(snap.ellipsoid) and measure.willUseEllipsoid():
-        return measure
-    metric = not snap.crs.isGeographic() and snap.crs.mapUnits() == DISTANCE_METERS
-    return measure if metric and snap.crs.projectionAcronym() not in ("merc", "webmerc") else None
+        shapes = _in_lonlat(geometries, snap.crs)
+    else:
+        metric = not snap.crs.isGeographic() and snap.crs.mapUnits() == DISTANCE_METERS
+        if not metric or snap.crs.projectionAcronym() in ("merc", "webmerc"):
+            return None
+        measure = QgsDistanceArea()  # planar, in the CRS's metres
+        measure.setSourceCrs(snap.crs, snap.context)
+        shapes = geometries
+    if shapes is None:
+        return None
+    total = sum(measure.measureArea(g) if area else measure.measureLength(g) for g in shapes)
+    return total if math.isfinite(total) else None
+
+
+def _in_lonlat(geometries: list[QgsGeometry], crs: QgsCoordinateReferenceSystem) -> list[QgsGeometry] | None:
+    """``geometries`` in EPSG:4326 (lon, lat), transformed by GDAL; ``None`` when they cannot be."""
+    from osgeo import ogr, osr
+
+    source, target = osr.SpatialReference(), osr.SpatialReference()
+    found = []
+    try:  # GDAL raises or returns an error code, depending on its exceptions setting
+        if source.SetFromUserInput(crs.authid() or crs.toWkt()) != 0 or target.ImportFromEPSG(4326) != 0:
+            return None
+        for reference in (source, target):
+            reference.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER)
+        transform = osr.CoordinateTransformation(source, target)
+        for geometry in geometries:
+            shape = ogr.CreateGeometryFromWkb(bytes(geometry.asWkb()))
+            if shape is None or shape.Transform(transform) != 0:
+                return None
+            copy = QgsGeometry()
+            copy.fromWkb(shape.ExportToIsoWkb())
+            found.append(copy)
+    except RuntimeError:
+        return None
+    return found
 
 
 def _geometry_label(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> str:
-    """``polygon, 6.35 km²`` (main thread: it measures)."""
+    """``polygon, 6.35 km²`` (main thread: it transforms and measures)."""
     kind = geometries[0].type()
     count = f"{len(geometries)} " if len(geometries) > 1 else ""
-    measure = _measure(snap)
     if kind == QgsWkbTypes.GeometryType.PolygonGeometry:
-        size = f", {sum(measure.measureArea(g) for g in geometries) / 1e6:.2f} km²" if measure else ""
+        area = _measured(geometries, snap, area=True)
+        size = f", {area / 1e6:.2f} km²" if area is not None else ""
         return f"{count}polygon{'s' if count else ''}{size}"
     if kind == QgsWkbTypes.GeometryType.LineGeometry:
-        size = f", {sum(measure.measureLength(g) for g in geometries) / 1000:.2f} km long" if measure else ""
+        length = _measured(geometries, snap, area=False)
+        size = f", {length / 1000:.2f} km long" if length is not None else ""
         return f"{count}line{'s' if count else ''}{size}"
     return f"{count}point{'s' if count else ''}"
 
