@@ -120,9 +120,20 @@ def test_pixels_hidden_by_a_mask_band_are_left_out_everywhere(tools, demo_projec
 def test_a_float32_nodata_that_is_not_exact_in_binary_is_still_nodata_when_sampled(tools, demo_project, tmp_path):
     values = np.full((4, 4), 7.0, np.float32)
     values[0] = 0.1
-    base = _write(tmp_path / "base.tif", values)
-    vrt = gdal.Translate(str(tmp_path / "nodata.vrt"), str(base), format="VRT", noData=0.1)
-    del vrt  # closed: written to disk, the nodata as 16 digits of text
+    _write(tmp_path / "base.tif", values)
+    # The nodata as GDAL 3.6 writes it in a VRT: 16 digits, a double a float32 pixel never equals exactly.
+    (tmp_path / "nodata.vrt").write_text(
+        f"""<VRTDataset rasterXSize="4" rasterYSize="4">
+  <SRS>EPSG:25832</SRS>
+  <GeoTransform>{", ".join(str(v) for v in NORTH_UP)}</GeoTransform>
+  <VRTRasterBand dataType="Float32" band="1">
+    <NoDataValue>0.1000000014901161</NoDataValue>
+    <SimpleSource><SourceFilename relativeToVRT="1">base.tif</SourceFilename><SourceBand>1</SourceBand></SimpleSource>
+  </VRTRasterBand>
+</VRTDataset>
+""",
+        encoding="utf-8",
+    )
     reopened = gdal.Open(str(tmp_path / "nodata.vrt"))
     nodata = reopened.GetRasterBand(1).GetNoDataValue()
     reopened = None
