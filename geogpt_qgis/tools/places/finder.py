@@ -473,7 +473,8 @@ def _in_lonlat(geometries: list[QgsGeometry], crs: QgsCoordinateReferenceSystem)
     source, target = osr.SpatialReference(), osr.SpatialReference()
     found = []
     try:  # GDAL raises or returns an error code, depending on its exceptions setting
-        if source.SetFromUserInput(crs.authid() or crs.toWkt()) != 0 or target.ImportFromEPSG(4326) != 0:
+        known = crs.authid() and not crs.authid().upper().startswith("USER:")
+        if source.SetFromUserInput(crs.authid() if known else crs.toWkt()) != 0 or target.ImportFromEPSG(4326) != 0:
             return None
         for reference in (source, target):
             reference.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER)
