@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qgis.core import (
+    QgsEllipsoidUtils,
     QgsExpression,
     QgsExpressionContext,
     QgsExpressionContextUtils,
@@ -187,8 +188,24 @@ class VectorReadPlan:
     primary_key_indexes: list[int]
 
 
+def ellipsoid_made_here(ellipsoid: str) -> None:
+    """Build ``ellipsoid`` (what ``$area``/``$length`` and expression fields measure on) here, on the main thread.
+
+    QGIS 3.22 caches an ellipsoid with a CRS built on the thread that first asks
+    for it.  First asked by a read on a tool call's thread (a filter with
+    ``$area``, any layer with an expression field), it died with that thread:
+    every later measure on that ellipsoid, the project's own included, was NaN
+    (headless, where no map canvas had asked for it first).
+    """
+    if ellipsoid and ellipsoid.upper() != "NONE":
+        QgsEllipsoidUtils.ellipsoidParameters(ellipsoid)
+
+
 def plan_vector_read(layer: QgsVectorLayer) -> VectorReadPlan:
     """Snapshot a layer for reading off the main thread (call on the main thread)."""
+    for project in (QgsProject.instance(), layer.project()):  # the worker's read measures expression fields on it
+        if project is not None:
+            ellipsoid_made_here(project.ellipsoid())
     fields = layer.fields()
     return VectorReadPlan(
         layer_id=layer.id(),

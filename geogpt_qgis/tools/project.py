@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from qgis.core import (
     QgsCoordinateTransform,
-    QgsEllipsoidUtils,
     QgsExpression,
     QgsExpressionContext,
     QgsExpressionContextUtils,
@@ -36,6 +35,7 @@ from geogpt_qgis.tools.layers import (
     collect_matching_ids,
     crs_details,
     crs_label,
+    ellipsoid_made_here,
     feature_count_label,
     format_extent,
     geometry_label,
@@ -425,25 +425,12 @@ def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = Fal
             )
     context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(vector))
     check_evaluates(vector, parsed, "the expression", context)
-    _ellipsoid_made_here(context)
+    ellipsoid_made_here(str(context.variable("project_ellipsoid") or ""))  # $area read off the main thread
     request = QgsFeatureRequest(QgsExpression(expression))
     request.setExpressionContext(context)
     if not parsed.needsGeometry():
         request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
     return request
-
-
-def _ellipsoid_made_here(context: QgsExpressionContext) -> None:
-    """Build the project's ellipsoid (what ``$area``/``$length`` measure on) here, on the main thread.
-
-    QGIS 3.22 caches an ellipsoid with a CRS built on the thread that first asks
-    for it.  First asked by a filter read on a tool call's thread, it died with
-    that thread: every later measure on that ellipsoid, the project's own
-    included, was NaN (headless, where no map canvas had asked for it first).
-    """
-    ellipsoid = str(context.variable("project_ellipsoid") or "")
-    if ellipsoid and ellipsoid.upper() != "NONE":
-        QgsEllipsoidUtils.ellipsoidParameters(ellipsoid)
 
 
 def feature_count_label_from(count: int) -> str:

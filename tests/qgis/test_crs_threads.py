@@ -3,11 +3,12 @@
 QGIS 3.22 ties a CRS's PROJ object to the thread that first built it, and
 caches some objects process-wide where they were first asked for.  When the
 tool call's thread ends, what it built first is broken for everyone.  A
-filter with ``$area`` read on the call's thread asked first for the project's
-ellipsoid: afterwards every measure on that ellipsoid, the project's own
-included, was NaN.  Headless (the CLI, the MCP server) nothing else asks for
-it first; in the test process pytest-qgis's map canvas does, which hides the
-fault, so each case runs in a fresh QGIS without a canvas, as the CLI does.
+filter with ``$area``, or any layer with an expression field, read on the
+call's thread asked first for the project's ellipsoid: afterwards every
+measure on that ellipsoid, the project's own included, was NaN.  Headless
+(the CLI, the MCP server) nothing else asks for it first; in the test process
+pytest-qgis's map canvas does, which hides the fault, so each case runs in a
+fresh QGIS without a canvas, as the CLI does.
 Checked against pyproj.
 """
 
@@ -27,7 +28,7 @@ from tests.support.runs import REPO
 LINE = ((500_000.0, 6_000_000.0), (501_000.0, 6_000_400.0))  # EPSG:25832, the demo project's CRS
 
 # A fresh headless QGIS (no canvas, like `python -m geogpt_qgis ask`): the demo project with the ellipsoid
-# argv[2], one call of ProjectTools.<argv[1]> on a thread that ends, then a measure on the main thread.
+# argv[2], one read of the parks (argv[1]) on a thread that ends, then a measure on the main thread.
 SCRIPT = """
 import json, sys, tempfile
 from pathlib import Path
@@ -51,6 +52,12 @@ tools = ProjectTools(ToolContext(project=project, bridge=MainThreadBridge(), ifa
 expression = '"fid" > 1 AND $area > 0'
 if tool == "read_features":
     text = str(call_in_thread(tools.read_features, "parks", ["name"], expression, 5))
+elif tool == "expression_field":  # no filter: the worker's read computes the field, measuring on the ellipsoid
+    from qgis.core import QgsField
+    from qgis.PyQt.QtCore import QVariant
+    parks = project.mapLayersByName("parks")[0]
+    parks.addExpressionField('"fid" * 2', QgsField("double_fid", QVariant.Int))
+    text = str(call_in_thread(tools.read_features, "parks", ["name", "double_fid"], "", 5))
 else:
     text = str(call_in_thread(tools.select_features, "parks", expression))
     parks = project.mapLayersByName("parks")[0]
@@ -89,12 +96,18 @@ def _pyproj_length(ellps: str) -> float:
 
 @pytest.mark.parametrize(
     ("tool", "ellipsoid", "ellps"),
-    [("read_features", "EPSG:7004", "bessel"), ("select_features", "EPSG:7022", "intl")],
+    [
+        ("read_features", "EPSG:7004", "bessel"),
+        ("select_features", "EPSG:7022", "intl"),
+        ("expression_field", "EPSG:7043", "WGS72"),
+    ],
 )
-def test_a_filter_measuring_areas_leaves_the_projects_ellipsoid_working(tool, ellipsoid, ellps):
+def test_a_read_on_a_tool_thread_leaves_the_projects_ellipsoid_working(tool, ellipsoid, ellps):
     found = _run(tool, ellipsoid)
     if tool == "read_features":
         assert "Elva Meadows" in found["text"] and "Town Park" not in found["text"], found["text"]
+    elif tool == "expression_field":
+        assert "| Elva Meadows | 4 |" in found["text"], found["text"]
     else:
         selected, total = map(int, found["text"].rsplit("selected=", 1)[1].split(" of "))
         assert selected == total - 1 > 0, found["text"]
