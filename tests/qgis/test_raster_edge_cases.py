@@ -32,7 +32,8 @@ def tools(tool_ctx) -> ProjectTools:
     return ProjectTools(tool_ctx)
 
 
-def _write(path: Path, array: np.ndarray, geotransform=NORTH_UP, nodata=None, kind=gdal.GDT_Float32) -> Path:
+def _write(path: Path, array: np.ndarray, geotransform=NORTH_UP, nodata=None, kind=gdal.GDT_Float32, mask=None) -> Path:
+    """A one-band GeoTIFF in EPSG:25832; ``mask`` (0 hides a pixel) becomes its GDAL mask band."""
     dataset = gdal.GetDriverByName("GTiff").Create(str(path), array.shape[1], array.shape[0], 1, kind)
     dataset.SetGeoTransform(geotransform)
     srs = osr.SpatialReference()
@@ -42,8 +43,21 @@ def _write(path: Path, array: np.ndarray, geotransform=NORTH_UP, nodata=None, ki
     if nodata is not None:
         band.SetNoDataValue(nodata)
     band.WriteArray(array)
+    if mask is not None:
+        dataset.CreateMaskBand(gdal.GMF_PER_DATASET)
+        band.GetMaskBand().WriteArray(mask)
     dataset = None
     return path
+
+
+def _zones(project, name: str, rectangle: QgsRectangle) -> None:
+    """A memory layer of one rectangular zone called "z"."""
+    zones = QgsVectorLayer("Polygon?crs=EPSG:25832&field=name:string", name, "memory")
+    feature = QgsFeature(zones.fields())
+    feature.setGeometry(QgsGeometry.fromRect(rectangle))
+    feature["name"] = "z"
+    zones.dataProvider().addFeatures([feature])
+    project.addMapLayer(zones)
 
 
 def _add(project, path: Path, name: str) -> QgsRasterLayer:
@@ -87,18 +101,9 @@ def test_a_large_raster_with_averaged_overviews_shows_only_classes_the_data_has(
 
 def test_pixels_hidden_by_a_mask_band_are_left_out_everywhere(tools, demo_project, tmp_path):
     values = np.arange(100, dtype=np.float32).reshape(10, 10)
-    path = tmp_path / "masked.tif"
-    dataset = gdal.GetDriverByName("GTiff").Create(str(path), 10, 10, 1, gdal.GDT_Float32)
-    dataset.SetGeoTransform(NORTH_UP)
-    srs = osr.SpatialReference()
-    srs.ImportFromEPSG(25832)
-    dataset.SetProjection(srs.ExportToWkt())
-    dataset.GetRasterBand(1).WriteArray(values)
-    dataset.CreateMaskBand(gdal.GMF_PER_DATASET)
     mask = np.full((10, 10), 255, np.uint8)
     mask[:, :5] = 0  # the western half is hidden
-    dataset.GetRasterBand(1).GetMaskBand().WriteArray(mask)
-    dataset = None
+    path = _write(tmp_path / "masked.tif", values, mask=mask)
     layer = _add(demo_project, path, "masked")
 
     text = call_in_thread(tools.describe_layer, "masked")
@@ -152,12 +157,7 @@ def test_a_rotated_grid_is_refused_for_zonal_summaries_with_the_remedy(tools, de
     rotated = (500_000.0, 8.66, -5.0, 6_600_000.0, -5.0, -8.66)  # 30 degrees
     _write(tmp_path / "rotated.tif", np.ones((20, 20), np.float32), geotransform=rotated)
     _add(demo_project, tmp_path / "rotated.tif", "rotated")
-    zones = QgsVectorLayer("Polygon?crs=EPSG:25832&field=name:string", "rot_zones", "memory")
-    feature = QgsFeature(zones.fields())
-    feature.setGeometry(QgsGeometry.fromRect(QgsRectangle(499_950, 6_599_850, 500_050, 6_599_950)))
-    feature["name"] = "z"
-    zones.dataProvider().addFeatures([feature])
-    demo_project.addMapLayer(zones)
+    _zones(demo_project, "rot_zones", QgsRectangle(499_950, 6_599_850, 500_050, 6_599_950))
     layers_before = set(demo_project.mapLayers())
     with pytest.raises(ToolError, match=r"rotated grid.*gdal:warpreproject"):
         call_in_thread(tools.describe_layer, "rotated", "rot_zones")
@@ -181,30 +181,16 @@ def test_zonal_class_counts_leave_out_pixels_hidden_by_the_mask(tools, demo_proj
     from qgis.PyQt.QtGui import QColor
 
     classes = np.where(np.arange(100).reshape(10, 10) % 10 < 5, 2, 3).astype(np.uint8)  # west 2, east 3
-    path = tmp_path / "cover_masked.tif"
-    dataset = gdal.GetDriverByName("GTiff").Create(str(path), 10, 10, 1, gdal.GDT_Byte)
-    dataset.SetGeoTransform(NORTH_UP)
-    srs = osr.SpatialReference()
-    srs.ImportFromEPSG(25832)
-    dataset.SetProjection(srs.ExportToWkt())
-    dataset.GetRasterBand(1).WriteArray(classes)
-    dataset.CreateMaskBand(gdal.GMF_PER_DATASET)
     mask = np.full((10, 10), 255, np.uint8)
     mask[:, :5] = 0  # hides every class-2 pixel
-    dataset.GetRasterBand(1).GetMaskBand().WriteArray(mask)
-    dataset = None
+    path = _write(tmp_path / "cover_masked.tif", classes, kind=gdal.GDT_Byte, mask=mask)
     layer = _add(demo_project, path, "cover_masked")
     palette = [QgsPalettedRasterRenderer.Class(v, QColor(40 * v, 90, 90), f"class {v}") for v in (2, 3)]
     layer.setRenderer(QgsPalettedRasterRenderer(layer.dataProvider(), 1, palette))
-    zones = QgsVectorLayer("Polygon?crs=EPSG:25832&field=name:string", "mask_zones", "memory")
-    feature = QgsFeature(zones.fields())
-    feature.setGeometry(QgsGeometry.fromRect(QgsRectangle(500_000, 6_599_900, 500_100, 6_600_000)))
-    feature["name"] = "all"
-    zones.dataProvider().addFeatures([feature])
-    demo_project.addMapLayer(zones)
+    _zones(demo_project, "mask_zones", QgsRectangle(500_000, 6_599_900, 500_100, 6_600_000))
 
     text = call_in_thread(tools.describe_layer, "cover_masked", "mask_zones")
-    line = next(row for row in text.splitlines() if row.startswith("| all |"))
+    line = next(row for row in text.splitlines() if row.startswith("| z |"))
     shown = classes[mask == 255]  # numpy: only class 3 is left, 50 pixels of 100 m2
     hectares = (shown == 3).sum() * 100 / 10_000
     assert f"3 class 3 100.0% {hectares:.4g} ha" in line and "class 2" not in line, line
