@@ -286,6 +286,9 @@ def _layer_effects(value: Any, project: QgsProject | None, trusted_file: FileTru
             found.append(Found(Effect.READ_PRIVATE, f"file {file}", why))
         else:
             found.append(Found(Effect.READ, _layer_label(text, project)))
+        if layer is None and file is None:
+            # Text beside the layers (a vector-tile layer's filterExpression...) may be evaluated: checked as one.
+            found += _expression_effects("a layer's expression", text)
     return found
 
 
