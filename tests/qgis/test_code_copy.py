@@ -9,7 +9,7 @@ its own too (Qt-free).
 from __future__ import annotations
 
 from qgis.PyQt import sip
-from qgis.PyQt.QtCore import QPoint, Qt
+from qgis.PyQt.QtCore import QEvent, QPoint, Qt
 from qgis.PyQt.QtGui import QTextCursor
 from qgis.PyQt.QtTest import QTest
 from qgis.PyQt.QtWidgets import QApplication
@@ -63,7 +63,13 @@ def test_copy_puts_each_blocks_code_on_the_clipboard_streamed_and_reopened(panel
     assert streamed.source_text == ANSWER and "DB Manager" in streamed.toPlainText()  # the view was not navigated
 
     panel.view.open_conversation(panel.runs.thread_id())
-    wait_until(lambda: sip.isdeleted(streamed) and len(answer_views(panel)) == 1, 20)
+
+    def reopened_alone() -> bool:
+        # The cleared items go by deleteLater: outside a running event loop only an explicit flush deletes them.
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        return sip.isdeleted(streamed) and len(answer_views(panel)) == 1
+
+    wait_until(reopened_alone, 20)
     [reopened] = answer_views(panel)
     assert click_copies(reopened) == [SQL, PYTHON]
     assert reopened.toHtml() == html
