@@ -150,10 +150,9 @@ prepare() {
         if [ -d /mnt/host-ca ]; then
             rsync -a --delete /mnt/host-ca/ /usr/local/share/ca-certificates/ && update-ca-certificates >/dev/null
         fi
-        mkdir -p $SRC && rsync -a --delete --exclude=/.git --exclude=/.venv --exclude=/.stamps \
-            --exclude=/.qgis-settings --exclude=/.qgis-profile --exclude=__pycache__ --exclude=.pytest_cache \
-            --exclude=.ruff_cache --exclude='/demo/*.gpkg*' --exclude='/demo/*.qgz' --exclude=/dist --exclude=/build \
-            --exclude=/bench/results.json --exclude=/evals/results.json /mnt/src/ $SRC/
+        # What git ignores is never copied: it is made by a set-up (the host's may be running beside this one)
+        # and the chroot makes its own, which --delete leaves in place.
+        mkdir -p $SRC && rsync -a --delete --exclude=/.git --filter=':- .gitignore' /mnt/src/ $SRC/
         cd $SRC
         # What make test needs before pytest, less lint (the same on every version): setup, and the model server.
         make setup
