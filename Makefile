@@ -16,7 +16,7 @@ MCP_INSPECTOR_VERSION := 2.12.0
 MCP_INSPECTOR := tools/mcp-inspector/node_modules/.bin/mcp-inspector
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: help system setup demo postgis llama test test-unit test-matrix fuzz eval eval-real bench bench-quick lint run screenshot package translations clean
+.PHONY: help system setup demo postgis llama test test-unit test-matrix fuzz eval eval-real bench bench-quick lint docs run screenshot package translations clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -134,6 +134,11 @@ lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, myp
 	$(PYTHON) -m mypy
 	$(PYTHON) -m bandit -q -r geogpt_qgis --severity-level high
 	$(PYTHON) scripts/qt6_checker.py check --python $(QT6_PYTHON) --checker $(QT6_CHECKER) geogpt_qgis tests bench evals scripts
+	$(MAKE) --no-print-directory docs
+
+# The user guide (mkdocs.yml, docs/): strict, offline; tables from bench/results.json and evals/*.json if present.
+docs: $(STAMPS)/python-deps  ## the user guide, built into build/docs (strict: a warning fails; nothing fetched)
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --quiet
 
 run: setup  ## start QGIS with the plugin, the demo project and the chat dock
 	$(PYTHON) scripts/plugin_dist.py install --profiles-path $(PROFILES) --profile geogpt
