@@ -3,7 +3,8 @@
 A tool answers with two things (``ToolResult``): the short text the model
 reads, and a ``ToolArtifact`` naming the layers, tables and collections it
 read, the algorithm it ran, the layers it added, the features it selected and
-the chart it drew.  Everything downstream reads the artifact; nothing parses
+the chart it drew, and the figures it measured (value, unit, method:
+``core.figures``).  Everything downstream reads the artifact; nothing parses
 the text, so the text can be worded for the model alone.  Artifacts travel as
 ``ToolMessage.artifact`` (LangChain's ``content_and_artifact``), stored with
 the conversation as a plain JSON dict (``to_dict``/``from_dict``: a stored
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.core.text import short
 
 
@@ -49,6 +51,7 @@ class ToolArtifact:
     selected: tuple[Selection, ...] = ()
     chart: str = ""  # the PNG a chart was saved as
     files: tuple[str, ...] = ()  # files a call wrote for the user (an exported map), absolute paths
+    figures: tuple[Figure, ...] = ()  # measures it reported, with unit and method
 
     @property
     def empty(self) -> bool:
@@ -69,6 +72,7 @@ class ToolArtifact:
             "selected": [{"layer": s.layer, "count": s.count} for s in self.selected],
             "chart": self.chart,
             "files": list(self.files),
+            "figures": [figure.to_dict() for figure in self.figures],
         }
         return {key: value for key, value in data.items() if value}
 
@@ -94,6 +98,9 @@ class ToolArtifact:
             ),
             chart=str(data.get("chart") or ""),
             files=_texts(data.get("files")),
+            figures=tuple(
+                figure for item in _mappings(data.get("figures")) if (figure := Figure.from_dict(item)) is not None
+            ),
         )
 
 
@@ -139,6 +146,7 @@ def merged(artifacts: Iterable[ToolArtifact]) -> ToolArtifact:
         selected=_unique(x for a in parts for x in a.selected),
         chart=next((a.chart for a in parts if a.chart), ""),
         files=_unique(x for a in parts for x in a.files),
+        figures=_unique(x for a in parts for x in a.figures),
     )
 
 

@@ -23,6 +23,7 @@ from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
 from geogpt_qgis.core.artifacts import Selection, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.field_stats import summarize_fields
+from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.numbers import exact_number
 from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, quoted, short
@@ -47,6 +48,13 @@ from geogpt_qgis.tools.layers import (
     read_sample,
     resolve_layer,
     resolve_vector_layer,
+)
+from geogpt_qgis.tools.measures import (
+    ellipsoid_scope,
+    field_units,
+    has_ellipsoid,
+    header_with_unit,
+    measuring_ellipsoid,
 )
 from geogpt_qgis.tools.processing.nearest_check import distance_limit_notes
 from geogpt_qgis.tools.raster_sample import plan_sample, read_samples
@@ -182,12 +190,13 @@ class ProjectTools(ToolFamily):
         """
         limit = max(1, min(int(limit), MAX_READ_ROWS))
         approved = approval_granted()  # read here: the decision lives in this call's context
-        plan, request, columns = self.ctx.on_main(self._prepare_read, layer, fields or [], expression, approved)
+        plan, request, columns, units = self.ctx.on_main(self._prepare_read, layer, fields or [], expression, approved)
         request.setLimit(limit + 1)
         rows = read_rows(plan, request, columns, self.ctx.cancel)
         more = len(rows) > limit
         rows = rows[:limit]
-        read = ToolArtifact(layers=(plan.layer_name,))
+        figures = tuple(units[name] for name in columns if name in units)
+        read = ToolArtifact(layers=(plan.layer_name,), figures=figures)
         if not rows:
             where = f" where {expression}." if expression else "."
             return ToolResult(f"No features in {plan.layer_name!r}{where}", read)
@@ -198,11 +207,14 @@ class ProjectTools(ToolFamily):
             head = f"All {len(rows)} features of {plan.layer_name!r}{where}:"
         else:
             head = f"All {len(rows)} of {feature_count_label_from(plan.feature_count)} features of {plan.layer_name!r}:"
-        return ToolResult(head + "\n" + markdown_table(columns, [[_cell(v) for v in row] for row in rows]), read)
+        headers = [header_with_unit(name, units.get(name)) for name in columns]
+        warnings = [f"\nNote: {figure.label}" for figure in figures if figure.warning]
+        table = markdown_table(headers, [[_cell(v) for v in row] for row in rows])
+        return ToolResult(head + "\n" + table + "".join(warnings), read)
 
     def _prepare_read(
         self, ref: str, fields: list[str], expression: str, approved: bool = False
-    ) -> tuple[VectorReadPlan, QgsFeatureRequest, list[str]]:
+    ) -> tuple[VectorReadPlan, QgsFeatureRequest, list[str], dict[str, Figure]]:
         vector = resolve_vector_layer(self.ctx.project, ref)
         names = vector.fields().names()
         for name in fields:
@@ -217,7 +229,7 @@ class ProjectTools(ToolFamily):
             request = QgsFeatureRequest()
             request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
             request.setSubsetOfAttributes(columns, vector.fields())
-        return plan_vector_read(vector), request, columns
+        return plan_vector_read(vector), request, columns, field_units(vector)
 
     # -- selection ---------------------------------------------------------
     def preview_select_features(self, layer: str, expression: str) -> ApprovalRequest | None:
@@ -424,6 +436,9 @@ def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = Fal
                 + " (quote field names with double quotes, text values with single quotes)"
             )
     context = QgsExpressionContext(QgsExpressionContextUtils.globalProjectLayerScopes(vector))
+    if not has_ellipsoid(str(context.variable("project_ellipsoid") or "")):
+        # A project without an ellipsoid: $area would be planar (square degrees scaled to m²); measure on the datum's.
+        context.appendScope(ellipsoid_scope(measuring_ellipsoid("", vector.crs())))
     check_evaluates(vector, parsed, "the expression", context)
     ellipsoid_made_here(str(context.variable("project_ellipsoid") or ""))  # $area read off the main thread
     request = QgsFeatureRequest(QgsExpression(expression))

@@ -206,11 +206,12 @@ def test_statistics_reach_the_model_in_plain_decimals(tools, demo_project, gpkg)
     run(
         tools,
         "native:fieldcalculator",
-        {"INPUT": "districts", "FIELD_NAME": "area_m2", "FIELD_TYPE": 0, "FORMULA": "$area"},
+        # Planar in the UTM CRS (shapely's figure); $area is ellipsoidal (tests/qgis/test_figures_measures.py).
+        {"INPUT": "districts", "FIELD_NAME": "area_m2", "FIELD_TYPE": 0, "FORMULA": "area($geometry)"},
         "districts_area",
     )
     result = run(tools, "qgis:basicstatisticsforfields", {"INPUT_LAYER": "districts_area", "FIELD_NAME": "area_m2"})
     total = sum(geom.area for _, _, geom in read_layer(gpkg, "districts"))
     assert total > 1e6  # big enough that :g would have written it with an exponent
-    assert f"SUM={plain_number(total)}" in result
+    assert f"SUM={plain_number(total)} m² (planar in EPSG:25832)" in result
     assert "e+" not in result

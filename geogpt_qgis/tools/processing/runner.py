@@ -52,9 +52,17 @@ from geogpt_qgis.tools.layers import (
     ordered_layers,
     python_value,
 )
+from geogpt_qgis.tools.measures import record_field_units
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
 from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, FLAG_NO_THREADING, has_flag
 from geogpt_qgis.tools.processing.describe import find_algorithm, renamed_note
+from geogpt_qgis.tools.processing.measure_notes import (
+    RunMeasures,
+    first_layer_crs,
+    plan_measures,
+    statistic_figures,
+    with_unit,
+)
 from geogpt_qgis.tools.processing.naming import slug, suggest_name, unique_name
 from geogpt_qgis.tools.processing.nearest_check import distance_limit_notes
 from geogpt_qgis.tools.processing.output_checks import check_layer, check_reprojection
@@ -92,6 +100,7 @@ class RunPlan:
     context: QgsProcessingContext
     feedback: QgsProcessingFeedback
     keep: list[Any] = field(default_factory=list)  # algorithm instances, released on the main thread
+    measures: RunMeasures = field(default_factory=RunMeasures)  # units and methods of what it measures
     run_token: CancelToken | None = None  # the agent run the call belongs to (read on the calling thread)
 
 
@@ -120,7 +129,8 @@ class ProcessingRunner:
                     self._take_layer, plan, results["OUTPUT"], reprojection.layer_id
                 )
             results = self._execute(plan, *self._own_sample_or_call(plan))
-            self.ctx.on_main(self._check_outputs, plan, results)  # before anything is stored or added
+            # Before anything is stored or added; a difference the check cannot attribute is a note.
+            plan.prepared.notes += self.ctx.on_main(self._check_outputs, plan, results)
             results = self._keep_outputs(plan, results, output_name)
             results, copies = self._keep_rasters(plan, results, output_name)
             try:
@@ -260,7 +270,12 @@ class ProcessingRunner:
         expression_context.appendScope(QgsExpressionContextUtils.globalScope())
         expression_context.appendScope(QgsExpressionContextUtils.projectScope(self.ctx.project))
         context.setExpressionContext(expression_context)
-        return RunPlan(algorithm.id(), prepared, context, QgsProcessingFeedback())
+        reprojected = {r.parameter: r.target for r in prepared.reprojections}
+        crs = first_layer_crs(prepared.values, self.ctx.project, reprojected)
+        # $area is ellipsoidal even in a project without an ellipsoid; every measure says its unit.
+        measures = plan_measures(algorithm, prepared.values, self.ctx.project, context, crs)
+        prepared.notes += measures.notes()
+        return RunPlan(algorithm.id(), prepared, context, QgsProcessingFeedback(), measures=measures)
 
     def _take_layer(self, plan: RunPlan, layer_id: str, source_id: str) -> QgsMapLayer:
         layer = plan.context.takeResultLayer(layer_id)
@@ -269,15 +284,26 @@ class ProcessingRunner:
         plan.keep.append(layer)
         source = self.ctx.project.mapLayer(source_id)
         if source is not None:
-            check_reprojection(source.crs(), source.extent(), layer, f"the reprojected copy of {source.name()!r}")
+            plan.prepared.notes += check_reprojection(
+                source.crs(),
+                source.extent(),
+                layer,
+                f"the reprojected copy of {source.name()!r}",
+                self.ctx.project.transformContext(),
+            )
         return layer
 
-    def _check_outputs(self, plan: RunPlan, results: dict[str, Any]) -> None:
-        """Every new output layer's coordinates fit its CRS; a reprojection's lie where PROJ puts its input."""
+    def _check_outputs(self, plan: RunPlan, results: dict[str, Any]) -> list[str]:
+        """Every new output layer's coordinates fit its CRS; a reprojection's lie where QGIS's operation puts its input.
+
+        Returns notes (a difference a check cannot attribute keeps the result and is said).
+        """
         algorithm = find_algorithm(plan.algorithm_id)
         values = plan.prepared.values
         source = values.get("INPUT")
         source = self.ctx.project.mapLayer(source) if isinstance(source, str) else source
+        operation = values.get("OPERATION") if plan.algorithm_id == REPROJECT else ""
+        notes: list[str] = []
         for definition in algorithm.parameterDefinitions():
             value = results.get(definition.name()) if definition.isDestination() else None
             if not isinstance(value, str) or not value or self.ctx.project.mapLayer(value) is not None:
@@ -288,9 +314,17 @@ class ProcessingRunner:
             plan.keep.append(layer)
             what = f"the {definition.name()} layer of {plan.algorithm_id}"
             if plan.algorithm_id in REPROJECTIONS and isinstance(source, QgsMapLayer):
-                check_reprojection(source.crs(), source.extent(), layer, what)
+                notes += check_reprojection(
+                    source.crs(),
+                    source.extent(),
+                    layer,
+                    what,
+                    plan.context.transformContext(),
+                    operation if isinstance(operation, str) else "",
+                )
             else:
                 check_layer(layer, what)
+        return notes
 
     def _prepare(self, plan: RunPlan, algorithm_id: str, values: dict[str, Any]) -> QgsProcessingAlgorithm:
         algorithm = QgsApplication.processingRegistry().createAlgorithmById(algorithm_id)
@@ -350,6 +384,9 @@ class ProcessingRunner:
                 taken.add(layer_name)
                 if isinstance(output, QgsVectorLayer):
                     style_result(output)  # see-through: the source and its selection stay readable under it
+                if index == 0 and isinstance(output, QgsVectorLayer):
+                    names = set(output.fields().names())
+                    record_field_units(output, {k: v for k, v in plan.measures.fields.items() if k in names})
                 self.ctx.project.addMapLayer(output)
                 added.append(output)
                 lines.append(f"{name}: added layer {summarise_layer(output)}")
@@ -358,6 +395,7 @@ class ProcessingRunner:
         lines += self._group_steps(plan, added)
         values = []
         selected: list[Selection] = []
+        statistics = statistic_figures(prepared.values, results, self.ctx.project)
         for key, value in sorted(results.items()):
             if key in destinations:
                 continue
@@ -367,11 +405,14 @@ class ProcessingRunner:
                 if isinstance(layer, QgsVectorLayer):  # a selection algorithm: the layer's selection as it left it
                     selected.append(Selection(layer.name(), layer.selectedFeatureCount()))
             else:
-                values.append(f"{key}={_short_value(value)}")
+                values.append(f"{key}={_short_value(value)}{with_unit(statistics.get(key))}")
         if values:
             lines.append("Values: " + "; ".join(values))
         made = tuple(AddedLayer(layer.name(), layer.id()) for layer in added)
-        return ToolResult(truncate("\n".join(lines)), ToolArtifact(added=made, selected=tuple(selected)))
+        figures = (*plan.measures.figures, *statistics.values())
+        return ToolResult(
+            truncate("\n".join(lines)), ToolArtifact(added=made, selected=tuple(selected), figures=figures)
+        )
 
     def _group_steps(self, plan: RunPlan, added: list[QgsMapLayer]) -> list[str]:
         """Layers an earlier step of this run made and this step used go into a hidden group below the result."""
