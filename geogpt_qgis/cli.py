@@ -5,9 +5,11 @@ streams to stdout, tool steps and notices to stderr, and the project is saved
 with any result layers when ``--save`` is given.  The exit status is 0 when
 the run finished, 1 when it failed (the reason is printed), 2 for bad
 arguments or an unreadable project, 130 when interrupted.  No one is there
-to approve a risky step (code, data changes, file writes), so ``--approval``
-decides them all: ``never`` (the default) refuses them and the model is told
-why; ``trust`` lets them run.  With ``--store`` the conversation is kept (and
+to click Approve on a risky step (code, data changes, file writes), so
+``--approval`` decides them: ``never`` (the default) refuses them and the model
+is told why; ``trust`` lets them run; ``ask`` prints each step's preview on the
+terminal and reads y / n / always (``cli_approval``), and without a terminal on
+standard input it says so and refuses them, as ``never`` does.  With ``--store`` the conversation is kept (and
 ``--conversation`` continues one), as the dock keeps its own.  An
 OpenAI-compatible server that is not on this machine or its network needs an
 API key: when none can be read the command says so and exits 2 (a local
@@ -20,6 +22,7 @@ scrubbed of known secrets (``core.secrets_scrub``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import logging
 import os
@@ -32,20 +35,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
-from geogpt_qgis.core.approval import POLICY_NEVER, POLICY_TRUST
-from geogpt_qgis.core.events import Notice, ReasoningDelta, RunFinished, TextDelta, ToolFinished, ToolStarted
+from geogpt_qgis.core.approval import POLICY_ASK, POLICY_NEVER, POLICY_TRUST, ApprovalRequest
+from geogpt_qgis.core.events import (
+    ApprovalRequested,
+    Notice,
+    ReasoningDelta,
+    RunFinished,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
 from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.text import format_arguments
 from geogpt_qgis.toolbelt.log import logger
 from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA, PROVIDERS
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from qgis.core import QgsProject
     from qgis.PyQt.QtCore import QTimer
 
     from geogpt_qgis.agent.config import ModelConfig
+    from geogpt_qgis.cli_approval import TerminalApprover
     from geogpt_qgis.tools.result_store import ResultStore
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -72,9 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--context-limit", type=int, help="most tokens of context to use (num_ctx cap)")
     ask.add_argument(
         "--approval",
-        choices=(POLICY_NEVER, POLICY_TRUST),
+        choices=(POLICY_NEVER, POLICY_ASK, POLICY_TRUST),
         default=POLICY_NEVER,
-        help="steps that change data or run code: never run them (default), or trust this question with them",
+        help="steps that change data or run code: never run them (default), ask at the terminal "
+        "(y / n / always for that tool), or trust this question with them",
     )
     ask.add_argument(
         "--store",
@@ -135,6 +148,7 @@ class ConsoleRenderer:
         self.out, self.err, self.quiet = out, err, quiet
         self.status: str | None = None
         self.error: str | None = None
+        self.pending: ApprovalRequest | None = None  # the step a paused run waits on
         self._thinking = False
 
     def __call__(self, _run_id: int, event: object) -> None:
@@ -151,9 +165,12 @@ class ConsoleRenderer:
             self.err.write(f"  {mark} {event.seconds:.2f} s  {first[:200]}\n")
         elif isinstance(event, Notice):
             self.err.write(f"\n[{event.level}] {event.text}\n")
+        elif isinstance(event, ApprovalRequested):
+            self.pending = ApprovalRequest.from_dict(event.request)
         elif isinstance(event, RunFinished):
             self.status, self.error = event.status, event.error
-            self.out.write("\n")
+            if event.status != "paused":  # a paused run goes on after the approval: the answer is not over
+                self.out.write("\n")
             self.out.flush()
         self.err.flush()
 
@@ -297,27 +314,41 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         worker.set_thread(args.conversation)
     renderer = ConsoleRenderer(out, err, quiet=args.quiet)
     loop = QEventLoop()
+    policy, approver = _approval_front(args.approval, err)
+    run = [0]  # the run under way: the question's, then each one resumed after an answer
 
     def on_event(run_id: int, event: object) -> None:
+        if run_id != run[0]:
+            return
         renderer(run_id, event)
         if renderer.status is not None:
             loop.quit()
 
     worker.event.connect(on_event)
-    # No one can answer an approval card here: the policy decides every gated step.
-    run_id = worker.submit(args.question, config, args.approval)
-    ctrl_c = CtrlC(lambda: worker.cancel(run_id))
+    run[0] = worker.submit(args.question, config, policy)
+    ctrl_c = CtrlC(lambda: worker.cancel(run[0]))
     timed_out: list[bool] = []
+    stopped_at_question = False  # Ctrl+C while the terminal asked
 
     def time_out() -> None:
         timed_out.append(True)
-        worker.cancel(run_id)
+        worker.cancel(run[0])
 
-    deadline = _deadline(args.timeout, time_out, loop.quit)
-    try:
+    def wait() -> None:
         if renderer.status is None:
             with ctrl_c:
                 loop.exec()
+
+    def resume(decision: dict[str, Any]) -> None:
+        run[0] = worker.resume(decision, config)
+
+    def go_on() -> bool:  # not after Ctrl+C or the deadline
+        return not (ctrl_c.pressed or timed_out)
+
+    deadline = _deadline(args.timeout, time_out, loop.quit)
+    try:
+        wait()
+        stopped_at_question = _answer_approvals(renderer, approver, wait, resume, go_on, deadline, err)
     finally:
         for timer in deadline:
             timer.stop()
@@ -325,17 +356,7 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
             err.write(f"Conversation {worker.thread_id} (continue it with --conversation {worker.thread_id})\n")
         worker.shutdown(STOP_GRACE_MS if timed_out else 3000)
         bridge.close()
-    if timed_out and renderer.status != "finished":
-        err.write(f"error: no answer within {args.timeout:g} s (--timeout); stopped.\n")
-        code = EXIT_FAILED
-    elif renderer.status == "finished":
-        code = EXIT_OK
-    elif renderer.status == "cancelled" or ctrl_c.pressed:
-        err.write("Stopped.\n")
-        code = EXIT_INTERRUPTED
-    else:
-        err.write(f"error: {renderer.error or 'the run failed'}\n")
-        code = EXIT_FAILED
+    code = _exit_status(renderer, args.timeout if timed_out else None, ctrl_c.pressed or stopped_at_question, err)
     if (timed_out and worker.is_busy()) or worker.worker.isRunning():
         # A step that ignores cancellation, or an agent thread still winding down: leave now rather than
         # tear QGIS down under a running thread.
@@ -343,6 +364,76 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         out.flush()
         os._exit(code)
     return code
+
+
+def _exit_status(renderer: ConsoleRenderer, timed_out_after: float | None, interrupted: bool, err: TextIO) -> int:
+    """The command's exit status from how the run ended, with the reason said on ``err``."""
+    if timed_out_after is not None and renderer.status != "finished":
+        err.write(f"error: no answer within {timed_out_after:g} s (--timeout); stopped.\n")
+        return EXIT_FAILED
+    if renderer.status == "finished":
+        return EXIT_OK
+    if renderer.status == "cancelled" or interrupted:
+        err.write("Stopped.\n")
+        return EXIT_INTERRUPTED
+    err.write(f"error: {renderer.error or 'the run failed'}\n")
+    return EXIT_FAILED
+
+
+def _answer_approvals(
+    renderer: ConsoleRenderer,
+    approver: TerminalApprover | None,
+    wait: Callable[[], None],
+    resume: Callable[[dict[str, Any]], None],
+    go_on: Callable[[], bool],
+    deadline: list[QTimer],
+    err: TextIO,
+) -> bool:
+    """While the run pauses on a step, ask the terminal and go on with the answer; True if Ctrl+C stopped it.
+
+    Without an approver (policies other than ``ask``) no run pauses, and there is nothing to do.
+    """
+    while approver is not None and renderer.status == "paused" and renderer.pending is not None and go_on():
+        try:
+            with _paused(deadline):  # the time a person takes to answer is not the model's
+                decision = approver.decide(renderer.pending)
+        except KeyboardInterrupt:
+            err.write("\n")
+            return True
+        renderer.status, renderer.pending = None, None
+        resume(decision)
+        wait()
+    return False
+
+
+def _approval_front(policy: str, err: TextIO) -> tuple[str, TerminalApprover | None]:
+    """The policy the run gets, and who answers its approvals: the person at the terminal, or no one.
+
+    ``ask`` needs someone to read the preview and type the answer: without a
+    terminal on standard input (a pipe, a script, cron) it is ``never``, and
+    the command says so before anything runs.
+    """
+    from geogpt_qgis.cli_approval import NO_TERMINAL, TerminalApprover, is_terminal
+
+    if policy != POLICY_ASK:
+        return policy, None
+    if not is_terminal(sys.stdin):
+        err.write(NO_TERMINAL)
+        return POLICY_NEVER, None
+    return POLICY_ASK, TerminalApprover(sys.stdin, err)
+
+
+@contextlib.contextmanager
+def _paused(timers: list[QTimer]) -> Iterator[None]:
+    """Hold the ``--timeout`` timers while a person answers, then let them run on with the time that was left."""
+    left = [(timer, timer.remainingTime()) for timer in timers if timer.isActive()]
+    for timer, _ms in left:
+        timer.stop()
+    try:
+        yield
+    finally:
+        for timer, ms in left:
+            timer.start(max(ms, 0))
 
 
 class CtrlC:

@@ -187,9 +187,9 @@ def test_risky_steps_follow_the_approval_option(policy, removed, model_server, p
 
 
 def test_an_unknown_approval_option_is_a_usage_error(project_file):
-    done = ask("anything", "--project", str(project_file), "--approval", "ask")
+    done = ask("anything", "--project", str(project_file), "--approval", "sometimes")
     assert done.returncode == 2
-    assert "invalid choice: 'ask'" in done.stderr
+    assert "invalid choice: 'sometimes'" in done.stderr
 
 
 def test_a_remote_openai_compatible_server_without_a_key_is_refused_before_anything_is_sent(project_file, tmp_path):
