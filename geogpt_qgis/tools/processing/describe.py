@@ -28,6 +28,7 @@ from geogpt_qgis.tools.processing.renames import registered_id
 from geogpt_qgis.tools.safety.algorithms import classify_algorithm
 
 HELP_CHARS = 400
+LAYER_DESTINATIONS = frozenset({"sink", "vectorDestination", "rasterDestination"})
 
 _TYPE_LABELS = {
     "source": "vector layer",
@@ -151,6 +152,22 @@ def _default_label(definition: Any) -> str:
     return f"; default {default!r}" if isinstance(default, str) else f"; default {default}"
 
 
+def made_outputs(algorithm: QgsProcessingAlgorithm) -> list[Any]:
+    """The outputs a call makes unasked: QGIS's defaults, and optional layers when no default is a layer.
+
+    A report's defaults can be an HTML file alone, while the table that holds the
+    answer (native:rasterlayeruniquevaluesreport's OUTPUT_TABLE) is optional: left
+    out as the description taught, the call answered with a file path the model
+    cannot read.
+    """
+    outputs = [d for d in algorithm.parameterDefinitions() if d.isDestination()]
+    made = [d for d in outputs if not parameter_is_optional(d) or getattr(d, "createByDefault", lambda: False)()]
+    if not any(d.type() in LAYER_DESTINATIONS for d in made):
+        names = {d.name() for d in made}
+        made += [d for d in outputs if d.name() not in names and d.type() in LAYER_DESTINATIONS]
+    return made
+
+
 def describe_algorithm_text(algorithm: QgsProcessingAlgorithm) -> str:
     """The compact description returned to the model."""
     lines = [f"{algorithm.id()} — {algorithm.displayName()} ({algorithm.group() or algorithm.provider().name()})"]
@@ -173,7 +190,7 @@ def describe_algorithm_text(algorithm: QgsProcessingAlgorithm) -> str:
             f"{default or _default_label(definition)}{note} — {definition.description()}"
         )
     outputs = [d for d in algorithm.parameterDefinitions() if d.isDestination()]
-    made = [d for d in outputs if not parameter_is_optional(d) or getattr(d, "createByDefault", lambda: False)()]
+    made = made_outputs(algorithm)
     if made:
         lines.append(
             "Outputs (added to the project as layers; leave them out): "

@@ -99,7 +99,7 @@ class ProcessingTools(ToolFamily):
         """Run a processing algorithm; result layers are added to the project.
 
         Args:
-            parameters: Values by parameter name; layers by name. Leave outputs out.
+            parameters: Values by parameter name; layers by name. Outputs: leave out (optional: "TEMPORARY_OUTPUT").
             output_name: Result layer name, e.g. schools_near_rivers.
         """
         return self._runner.run(algorithm, parameters or {}, output_name)

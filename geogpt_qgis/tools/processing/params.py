@@ -52,7 +52,7 @@ from geogpt_qgis.tools.processing.compat import (
 )
 from geogpt_qgis.tools.processing.crs import utm_crs_for_layer
 from geogpt_qgis.tools.processing.curves import coarse_note, curve_parameter
-from geogpt_qgis.tools.processing.describe import parameter_type_label
+from geogpt_qgis.tools.processing.describe import made_outputs, parameter_type_label
 from geogpt_qgis.tools.processing.raster_checks import check_raster_inputs
 from geogpt_qgis.tools.safety.algorithms import TEMPORARY_WORDS, is_temporary_destination
 from geogpt_qgis.tools.thread_guard import assert_main_thread
@@ -113,11 +113,12 @@ def resolve_parameters(
     prepared = PreparedParameters(values={})
     resolved_layers: dict[str, QgsMapLayer | None] = {}
     files: dict[str, str] = {}  # layer parameter -> file path given instead of a project layer
+    made = {d.name() for d in made_outputs(algorithm)}
     for name, definition in definitions.items():
         kind = definition.type()
         value = raw.get(name)
         if definition.isDestination():
-            if value is None and not created_by_default(definition):
+            if value is None and name not in made:
                 continue  # an optional extra output (FAIL_OUTPUT, NON_MATCHING...): only when asked for
             prepared.values[name] = _destination(definition, value, approved)
             prepared.destinations.append(name)
@@ -218,14 +219,6 @@ def _canonical_names(
             raise ToolError(f"{algorithm.id()} has no parameter {key!r}.{hint} Its parameters: {', '.join(inputs)}.")
         canonical[name] = value
     return canonical
-
-
-def created_by_default(definition: Any) -> bool:
-    """Whether an output is made when nobody asks for it (QGIS's own choice for optional outputs)."""
-    if not parameter_is_optional(definition):
-        return True
-    create = getattr(definition, "createByDefault", None)
-    return bool(create()) if callable(create) else False
 
 
 def _no_default(definition: Any) -> bool:

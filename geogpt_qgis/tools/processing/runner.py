@@ -209,7 +209,8 @@ class ProcessingRunner:
         store = result_store(self.ctx.project)
         targets: dict[str, tuple[ResultStore, Path]] = {}
         destinations = [d for d in algorithm.parameterDefinitions() if d.isDestination()]
-        present = [d for d in destinations if results.get(d.name()) not in (None, "")]
+        # The first *layer* output takes the name asked for (a report's HTML file is not one).
+        present = [d for d in destinations if results.get(d.name()) not in (None, "") and d.type() in LAYER_OUTPUTS]
         for index, definition in enumerate(present):
             value = results[definition.name()]
             if definition.type() != "rasterDestination" or not isinstance(value, str):
@@ -228,7 +229,7 @@ class ProcessingRunner:
         base = self._base_name(plan, output_name)
         staged: dict[str, tuple[ResultStore, StagedResult]] = {}
         destinations = [d for d in algorithm.parameterDefinitions() if d.isDestination()]
-        present = [d for d in destinations if results.get(d.name()) not in (None, "")]
+        present = [d for d in destinations if results.get(d.name()) not in (None, "") and d.type() in LAYER_OUTPUTS]
         for index, definition in enumerate(present):
             value = results[definition.name()]
             if not isinstance(value, str) or self.ctx.project.mapLayer(value) is not None:
@@ -377,7 +378,8 @@ class ProcessingRunner:
         lines: list[str] = [f"{plan.algorithm_id} finished."]
         lines += [f"Note: {note}" for note in prepared.notes]
         added: list[QgsMapLayer] = []
-        for index, (name, output) in enumerate(resolved):
+        index = 0  # among layer outputs: the first takes the name asked for, whatever files come before it
+        for name, output in resolved:
             if isinstance(output, QgsMapLayer):
                 layer_name = unique_name(base if index == 0 else f"{base}_{slug(name)}", taken)
                 output.setName(layer_name)
@@ -389,6 +391,7 @@ class ProcessingRunner:
                     record_field_units(output, {k: v for k, v in plan.measures.fields.items() if k in names})
                 self.ctx.project.addMapLayer(output)
                 added.append(output)
+                index += 1
                 lines.append(f"{name}: added layer {summarise_layer(output)}")
             else:
                 lines.append(f"{name}: {output}")
