@@ -94,8 +94,13 @@ def square(x: float, y: float, side: float) -> str:
 
 
 def geodesic_area(geometry: BaseGeometry) -> float:
-    """m² on WGS 84 of a lon/lat geometry (pyproj)."""
-    return abs(GEOD.geometry_area_perimeter(geometry)[0])
+    """m² on WGS 84 of a lon/lat geometry (pyproj), its rings wound shells-counter-clockwise first.
+
+    pyproj sums rings by their winding: a hole wound like its shell would be added, not cut out.
+    """
+    from shapely import orient_polygons
+
+    return abs(GEOD.geometry_area_perimeter(orient_polygons(geometry))[0])
 
 
 def ellipsoidal_area(geometry: BaseGeometry, epsg: int) -> float:

@@ -199,6 +199,7 @@ def trap(
                     "outcome": outcome,
                     "got": figure.got if isinstance(figure.got, (int, float, str, type(None))) else str(figure.got),
                     "expected": figure.expected,
+                    "said": text[-2000:],
                 }
             )
             assert outcome in PASSING, (

@@ -117,7 +117,7 @@ def test_hole_written_as_a_second_shell(s: Session, defect: bool) -> Figure:
     return Figure(s.measured("blocks", "$area"), expected, rel=1e-4)
 
 
-@trap("ring orientation", warns=INVALID + r"|orientation|wound|two shells")
+@trap("ring orientation", warns=INVALID + r"|orientation|wound|two shells", trap_fails=VALIDITY)
 def test_shapefile_hole_wound_like_a_shell(s: Session, defect: bool) -> Figure:
     """A shapefile polygon whose inner ring is wound clockwise, as outer rings are (the format's only clue)."""
     from tests.traps.shapefile import write_polygon_shapefile
