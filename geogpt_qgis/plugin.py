@@ -42,6 +42,7 @@ class GeoGptPlugin:
         self.iface = iface
         self.dock: ChatDock | None = None
         self.action: QAction | None = None
+        self.help_action: QAction | None = None
         self.options_factory: GeoGptOptionsFactory | None = None
         self.mcp_service: McpService | None = None
         self._teardown = contextlib.ExitStack()
@@ -88,7 +89,26 @@ class GeoGptPlugin:
         self.iface.addToolBarIcon(action)
         self.iface.addPluginToMenu(MENU, action)
         self._teardown.callback(self._remove_action)
+        self._add_help_action()
         dock.setVisible(settings.dock_visible)
+
+    def _add_help_action(self) -> None:
+        """Help > Plugins > GeoGPT user guide: the guide shipped in the plugin, opened from disk."""
+        from geogpt_qgis.toolbelt.help import open_guide
+
+        action = QAction(QIcon(str(icon_path("geogpt.svg"))), tr("GeoGPT user guide"), self.iface.mainWindow())
+        action.setObjectName("GeoGptHelpAction")
+        action.setToolTip(tr("Open GeoGPT's user guide in your browser"))
+        action.triggered.connect(lambda: open_guide())
+        self.iface.pluginHelpMenu().addAction(action)
+        self.help_action = action
+        self._teardown.callback(self._remove_help_action)
+
+    def _remove_help_action(self) -> None:
+        if self.help_action is not None:
+            self.iface.pluginHelpMenu().removeAction(self.help_action)
+            self.help_action.deleteLater()
+            self.help_action = None
 
     def _keep_results(self) -> None:
         """Result layers go to the project's GeoPackage and follow the project when it is saved."""

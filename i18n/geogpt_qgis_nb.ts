@@ -5,8 +5,8 @@
     <name>GeoGPT</name>
     <message>
         <location filename="../geogpt_qgis/gui/answer_actions.py" line="26"/>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="90"/>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="97"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="91"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="98"/>
         <location filename="../geogpt_qgis/gui/markdown_view.py" line="50"/>
         <location filename="../geogpt_qgis/gui/mcp_options.py" line="54"/>
         <source>Copy</source>
@@ -29,7 +29,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/answer_actions.py" line="44"/>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="145"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="152"/>
         <source>Copied</source>
         <translation>Kopiert</translation>
     </message>
@@ -182,7 +182,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="64"/>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="112"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="115"/>
         <source>Send</source>
         <translation>Send</translation>
     </message>
@@ -211,7 +211,7 @@
         <translation>Tillat aldri endringer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_input.py" line="112"/>
+        <location filename="../geogpt_qgis/gui/chat_input.py" line="115"/>
         <source>Stop</source>
         <translation>Stopp</translation>
     </message>
@@ -221,20 +221,20 @@
         <translation>Python-pakkene er installert: bare spør i vei.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="311"/>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="132"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="315"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="136"/>
         <source>Thinking</source>
         <translation>Tenker</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="321"/>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="231"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="325"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="235"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="236"/>
         <source>Stopped.</source>
         <translation>Stoppet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="233"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="237"/>
         <source>The run failed.</source>
         <translation>Kjøringen mislyktes.</translation>
     </message>
@@ -294,60 +294,65 @@
         <translation>; {n} eldre meldinger oppsummert for å få plass</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="31"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="32"/>
         <source>Conversations</source>
         <translation>Samtaler</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="33"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="34"/>
         <source>Your conversations: resume, rename, delete, export</source>
         <translation>Samtalene dine: fortsett, gi nytt navn, slett, eksporter</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="35"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="36"/>
         <source>New conversation</source>
         <translation>Ny samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="39"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="40"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="59"/>
         <source>Rename…</source>
         <translation>Gi nytt navn…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="40"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="41"/>
         <source>Export to Markdown…</source>
         <translation>Eksporter til Markdown…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="41"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="42"/>
         <source>Run log…</source>
         <translation>Kjørelogg…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="43"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="44"/>
         <source>Ask again for steps approved &apos;always&apos;</source>
         <translation>Spør igjen for trinn godkjent «alltid»</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="46"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="47"/>
         <location filename="../geogpt_qgis/gui/conversations_page.py" line="61"/>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="139"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="147"/>
         <source>Delete</source>
         <translation>Slett</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="49"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="50"/>
         <source>Serve GeoGPT&apos;s tools to other assistants (MCP)</source>
         <translation>Gi andre assistenter tilgang til GeoGPTs verktøy (MCP)</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/conversation_bar.py" line="55"/>
+        <source>User guide</source>
+        <translation>Brukerveiledning</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="58"/>
         <source>More for this conversation</source>
         <translation>Mer for denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="67"/>
+        <location filename="../geogpt_qgis/gui/conversation_bar.py" line="70"/>
         <source>Untitled conversation</source>
         <translation>Samtale uten tittel</translation>
     </message>
@@ -518,85 +523,95 @@
         <translation>{n} runder</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="41"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="42"/>
         <source>Which layers are in this project, and what do they hold?</source>
         <translation>Hvilke lag har dette prosjektet, og hva inneholder de?</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="37"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="38"/>
         <source>What can you do with a QGIS project?</source>
         <translation>Hva kan du gjøre med et QGIS-prosjekt?</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="38"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="39"/>
         <source>Where is Trondheim? Zoom the map there.</source>
         <translation>Hvor ligger Trondheim? Zoom kartet dit.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="39"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="40"/>
         <source>How do I add a layer from a GeoPackage?</source>
         <translation>Hvordan legger jeg til et lag fra en GeoPackage?</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="77"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="78"/>
         <source>Ask GeoGPT about your map</source>
         <translation>Spør GeoGPT om kartet ditt</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="79"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="80"/>
         <source>It reads the layers of this project, selects and counts features, runs processing tools and SQL, and asks you before it changes data or writes files. It runs on a model server you choose.</source>
         <translation>Den leser lagene i dette prosjektet, velger ut og teller objekter, kjører prosesseringsverktøy og SQL, og spør deg før den endrer data eller skriver filer. Den kjører på en modellserver du velger.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="92"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="93"/>
         <source>Copy the command, to paste it into a terminal</source>
         <translation>Kopier kommandoen for å lime den inn i en terminal</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="98"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="99"/>
         <source>Check again</source>
         <translation>Sjekk igjen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="100"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="101"/>
         <source>Server settings</source>
         <translation>Serverinnstillinger</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="102"/>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="141"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="103"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="148"/>
         <source>Try asking:</source>
         <translation>Prøv å spørre:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="141"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="108"/>
+        <source>Installing, choosing a model, what the agent may do without asking</source>
+        <translation>Installasjon, valg av modell, hva agenten kan gjøre uten å spørre</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="148"/>
         <source>Once it is ready, try asking:</source>
         <translation>Når den er klar, kan du prøve å spørre:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="156"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="163"/>
         <source>Put this question in the input box</source>
         <translation>Sett dette spørsmålet inn i skrivefeltet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="46"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="47"/>
         <source>Which fields does {l} have, and what do its values look like?</source>
         <translation>Hvilke felt har {l}, og hvordan ser verdiene ut?</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="48"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="49"/>
         <source>How many {p} are in each of the {a}?</source>
         <translation>Hvor mange {p} ligger i hver av {a}?</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="50"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="51"/>
         <source>Zoom to {l} and select its five largest features.</source>
         <translation>Zoom til {l} og velg de fem største objektene.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/first_run_card.py" line="52"/>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="53"/>
         <source>What is the resolution and value range of {l}?</source>
         <translation>Hva er oppløsningen og verdiområdet til {l}?</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/first_run_card.py" line="106"/>
+        <source>New to GeoGPT? Read the user guide</source>
+        <translation>Ny i GeoGPT? Les brukerveiledningen</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/install_banner.py" line="37"/>
@@ -785,7 +800,7 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="62"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="164"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="165"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
@@ -869,7 +884,7 @@ Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="181"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="282"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="283"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
@@ -879,32 +894,32 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="94"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="102"/>
         <source>Good answer: keep its method as a worked example for the assistant</source>
         <translation>Godt svar: ta vare på framgangsmåten som et løst eksempel for assistenten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="125"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="133"/>
         <source>My worked examples</source>
         <translation>Mine løste eksempler</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="132"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="140"/>
         <source>No worked examples yet. When an answer did what you wanted, press 👍 under it: its steps are kept here, and the assistant follows them for similar questions.</source>
         <translation>Ingen gjennomarbeidede eksempler ennå. Når et svar gjorde det du ville, trykk 👍 under det: stegene lagres her, og assistenten følger dem for lignende spørsmål.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="116"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="124"/>
         <source>Kept as a worked example</source>
         <translation>Lagret som løst eksempel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="108"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="116"/>
         <source>Nothing to keep: the answer used no tool</source>
         <translation>Ingenting å lagre: svaret brukte ikke noe verktøy</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="114"/>
+        <location filename="../geogpt_qgis/gui/recipe_feedback.py" line="122"/>
         <source>Could not save the example</source>
         <translation>Kunne ikke lagre eksempelet</translation>
     </message>
@@ -979,79 +994,79 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Kjører {tool}… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="103"/>
         <source>OpenAI-compatible</source>
         <translation>OpenAI-kompatibel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="104"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="105"/>
         <source>Ollama: http://localhost:11434 · OpenAI-compatible: the URL ending in /v1</source>
         <translation>Ollama: http://localhost:11434 · OpenAI-kompatibel: URL-en som slutter på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="108"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="109"/>
         <source>The model to use; the list comes from the server</source>
         <translation>Modellen som skal brukes; listen kommer fra tjeneren</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="111"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="112"/>
         <source>Reload the server&apos;s model list</source>
         <translation>Last inn modellisten fra tjeneren på nytt</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="112"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="113"/>
         <source>API key</source>
         <translation>API-nøkkel</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="115"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="116"/>
         <source>Test connection</source>
         <translation>Test tilkoblingen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="122"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="123"/>
         <source>Provider, server URL, API key and connection test</source>
         <translation>Leverandør, server-URL, API-nøkkel og tilkoblingstest</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="131"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="162"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="132"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="163"/>
         <source>Provider</source>
         <translation>Leverandør</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="132"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="163"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="133"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="164"/>
         <source>Server URL</source>
         <translation>Tjener-URL</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="374"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="377"/>
         <source>Testing…</source>
         <translation>Tester…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="203"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="204"/>
         <source>type a key to store it in the system keychain</source>
         <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="332"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="334"/>
         <source>The server has no models installed.</source>
         <translation>Tjeneren har ingen modeller installert.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="388"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="391"/>
         <source>a key is stored; type a new one to replace it</source>
         <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="390"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="393"/>
         <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
         <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="361"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="364"/>
         <source>✓ This model can call tools.</source>
         <translation>✓ Denne modellen kan kalle verktøy.</translation>
     </message>
@@ -1266,17 +1281,27 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Godkjenning trengs for {client} (MCP): {action}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="83"/>
+        <location filename="../geogpt_qgis/plugin.py" line="84"/>
         <source>GeoGPT chat</source>
         <translation>GeoGPT-chat</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="85"/>
+        <location filename="../geogpt_qgis/plugin.py" line="86"/>
         <source>Show or hide the GeoGPT chat</source>
         <translation>Vis eller skjul GeoGPT-chatten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="114"/>
+        <location filename="../geogpt_qgis/plugin.py" line="99"/>
+        <source>GeoGPT user guide</source>
+        <translation>Brukerveiledning for GeoGPT</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/plugin.py" line="101"/>
+        <source>Open GeoGPT&apos;s user guide in your browser</source>
+        <translation>Åpne brukerveiledningen for GeoGPT i nettleseren</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/plugin.py" line="134"/>
         <source>GeoGPT&apos;s result layers are saved with the project in {path}</source>
         <translation>GeoGPTs resultatlag er lagret sammen med prosjektet i {path}</translation>
     </message>

@@ -13,7 +13,9 @@ repository would refuse (``package_checks``), and runs its Bandit scan.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
 import zipfile
 from collections.abc import Callable
@@ -56,8 +58,49 @@ def _copy_tree(source: Path, target: Path) -> None:
             shutil.copy2(path, destination)
 
 
-def assemble(target: Path) -> Path:
-    """Write the plugin folder at ``target/geogpt_qgis`` (replacing it) and return it."""
+GUIDE = "help"  # the user guide's folder in the plugin (geogpt_qgis/toolbelt/help.py opens it)
+# What the built guide never uses: source maps, and the search scripts (search is off: see mkdocs.yml).
+GUIDE_UNUSED = ("assets/javascripts/lunr", "assets/javascripts/workers")
+
+
+def build_guide(target: Path) -> list[str]:
+    """The user guide (``make docs``) built into ``target``, so Help opens it from disk; problems, if any."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--quiet",
+            "-f",
+            str(REPO / "mkdocs.yml"),
+            "-d",
+            str(target),
+        ],
+        cwd=REPO,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0 or not (target / "index.html").is_file():
+        shutil.rmtree(target, ignore_errors=True)
+        return [f"the user guide did not build (make docs): {(done.stderr or done.stdout)[-2000:]}"]
+    for unused in GUIDE_UNUSED:
+        shutil.rmtree(target / unused, ignore_errors=True)
+    for source_map in target.rglob("*.map"):
+        source_map.unlink()
+    return []
+
+
+def assemble(target: Path, guide_required: bool = False) -> Path:
+    """Write the plugin folder at ``target/geogpt_qgis`` (replacing it) and return it.
+
+    The user guide is built into it; without MkDocs (a venv not set up by ``make``) an
+    installed development copy goes without (Help then opens the home page), a package never does.
+    """
     folder = target / PACKAGE
     if folder.is_symlink() or folder.is_file():
         folder.unlink()
@@ -69,6 +112,11 @@ def assemble(target: Path) -> Path:
     for name in ("metadata.txt", "LICENSE", "requirements.txt"):
         if (REPO / name).is_file():
             shutil.copy2(REPO / name, folder / name)
+    problems = build_guide(folder / GUIDE)
+    if problems and guide_required:
+        raise PackageError(problems)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
     return folder
 
 
@@ -88,7 +136,7 @@ def package(
     archive = out_dir / f"{PACKAGE}-{version()}.zip"
     archive.unlink(missing_ok=True)
     try:
-        folder = assemble(staging)
+        folder = assemble(staging, guide_required=True)
         if prepare is not None:
             prepare(folder)
         problems = package_checks.check_metadata(folder) + package_checks.check_files(folder)

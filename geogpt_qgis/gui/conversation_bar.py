@@ -6,6 +6,7 @@ from qgis.PyQt.QtCore import pyqtSignal
 from qgis.PyQt.QtWidgets import QMenu, QPushButton, QToolButton, QWidget
 
 from geogpt_qgis.gui.responsive import ElidedLabel, ResponsiveRow
+from geogpt_qgis.toolbelt.help import open_guide
 from geogpt_qgis.toolbelt.i18n import tr
 
 TITLE_MIN_WIDTH = 70
@@ -50,6 +51,8 @@ class ConversationBar(ResponsiveRow):
         self.mcp_action.setCheckable(True)
         self.mcp_action.toggled.connect(switch_mcp_server)
         self.menu.aboutToShow.connect(self._show_mcp_state)
+        self.menu.addSeparator()
+        self.guide_action = self.menu.addAction(tr("User guide"), open_guide)  # the guide shipped with the plugin
         self.more_button = QToolButton()
         self.more_button.setText("⋯")
         self.more_button.setToolTip(tr("More for this conversation"))

@@ -15,6 +15,7 @@ from qgis.PyQt.QtGui import QGuiApplication
 from qgis.PyQt.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from geogpt_qgis.gui.server_state import ServerState, ServerStatus, checking
+from geogpt_qgis.toolbelt.help import open_guide
 from geogpt_qgis.toolbelt.i18n import tr
 
 CARD_STYLE = """
@@ -101,6 +102,11 @@ class FirstRunCard(QFrame):
         self.settings_button.clicked.connect(self.settings_requested)
         self.examples_title = _wrapped(tr("Try asking:"))
         self.examples: list[QLabel] = []
+        self.guide_link = _wrapped(
+            '<a href="guide">' + escape(tr("New to GeoGPT? Read the user guide")) + "</a>", "geogptGuideLink"
+        )
+        self.guide_link.setToolTip(tr("Installing, choosing a model, what the agent may do without asking"))
+        self.guide_link.linkActivated.connect(lambda _link: open_guide())
 
         command_row = QHBoxLayout()
         command_row.addWidget(self.command, 1)
@@ -121,6 +127,7 @@ class FirstRunCard(QFrame):
         layout.addLayout(actions)
         layout.addWidget(self.examples_title)
         layout.addLayout(self._examples_layout)
+        layout.addWidget(self.guide_link)
         self.show_state(checking(""))
 
     def show_state(self, state: ServerState) -> None:

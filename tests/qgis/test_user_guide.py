@@ -17,6 +17,8 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from qgis.PyQt.QtCore import QObject, QUrl, pyqtSlot
+from qgis.PyQt.QtGui import QDesktopServices
 
 from evals.robustness import KINDS, ReplayResult, summarise_replays
 from evals.runner import TaskResult, summarise
@@ -252,3 +254,101 @@ def test_every_tool_the_model_is_offered_is_in_the_guides_tool_reference(tool_ct
     reference = (REPO / "docs" / "tools.md").read_text() + (REPO / "docs" / "approvals.md").read_text()
     rows = set(re.findall(r"^\| `(\w+)`", reference, re.MULTILINE))
     assert names - rows == set()
+
+
+class _Opened(QObject):
+    """Receives what ``QDesktopServices.openUrl`` would hand to the system's browser."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[QUrl] = []
+
+    @pyqtSlot(QUrl)
+    def open(self, url: QUrl) -> None:
+        self.urls.append(url)
+
+
+@pytest.fixture
+def opened(qgis_app):
+    receiver = _Opened()
+    for scheme in ("file", "https", "http"):
+        QDesktopServices.setUrlHandler(scheme, receiver, "open")
+    yield receiver
+    for scheme in ("file", "https", "http"):
+        QDesktopServices.unsetUrlHandler(scheme)
+
+
+@pytest.fixture(scope="module")
+def assembled(tmp_path_factory) -> Path:
+    """The plugin folder as make package / make run assemble it, the guide built inside."""
+    from plugin_dist import GUIDE, assemble
+
+    folder = assemble(tmp_path_factory.mktemp("plugins"))
+    assert (folder / GUIDE / "index.html").is_file()
+    return folder
+
+
+def test_the_plugin_folder_carries_the_guide_offline(assembled):
+    guide = assembled / "help"
+    assert {"index.html", "install.html", "models.html", "threat-model.html"} <= {p.name for p in guide.glob("*.html")}
+    assert not list(guide.rglob("*.map")) and not (guide / "assets" / "javascripts" / "lunr").exists()
+    assert docs_results.external_loads(guide) == []
+    size = sum(p.stat().st_size for p in guide.rglob("*") if p.is_file())
+    assert size < 3_000_000, f"{size:,} bytes"  # the zip's limit is 25 MB
+
+
+def test_the_help_menu_entry_opens_the_shipped_guide_and_unload_removes_it(assembled, opened, monkeypatch, tmp_path):
+    from qgis.core import QgsApplication
+
+    from geogpt_qgis import classFactory
+    from geogpt_qgis.toolbelt import help as guide
+    from tests.support.iface import FaithfulIface
+
+    monkeypatch.setattr(QgsApplication, "qgisSettingsDirPath", staticmethod(lambda: str(tmp_path) + "/"))
+    monkeypatch.setattr(guide, "PACKAGE_DIR", assembled)  # as installed from the zip
+    iface = FaithfulIface()
+    plugin = classFactory(iface)
+    plugin.initGui()
+    try:
+        entries = [a for a in iface.pluginHelpMenu().actions() if a.objectName() == "GeoGptHelpAction"]
+        assert [a.text() for a in entries] == ["GeoGPT user guide"]
+        entries[0].trigger()
+        assert [u.toLocalFile() for u in opened.urls] == [str(assembled / "help" / "index.html")]
+    finally:
+        plugin.unload()
+        iface.mainWindow().deleteLater()
+    assert iface.pluginHelpMenu().actions() == [] and plugin.help_action is None
+
+
+def test_without_a_built_guide_the_home_page_opens(opened, monkeypatch, tmp_path):
+    from geogpt_qgis.__about__ import HOMEPAGE
+    from geogpt_qgis.toolbelt import help as guide
+
+    monkeypatch.setattr(guide, "PACKAGE_DIR", tmp_path / "geogpt_qgis")  # no help/ and no ../build/docs
+    assert guide.guide_folder() is None
+    assert guide.open_guide() is True
+    assert [u.toString() for u in opened.urls] == [HOMEPAGE]
+    assert HOMEPAGE.startswith("https://")
+
+
+def test_the_docks_menu_and_first_run_card_open_the_guide(assembled, opened, monkeypatch):
+    from geogpt_qgis.gui.conversation_bar import ConversationBar
+    from geogpt_qgis.gui.first_run_card import FirstRunCard
+    from geogpt_qgis.toolbelt import help as guide
+
+    monkeypatch.setattr(guide, "PACKAGE_DIR", assembled)
+    bar = ConversationBar()
+    card = FirstRunCard()
+    try:
+        assert bar.guide_action in bar.menu.actions() and bar.guide_action.text() == "User guide"
+        bar.guide_action.trigger()
+        assert "Read the user guide" in card.guide_link.text()
+        card.guide_link.linkActivated.emit("guide")
+        index = str(assembled / "help" / "index.html")
+        assert [u.toLocalFile() for u in opened.urls] == [index, index]
+        # A page of the guide by name, and a name it lacks falls back to its first page.
+        assert guide.guide_url("models.html").toLocalFile() == str(assembled / "help" / "models.html")
+        assert guide.guide_url("nope.html").toLocalFile() == index
+    finally:
+        bar.deleteLater()
+        card.deleteLater()

@@ -26,6 +26,8 @@ class FaithfulIface(QObject):
         self._canvas = QgsMapCanvas(self._window)
         self._window.setCentralWidget(self._canvas)
         self.plugin_menu = self._window.menuBar().addMenu("&Plugins")
+        self.help_menu = self._window.menuBar().addMenu("&Help")
+        self._plugin_help_menu = self.help_menu.addMenu("Plugins")  # QGIS's Help > Plugins
         self.plugin_toolbar = QToolBar("Plugins", self._window)
         self.plugin_toolbar.setObjectName("mPluginToolBar")
         self._window.addToolBar(self.plugin_toolbar)
@@ -43,6 +45,9 @@ class FaithfulIface(QObject):
 
     def layerTreeView(self) -> None:
         return None
+
+    def pluginHelpMenu(self) -> QMenu:  # noqa: N802 - QGIS API name
+        return self._plugin_help_menu
 
     def _submenu(self, name: str, create: bool) -> QMenu | None:
         for action in self.plugin_menu.actions():
