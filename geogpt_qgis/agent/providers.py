@@ -11,9 +11,10 @@ be reached, one that hangs up in the middle of an answer, one that sends what
 is not JSON, one that says "too many requests" or fails.  A busy or failing
 server (HTTP 429, 5xx) is asked again by ``with_retries``, after the wait it
 asks for (``Retry-After``, up to a bound) or a short backoff; the graph uses it
-around each model call.  Ollama tool calls whose arguments arrive as a JSON
-string (some models' templates do that) are decoded on arrival
-(``OllamaArgumentsTransport``); arguments that are not JSON become invalid
+around each model call.  Tool calls are bounded and made safe as they arrive,
+in the HTTP transport under the clients (``StreamRepairTransport``,
+``agent.call_arguments``): arguments too long or too deep become a tool error
+with the size and the bound; Ollama arguments that are not JSON become invalid
 tool calls, which the model is asked to send again, as on the OpenAI protocol.
 """
 
@@ -33,6 +34,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from geogpt_qgis.agent.call_arguments import ToolCallStreamRepair, decode_tool_arguments
+from geogpt_qgis.agent.call_arguments import unparsed_as_invalid as unparsed_as_invalid  # the graph's import
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
 from geogpt_qgis.toolbelt import network
 
@@ -49,8 +52,6 @@ RETRY_ATTEMPTS = 3
 RETRY_BACKOFF_SECONDS = (1.0, 3.0)
 # The longest Retry-After honoured; a server asking for more is not waited for (the user is told).
 RETRY_AFTER_LIMIT = 30.0
-# Key under which an Ollama tool call's unparsable argument string travels to the graph.
-UNPARSED_ARGUMENTS = "__geogpt_unparsed_arguments__"
 
 T = TypeVar("T")
 
@@ -239,125 +240,16 @@ def _local_chat_openai() -> type:
     return LocalServerChatOpenAI
 
 
-# -- Ollama tool-call arguments ---------------------------------------------------
-def decode_tool_arguments(line: bytes) -> bytes:
-    """One line of an Ollama chat stream, with tool-call arguments sent as a string made an object.
-
-    A string holding a JSON object is decoded (what the model meant); any other
-    string travels as ``{UNPARSED_ARGUMENTS: string}`` for ``unparsed_as_invalid``
-    to turn into an invalid tool call.  Lines that are not JSON pass unchanged,
-    for the client to report.
-    """
-    if b'"tool_calls"' not in line:
-        return line
-    try:
-        frame = json.loads(line)
-    except ValueError:
-        return line
-    message = frame.get("message") if isinstance(frame, dict) else None
-    calls = message.get("tool_calls") if isinstance(message, dict) else None
-    if not isinstance(calls, list):
-        return line
-    changed = False
-    for call in calls:
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-            function["arguments"] = _arguments_object(function["arguments"])
-            changed = True
-    return json.dumps(frame).encode() if changed else line
-
-
-def _arguments_object(raw: str) -> dict[str, Any]:
-    try:
-        decoded = json.loads(raw)
-    except ValueError:
-        decoded = None
-    return decoded if isinstance(decoded, dict) else {UNPARSED_ARGUMENTS: raw}
-
-
-def unparsed_as_invalid(message: Any) -> Any:
-    """``message`` (the model's reply) with calls whose arguments could not be decoded made invalid tool calls.
-
-    The graph answers invalid tool calls the same way on both protocols (the
-    model is asked to send the call again with a JSON object).
-    """
-    calls = list(getattr(message, "tool_calls", None) or [])
-    bad = [call for call in calls if UNPARSED_ARGUMENTS in (call.get("args") or {})]
-    if not bad:
-        return message
-    from langchain_core.messages.tool import invalid_tool_call
-
-    invalid = []
-    for call in bad:
-        raw = call["args"][UNPARSED_ARGUMENTS]
-        raw = raw if isinstance(raw, str) else json.dumps(raw)
-        invalid.append(invalid_tool_call(name=call["name"], args=raw, id=call.get("id"), error=None))
-    return message.model_copy(
-        update={
-            "tool_calls": [call for call in calls if call not in bad],
-            "invalid_tool_calls": [*message.invalid_tool_calls, *invalid],
-        }
-    )
-
-
-class ToolCallStreamRepair:
-    """One OpenAI chat stream (server-sent events) with the fields a server repeats in every chunk sent once.
-
-    The protocol sends a tool call's ``id`` and ``function.name`` in its first
-    chunk only; clients concatenate what later chunks carry.  llama-cpp-python's
-    server repeats both in every chunk of a constrained tool call (and the legacy
-    ``function_call`` beside ``tool_calls``), so the client read the name as
-    ``describe_layerdescribe_layer...``.  Repeats of what this stream already sent for
-    the same call are dropped; everything else passes unchanged.
-    """
-
-    def __init__(self) -> None:
-        self._sent: dict[tuple[int, int], tuple[Any, Any]] = {}  # (choice, call index) -> (id, name)
-
-    def __call__(self, line: bytes) -> bytes:
-        if not line.startswith(b"data:") or b'"tool_calls"' not in line:
-            return line
-        try:
-            frame = json.loads(line[5:])
-        except ValueError:
-            return line
-        changed = False
-        for choice in frame.get("choices") or [] if isinstance(frame, dict) else []:
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            if not isinstance(delta, dict):
-                continue
-            calls = delta.get("tool_calls")
-            if not isinstance(calls, list) or not calls:
-                continue
-            if delta.pop("function_call", None) is not None:  # the legacy form of the same call
-                changed = True
-            for call in calls:
-                if isinstance(call, dict):
-                    changed |= self._drop_repeats(choice.get("index", 0), call)
-        return b"data: " + json.dumps(frame).encode() if changed else line
-
-    def _drop_repeats(self, choice: int, call: dict[str, Any]) -> bool:
-        key = (choice, call.get("index", 0))
-        function = call.get("function")
-        if not isinstance(function, dict):
-            function = {}
-        if key not in self._sent:
-            self._sent[key] = (call.get("id"), function.get("name"))
-            return False
-        sent_id, sent_name = self._sent[key]
-        changed = False
-        if call.get("id") is not None and call.get("id") == sent_id:
-            del call["id"]
-            changed = True
-        if function.get("name") is not None and function.get("name") == sent_name:
-            del function["name"]
-            changed = True
-        return changed
+_CHAT_PATHS = ("/api/chat", "/chat/completions")
 
 
 def _line_fixer(request: Any, response: Any) -> Callable[[bytes], bytes] | None:
-    """What to apply to each line of this response, if anything: Ollama's chat stream, OpenAI's streamed chat."""
-    if response.headers.get("content-encoding"):
+    """What to apply to each line of this response, if anything: Ollama's chat stream, OpenAI's streamed chat.
+
+    Chat requests ask for an uncompressed reply (``_uncompressed``); a server
+    or proxy that compresses it anyway is passed on as it came.
+    """
+    if response.headers.get("content-encoding", "identity") != "identity":
         return None
     path = request.url.path
     if path.endswith("/api/chat"):
@@ -367,10 +259,33 @@ def _line_fixer(request: Any, response: Any) -> Callable[[bytes], bytes] | None:
     return None
 
 
-def _split_lines(buffer: bytes, data: bytes, fix: Callable[[bytes], bytes]) -> tuple[list[bytes], bytes]:
-    """Complete lines of ``buffer + data`` (each fixed, newline kept) and the incomplete rest."""
-    *lines, rest = (buffer + data).split(b"\n")
-    return [fix(line) + b"\n" for line in lines], rest
+def _uncompressed(request: Any) -> Any:
+    """A chat request asking for its reply as plain bytes, which the line fixers can read."""
+    if request.url.path.endswith(_CHAT_PATHS):
+        request.headers["Accept-Encoding"] = "identity"
+    return request
+
+
+class _Lines:
+    """A byte stream cut into lines, each fixed (newline kept) as it completes; the fixer's ``end`` closes it."""
+
+    def __init__(self, fix: Callable[[bytes], bytes]) -> None:
+        self.fix = fix
+        self.rest = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self.rest += data
+        if b"\n" not in data:  # a long line arriving in many pieces is split once, when it ends
+            return []
+        *lines, rest = bytes(self.rest).split(b"\n")
+        self.rest = bytearray(rest)
+        return [self.fix(line) + b"\n" for line in lines]
+
+    def end(self) -> bytes:
+        tail = self.fix(bytes(self.rest)) if self.rest else b""
+        finish = getattr(self.fix, "end", None)
+        events = finish() if callable(finish) else b""
+        return tail + b"\n" + events if tail and events else tail + events
 
 
 @functools.cache
@@ -398,12 +313,11 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
             self.inner, self.fix = inner, fix
 
         def __iter__(self) -> Iterator[bytes]:
-            rest = b""
+            lines = _Lines(self.fix)
             for data in self.inner:
-                lines, rest = _split_lines(rest, data, self.fix)
-                yield from lines
-            if rest:
-                yield self.fix(rest)
+                yield from lines.feed(data)
+            if last := lines.end():
+                yield last
 
         def close(self) -> None:
             self.inner.close()
@@ -413,13 +327,12 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
             self.inner, self.fix = inner, fix
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            rest = b""
+            lines = _Lines(self.fix)
             async for data in self.inner:
-                lines, rest = _split_lines(rest, data, self.fix)
-                for line in lines:
+                for line in lines.feed(data):
                     yield line
-            if rest:
-                yield self.fix(rest)
+            if last := lines.end():
+                yield last
 
         async def aclose(self) -> None:
             await self.inner.aclose()
@@ -429,7 +342,7 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
             self.inner = inner
 
         def handle_request(self, request: Any) -> Any:
-            return wrapped(request, self.inner.handle_request(request), Lines)
+            return wrapped(request, self.inner.handle_request(_uncompressed(request)), Lines)
 
         def close(self) -> None:
             self.inner.close()
@@ -439,7 +352,7 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
             self.inner = inner
 
         async def handle_async_request(self, request: Any) -> Any:
-            return wrapped(request, await self.inner.handle_async_request(request), AsyncLines)
+            return wrapped(request, await self.inner.handle_async_request(_uncompressed(request)), AsyncLines)
 
         async def aclose(self) -> None:
             await self.inner.aclose()
@@ -448,10 +361,13 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
 
 
 def StreamRepairTransport(inner: Any) -> Any:  # noqa: N802 - used like a class
-    """``inner`` (an httpx transport, sync or async) with chat streams repaired line by line.
+    """``inner`` (an httpx transport, sync or async) with chat streams checked and repaired line by line.
 
-    Ollama's: tool-call arguments sent as a JSON string decoded (``decode_tool_arguments``);
-    OpenAI's: tool-call ids and names a server repeats sent once (``ToolCallStreamRepair``).
+    Below the client libraries, so every tool call is bounded before any of them
+    parses it (``agent.call_arguments``).  Ollama's: arguments bounded, decoded
+    and their texts wrapped (``decode_tool_arguments``); OpenAI's: arguments held
+    back and passed on whole and bounded, ids and names a server repeats sent
+    once (``ToolCallStreamRepair``).
     """
     library = next(
         (root for cls in type(inner).__mro__ if (root := cls.__module__.split(".")[0]).startswith("httpx")), "httpx"
@@ -742,10 +658,19 @@ def _is_connect_failure(exc: BaseException) -> bool:
 
 
 def _unreadable(exc: BaseException) -> str | None:
-    """The start of what the server sent, if the failure is a reply that is not JSON."""
-    for item in _chain(exc):
-        if isinstance(item, json.JSONDecodeError):
-            return item.doc[:80]
+    """The start of what the server sent, if the failure is a reply that is not JSON.
+
+    Only the failure and its causes (``raise ... from``) count: a JSON error
+    that was handled before another failure (``__context__``; a client tries
+    ``json.loads`` first, and its fallback failed) says nothing about the reply.
+    """
+    current: BaseException | None = exc
+    seen: list[BaseException] = []
+    while current is not None and current not in seen:
+        if isinstance(current, json.JSONDecodeError):
+            return current.doc[:80]
+        seen.append(current)
+        current = current.__cause__
     return None
 
 

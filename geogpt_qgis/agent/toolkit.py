@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 from geogpt_qgis.agent.aliases import ALIASES, routed
 from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_decision
 from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, content_and_artifact
-from geogpt_qgis.core.bounds import bounded, check_text
+from geogpt_qgis.core.bounds import REFUSED_ARGUMENTS, bounded, check_text
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
 from geogpt_qgis.core.secrets_scrub import scrub, scrub_value
@@ -132,6 +132,9 @@ class Toolkit:
             return self.unknown_tool(name)
         params = self._parameters(tool)
         args = _decoded(args)
+        refused = args.get(REFUSED_ARGUMENTS) if isinstance(args, dict) else None
+        if isinstance(refused, str):  # too long or deep to be read as they arrived (``agent.call_arguments``)
+            return _error(f"your {name} call was not run: {refused}. Call it again with shorter arguments.")
         if not isinstance(args, dict):
             return _error(
                 f"{name} takes a JSON object of arguments ({', '.join(params) or 'none'}), not {_shown(args)}."
