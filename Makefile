@@ -129,12 +129,13 @@ bench: setup postgis llama  ## benchmarks: start-up, responsiveness, processing,
 bench-quick: setup postgis llama  ## every benchmark on small sizes: fails if one errors, not on timings
 	$(PYTHON) -m bench --quick
 
-lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, mypy (the package), Bandit (high severity), QGIS's Qt 6 checker
+lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, mypy, Bandit, Qt 6 checker, docs, wheels for Windows/macOS
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m mypy
 	$(PYTHON) -m bandit -q -r geogpt_qgis --severity-level high
 	$(PYTHON) scripts/qt6_checker.py check --python $(QT6_PYTHON) --checker $(QT6_CHECKER) geogpt_qgis tests bench evals scripts
 	$(MAKE) --no-print-directory docs
+	$(PYTHON) scripts/check_wheels.py
 
 # The user guide (mkdocs.yml, docs/): strict, offline; tables from bench/results.json and evals/*.json if present.
 docs: $(STAMPS)/python-deps  ## the user guide, built into build/docs (strict: a warning fails; nothing fetched)
