@@ -255,10 +255,16 @@ def render_bench() -> str:
     if isinstance(data, str):
         return data
     rows = [(label, cell(result, data), cell(goal, data)) for label, result, goal in BENCH_ROWS]
+    lacking = any(row[1] == MISSING for row in rows)
     return (
         _provenance(data, "make bench")
         + " Goals marked ✗ were missed in that run.\n\n"
         + table(("measure", "result", "goal"), rows)
+        + (
+            f"\n\n{MISSING}: this results file holds no such figure (an older `make bench` wrote it)."
+            if lacking
+            else ""
+        )
     )
 
 
@@ -346,10 +352,27 @@ def render_eval() -> str:
         "Weak-model replays answered with the fix: "
         + cell(lambda d: f"{num(d['robustness']['fixed'])} of {num(d['robustness']['replays'])}.", data),
         table(("mistake replayed", "answered with the fix"), kinds),
+        "Per task: model calls, tool calls, and the largest prompt sent (system prompt + tool schemas + history, "
+        "in Tekken tokens):",
+        table(("task", "group", "passed", "model calls", "tool calls", "largest prompt"), _per_task(data)),
     ]
     if budget != MISSING:
         parts.append(budget)
     return "\n\n".join(parts)
+
+
+def _per_task(data: dict[str, Any]) -> list[tuple[str, ...]]:
+    return [
+        (
+            cell(lambda _d, r=row: f"`{r['id']}`", data),
+            cell(lambda _d, r=row: str(r["group"]), data),
+            cell(lambda _d, r=row: "yes" if r["passed"] else "no", data),
+            cell(lambda _d, r=row: num(r["model_calls"]), data),
+            cell(lambda _d, r=row: num(r["tool_calls"]), data),
+            cell(lambda _d, r=row: num(r["largest_prompt"]), data),
+        )
+        for row in data.get("per_task") or []
+    ]
 
 
 def _eval_budget(data: dict[str, Any]) -> str:

@@ -184,6 +184,7 @@ def test_the_tables_come_from_the_results_files(guide_with_results):
     # A section this file lacks reads as a dash, not as an error.
     row = re.search(r"describe_table on a large table \S* ?(\S+)", bench)
     assert row is not None and row.group(1) == docs_results.MISSING
+    assert f"{docs_results.MISSING}: this results file holds no such figure" in bench
     # The prompt cache, call by call; the layer added before turn 2 is marked.
     assert "2 (a layer added) 2,013 1,996 (99.2 %) 1 s 7.9 s" in bench
     assert "a new conversation's first call, same server 1,970 93.2 % 4.4 s" in bench
@@ -193,6 +194,7 @@ def test_the_tables_come_from_the_results_files(guide_with_results):
     assert "buffer_rivers : the answer says 12 schools; shapely counts 14" in evaluation
     assert "Weak-model replays answered with the fix: 1 of 2." in evaluation
     assert f"{KINDS[0]} 1 / 1" in evaluation and f"{KINDS[1]} 0 / 1" in evaluation
+    assert "count_schools inspection yes 0 0 2,511" in evaluation  # per task, from summarise's per_task rows
     # No results-real.json was planted: that section says so and the build still passed in strict mode.
     assert "evals/results-real.json was not there when this guide was built: run make eval-real" in evaluation
 
