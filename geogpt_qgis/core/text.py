@@ -87,6 +87,13 @@ def quoted(name: object, limit: int = NAME_MAX_CHARS) -> str:
     return repr(text)
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """``1 feature``, ``0 features``, ``1,234 features``; a negative count is unknown (``an unknown number of``)."""
+    if count < 0:
+        return f"an unknown number of {plural or noun + 's'}"
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def format_arguments(args: Mapping[str, Any]) -> str:
     """``layer="schools", visible=true``: a tool call's arguments on one short line."""
     return ", ".join(f"{key}={short(json.dumps(value, ensure_ascii=False), 40)}" for key, value in args.items())

@@ -31,7 +31,7 @@ from qgis.PyQt.QtCore import QByteArray, QVariant
 
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.core.fuzzy import did_you_mean
-from geogpt_qgis.core.text import single_line
+from geogpt_qgis.core.text import counted, single_line
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.processing.naming import unique_name
 from geogpt_qgis.tools.processing.output_checks import check_layer
@@ -141,6 +141,11 @@ def feature_count_label(layer: QgsMapLayer) -> str:
         count = layer.featureCount()
         return f"{count:,}" if count >= 0 else "unknown"
     return "-"
+
+
+def features_label(layer: QgsMapLayer) -> str:
+    """``1 feature``, ``31 features``, ``an unknown number of features``; ``-`` for a layer without features."""
+    return counted(layer.featureCount(), "feature") if isinstance(layer, QgsVectorLayer) else "-"
 
 
 def crs_label(layer: QgsMapLayer) -> str:

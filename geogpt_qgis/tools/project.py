@@ -26,7 +26,7 @@ from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.numbers import exact_number
-from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, quoted, short
+from geogpt_qgis.core.text import NAME_MAX_CHARS, counted, markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layer_tree import plan_arrangement
 from geogpt_qgis.tools.layers import (
@@ -38,6 +38,7 @@ from geogpt_qgis.tools.layers import (
     crs_label,
     ellipsoid_made_here,
     feature_count_label,
+    features_label,
     format_extent,
     geometry_label,
     is_visible,
@@ -137,9 +138,9 @@ class ProjectTools(ToolFamily):
         keys = set(plan.primary_key_indexes)
         total = plan.feature_count
         if total >= 0 and len(rows) >= total:
-            basis = f"values from all {len(rows):,} features"
+            basis = f"values from all {counted(len(rows), 'feature')}"
         else:
-            basis = f"values from the first {len(rows):,} of {feature_count_label_from(total)} features"
+            basis = f"values from the first {len(rows):,} of {counted(total, 'feature')}"
         lines = [header, f"Fields ({len(summaries)}; {basis}):"]
         lines += [
             f"- {short(s.name, NAME_MAX_CHARS)} ({s.type_name}, primary key)"
@@ -154,7 +155,7 @@ class ProjectTools(ToolFamily):
         visible = "visible" if is_visible(self.ctx.project, layer) else "hidden"
         lines = [
             f"Layer {layer.name()!r} (id {layer.id()}): {layer_kind(layer)}, {geometry_label(layer)}, "
-            f"{feature_count_label(layer)} features, {visible}",
+            f"{features_label(layer)}, {visible}",
             f"CRS: {crs_details(layer)}",
             f"Extent: {format_extent(layer.extent(), layer.crs().isGeographic())}",
             f"Provider: {layer.providerType()}",
@@ -170,7 +171,7 @@ class ProjectTools(ToolFamily):
             lines.append(f"Filter: {layer.subsetString()}")
         selected = layer.selectedFeatureCount()
         if selected:
-            lines.append(f"Selected: {selected:,} features")
+            lines.append(f"Selected: {counted(selected, 'feature')}")
         return layer.name(), "\n".join(lines), plan_vector_read(layer)
 
     def preview_read_features(
@@ -202,11 +203,12 @@ class ProjectTools(ToolFamily):
             return ToolResult(f"No features in {plan.layer_name!r}{where}", read)
         where = f" where {expression}" if expression else ""
         if more:
-            head = f"First {limit} features of {plan.layer_name!r}{where} (more exist; filter or raise limit):"
+            first = counted(limit, "feature")
+            head = f"First {first} of {plan.layer_name!r}{where} (more exist; filter or raise limit):"
         elif expression:
-            head = f"All {len(rows)} features of {plan.layer_name!r}{where}:"
+            head = f"All {counted(len(rows), 'feature')} of {plan.layer_name!r}{where}:"
         else:
-            head = f"All {len(rows)} of {feature_count_label_from(plan.feature_count)} features of {plan.layer_name!r}:"
+            head = f"All {len(rows)} of {counted(plan.feature_count, 'feature')} of {plan.layer_name!r}:"
         headers = [header_with_unit(name, units.get(name)) for name in columns]
         warnings = [f"\nNote: {figure.label}" for figure in figures if figure.warning]
         table = markdown_table(headers, [[_cell(v) for v in row] for row in rows])
@@ -263,8 +265,7 @@ class ProjectTools(ToolFamily):
         vector.selectByIds(ids)
         notes = "".join(f"\nNote: {note}" for note in distance_limit_notes("", {"EXPRESSION": expression}))
         return ToolResult(
-            f"Selected {len(ids):,} of {feature_count_label_from(total)} features in {vector.name()!r} "
-            f"where {expression}.{notes}",
+            f"Selected {len(ids):,} of {counted(total, 'feature')} in {vector.name()!r} where {expression}.{notes}",
             _selected(vector),
         )
 
@@ -319,7 +320,7 @@ class ProjectTools(ToolFamily):
     def _remove_request(self, ref: str) -> ApprovalRequest:
         target = resolve_layer(self.ctx.project, ref)
         kind = (
-            f"{geometry_label(target)}, {feature_count_label(target)} features"
+            f"{geometry_label(target)}, {features_label(target)}"
             if isinstance(target, QgsVectorLayer)
             else layer_kind(target)
         )
@@ -455,7 +456,7 @@ def feature_count_label_from(count: int) -> str:
 def describe_map_layer_briefly(layer: QgsMapLayer) -> str:
     """``'schools' (Point, 40 features)`` for prompts and notes (the name quoted as data)."""
     if isinstance(layer, QgsVectorLayer):
-        return f"{quoted(layer.name())} ({geometry_label(layer)}, {feature_count_label(layer)} features)"
+        return f"{quoted(layer.name())} ({geometry_label(layer)}, {features_label(layer)})"
     return f"{quoted(layer.name())} ({layer_kind(layer)})"
 
 

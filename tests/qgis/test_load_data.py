@@ -224,7 +224,7 @@ def test_a_crs_given_is_used_and_a_wrong_one_changes_nothing(loader, tmp_path):
     path = tmp_path / "points.csv"
     path.write_text("name,x,y\n" + "".join(f"{n},{x},{y}\n" for n, x, y in POINTS), encoding="utf-8")
     text = load(loader, str(path), crs="EPSG:25832")
-    assert "CRS: CRS EPSG:25832 as given." in text and layer_named("points").crs().authid() == "EPSG:25832"
+    assert "CRS: EPSG:25832, as given." in text and layer_named("points").crs().authid() == "EPSG:25832"
     refused(loader, str(path), "EPSG:4326", crs="EPSG:4326", name="wrong")  # metres read as degrees
     refused(loader, str(path), "not a CRS QGIS knows", crs="EPSG:99999999")
 

@@ -26,3 +26,12 @@ def test_figures_travel_in_the_artifact_as_plain_json():
 def test_a_malformed_figure_is_dropped_not_guessed():
     data = {"figures": [{"what": "x", "value": "12", "unit": "m"}, {"value": 3}, "text"]}
     assert ToolArtifact.from_dict(data).figures == (Figure("x", None, "m", ""),)
+
+
+def test_counts_agree_with_their_noun():
+    from geogpt_qgis.core.text import counted
+
+    assert counted(1, "feature") == "1 feature"
+    assert counted(0, "feature") == "0 features"
+    assert counted(1234, "feature") == "1,234 features"
+    assert counted(-1, "feature") == "an unknown number of features"

@@ -47,7 +47,7 @@ from geogpt_qgis.tools.layers import (
     add_result_layer,
     check_new_layer_name,
     crs_label,
-    feature_count_label,
+    features_label,
     geometry_label,
     ordered_layers,
 )
@@ -348,7 +348,7 @@ class DataLoading:
 def _csv_crs(layout: CsvLayout, crs: str, frame: ProjectFrame | None) -> tuple[str, str, dict[str, str]]:
     """The CSV's CRS: the one given, else the rows' SRID, else guessed (marked so); how it was told."""
     if crs:
-        return crs, f"CRS {crs} as given", {}
+        return crs, f"{crs}, as given", {}
     if layout.srid:
         return layout.srid, f"{layout.srid}, as every row's SRID says", {}
     assert frame is not None  # noqa: S101 - the caller reads the frame when it guesses
@@ -438,4 +438,4 @@ def _describe(layer: Any, plan: LoadPlan) -> str:
         )
     if plan.provider in _REMOTE_PROVIDERS:
         return f"{geometry_label(layer)}, {crs_label(layer)}"
-    return f"{geometry_label(layer)}, {feature_count_label(layer)} features, {crs_label(layer)}"
+    return f"{geometry_label(layer)}, {features_label(layer)}, {crs_label(layer)}"

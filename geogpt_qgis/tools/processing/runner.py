@@ -46,7 +46,7 @@ from geogpt_qgis.core.text import truncate
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import (
     crs_label,
-    feature_count_label,
+    features_label,
     format_extent,
     geometry_label,
     ordered_layers,
@@ -494,7 +494,7 @@ def summarise_layer(layer: QgsMapLayer) -> str:
         listed = ", ".join(f"{f.name()} ({f.typeName()})" for f in list(fields)[:MAX_FIELDS_LISTED])
         more = f", … ({fields.count() - MAX_FIELDS_LISTED} more)" if fields.count() > MAX_FIELDS_LISTED else ""
         parts.append(
-            f": {geometry_label(layer)}, {feature_count_label(layer)} features, {crs_label(layer)}, "
+            f": {geometry_label(layer)}, {features_label(layer)}, {crs_label(layer)}, "
             f"extent {format_extent(layer.extent(), layer.crs().isGeographic())}, fields: {listed}{more}"
         )
     elif isinstance(layer, QgsRasterLayer):
