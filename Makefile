@@ -139,7 +139,7 @@ lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, myp
 
 # The user guide (mkdocs.yml, docs/): strict, offline; tables from bench/results.json and evals/*.json if present.
 docs: $(STAMPS)/python-deps  ## the user guide, built into build/docs (strict: a warning fails; nothing fetched)
-	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict  # not --quiet: it hides warnings from strict mode
 
 run: setup  ## start QGIS with the plugin, the demo project and the chat dock
 	$(PYTHON) scripts/plugin_dist.py install --profiles-path $(PROFILES) --profile geogpt

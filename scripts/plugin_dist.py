@@ -71,8 +71,7 @@ def build_guide(target: Path) -> list[str]:
             "-m",
             "mkdocs",
             "build",
-            "--strict",
-            "--quiet",
+            "--strict",  # not --quiet: it hides warnings from strict mode
             "-f",
             str(REPO / "mkdocs.yml"),
             "-d",

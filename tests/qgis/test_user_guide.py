@@ -133,7 +133,7 @@ def _eval_results() -> dict:
     return report
 
 
-def _build(root: Path, out: Path) -> subprocess.CompletedProcess:
+def _build(root: Path, out: Path, config: Path = REPO / "mkdocs.yml") -> subprocess.CompletedProcess:
     env = {**os.environ, "GEOGPT_RESULTS_ROOT": str(root), "NO_MKDOCS_2_WARNING": "1"}
     return subprocess.run(
         [
@@ -141,14 +141,13 @@ def _build(root: Path, out: Path) -> subprocess.CompletedProcess:
             "-m",
             "mkdocs",
             "build",
-            "--strict",
-            "--quiet",
+            "--strict",  # as make docs runs it (not --quiet, which hides warnings from strict mode)
             "-f",
-            str(REPO / "mkdocs.yml"),
+            str(config),
             "-d",
             str(out),
         ],
-        cwd=REPO,
+        cwd=config.parent,
         env=env,
         capture_output=True,
         text=True,
@@ -230,6 +229,24 @@ def test_the_built_guide_loads_nothing_from_another_host(guide_with_results, tmp
         "a.html: <link> //fonts.googleapis.com/css?family=Roboto",
         "b.css: a url() or @import to another host",
     ]
+
+
+def test_a_broken_link_or_anchor_fails_the_strict_build(tmp_path):
+    """Strict mode, as make docs runs it: a link to a missing heading or page is an error, not a warning."""
+    import shutil
+
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "docs", copy / "docs")
+    (copy / "scripts").mkdir()
+    shutil.copy2(REPO / "scripts" / "docs_results.py", copy / "scripts")
+    shutil.copy2(REPO / "mkdocs.yml", copy / "mkdocs.yml")
+    assert _build(tmp_path / "none", tmp_path / "ok", copy / "mkdocs.yml").returncode == 0
+    demo = copy / "docs" / "demo.md"
+    original = demo.read_text()
+    for broken in ("[x](models.md#no-such-heading)", "[x](no-such-page.md)"):
+        demo.write_text(f"{original}\nSee {broken}.\n")
+        done = _build(tmp_path / "none", tmp_path / "broken", copy / "mkdocs.yml")
+        assert done.returncode != 0 and "Aborted with 1 warnings in strict mode" in done.stdout + done.stderr
 
 
 def test_an_unknown_results_marker_fails_the_build():
