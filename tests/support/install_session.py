@@ -1,13 +1,19 @@
 """Run inside the real QGIS desktop (``qgis --code``): first-run install from the dock, then one question.
 
-QGIS starts from a fresh profile holding only the plugin (extracted from the zip)
-and a Python without LangGraph and friends.  This script clicks Install in the
-dock's banner, waits for pip, then asks the agent a question; it records numpy's
-version and file before and after, what the banner said, and the answer.  It
-imports nothing from the repository: the plugin is the copy in the profile.
+QGIS starts from a fresh profile and a Python without LangGraph and friends.
+With ``GEOGPT_INSTALL_ZIP`` the profile has no plugin yet: this script installs
+the zip with the Plugin Manager's own code (Install from ZIP:
+``pyplugin_installer``'s ``installFromZipFile``, which unpacks it into the
+profile's ``python/plugins``, loads and starts it and enables it in the
+profile's settings); without it the plugin was unpacked and enabled before
+QGIS started.  Then it clicks Install in the dock's banner, waits for pip, and
+asks the agent a question; it records where numpy, GDAL, pyproj and PyQt come
+from before and after, what the banner said, and the answer.  It imports
+nothing from the repository: the plugin is the copy in the profile.
 
 Configured through environment variables: ``GEOGPT_INSTALL_OUT`` (JSON report
-path, required), ``GEOGPT_INSTALL_QUESTION``, ``GEOGPT_INSTALL_TIMEOUT_MS``.
+path, required), ``GEOGPT_INSTALL_ZIP``, ``GEOGPT_INSTALL_QUESTION``,
+``GEOGPT_INSTALL_TIMEOUT_MS``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import traceback
 from importlib import metadata
 from pathlib import Path
 
-from qgis.core import QgsApplication
+from qgis.core import QgsApplication, QgsSettings
 from qgis.PyQt.QtCore import QTimer
 from qgis.PyQt.QtWidgets import QDockWidget
 from qgis.utils import active_plugins, iface
@@ -30,6 +36,8 @@ from qgis.utils import active_plugins, iface
 OUT = Path(os.environ["GEOGPT_INSTALL_OUT"])
 report: dict[str, object] = {"errors": [], "statuses": []}
 state: dict[str, object] = {}
+# What QGIS's Python ships and the plugin's packages must never shadow (the modules of numpy, GDAL, pyproj, PyQt).
+PROTECTED_MODULES = ("numpy", "osgeo", "pyproj", "PyQt5")
 
 
 def numpy_now() -> dict[str, object]:
@@ -40,6 +48,34 @@ def numpy_now() -> dict[str, object]:
         "version": metadata.version("numpy"),
         "origin": spec.origin if spec else None,
         "loaded_file": getattr(loaded, "__file__", None),
+    }
+
+
+def protected_now() -> dict[str, dict[str, object]]:
+    """Where each protected module resolves on sys.path now, and the file of the one already loaded."""
+    found = {}
+    for name in PROTECTED_MODULES:
+        spec = importlib.machinery.PathFinder.find_spec(name, sys.path)
+        loaded = sys.modules.get(name)
+        found[name] = {
+            "origin": spec.origin if spec else None,
+            "loaded_file": getattr(loaded, "__file__", None),
+        }
+    return found
+
+
+def install_from_zip(archive: str) -> None:
+    """Plugins > Manage and Install Plugins > Install from ZIP, as QGIS's own installer code does it."""
+    import pyplugin_installer
+    import qgis.utils
+
+    folder = Path(qgis.utils.home_plugin_path) / "geogpt_qgis"
+    report["zip_plugin_before"] = {"folder": folder.exists(), "active": "geogpt_qgis" in active_plugins}
+    pyplugin_installer.instance().installFromZipFile(archive)
+    report["zip_plugin_after"] = {
+        "folder": str(folder) if (folder / "metadata.txt").is_file() else None,
+        "active": "geogpt_qgis" in active_plugins,
+        "enabled_setting": QgsSettings().value("PythonPlugins/geogpt_qgis", False, bool),
     }
 
 
@@ -67,11 +103,15 @@ def guarded(step):
 
 @guarded
 def start() -> None:
+    archive = os.environ.get("GEOGPT_INSTALL_ZIP")
+    if archive:
+        install_from_zip(archive)
     from geogpt_qgis.toolbelt.dependencies import missing_packages
 
     report["plugin_active"] = "geogpt_qgis" in active_plugins
     report["python_executable"] = sys.executable
     report["numpy_before"] = numpy_now()
+    report["protected_before"] = protected_now()
     report["missing_before"] = missing_packages()
     report["langgraph_before"] = importlib.util.find_spec("langgraph") is not None
     dock = iface.mainWindow().findChild(QDockWidget, "GeoGptChatDock")
@@ -119,18 +159,14 @@ def installed(ok: bool, message: str) -> None:
         finish(0)
         return
     panel = state["panel"]
-    panel.run_finished.connect(answered)
+    panel.run_finished.connect(report_answer)
     panel.input.setPlainText(os.environ.get("GEOGPT_INSTALL_QUESTION", "What layers are there?"))
     panel.composer.send_current()
 
 
 @guarded
-def answered(status: str) -> None:
-    QTimer.singleShot(300, lambda: report_answer(status))
-
-
-@guarded
 def report_answer(status: str) -> None:
+    """At ``run_finished`` the turn is complete: the dock painted the last text and closed the stream first."""
     from geogpt_qgis.gui.markdown_view import MarkdownView
     from geogpt_qgis.gui.tool_step import ToolStepWidget
 
@@ -146,6 +182,7 @@ def report_answer(status: str) -> None:
     report["langgraph_file"] = langgraph.graph.__file__
     report["shapely_file"] = shapely.__file__
     report["shapely_buffer_area"] = Point(0, 0).buffer(1.0, 64).area  # shapely from the profile, numpy from QGIS
+    report["protected_after"] = protected_now()  # after the agent and shapely ran: what they loaded
     finish(0)
 
 
