@@ -39,6 +39,7 @@ from qgis.core import (
     QgsCoordinateReferenceSystem,
     QgsCoordinateTransformContext,
     QgsDataProvider,
+    QgsFeatureRequest,
     QgsFields,
     QgsMapLayer,
     QgsProject,
@@ -153,7 +154,8 @@ class ResultStore:
             if staged.path.is_file()
             else QgsVectorFileWriter.ActionOnExistingFile.CreateOrOverwriteFile
         )
-        options.layerOptions = [f"DESCRIPTION={result_files.MARK}", f"FID={_fid_column(staged.fields)}"]
+        fid = _fid_column(staged.fields, staged.source, cancel)
+        options.layerOptions = [f"DESCRIPTION={result_files.MARK}", f"FID={fid}"]
         writer = QgsVectorFileWriter.create(
             str(staged.path), staged.fields, staged.wkb_type, staged.crs, staged.transform_context, options
         )
@@ -469,13 +471,38 @@ def _uri(path: Path, table: str) -> str:
     return f"{path}|layername={table}"
 
 
-def _fid_column(fields: QgsFields) -> str:
-    """``fid`` unless the data already has a field of that name (its values need not be unique)."""
-    names = {name.lower() for name in fields.names()}
+def _fid_column(fields: QgsFields, source: QgsVectorLayerFeatureSource, cancel: CancelToken | None) -> str:
+    """The table's FID column: ``fid``; a field of that name whose values can be ids is it (any thread).
+
+    A GeoPackage layer shows its FID as a field, so every result of a result carries one.
+    Renamed each time (``result_fid``, then ``result_result_fid`` a step later), the names
+    grew across steps; a field of unique whole numbers is written as the ids instead
+    (QGIS's writer takes a field named like the FID column as the feature's id).
+    Only a field whose values are not ids (repeated, empty, not whole) makes another name.
+    """
+    names = {name.lower(): name for name in fields.names()}
     column = "fid"
     while column in names:
+        if _holds_ids(fields, names[column], source, cancel):
+            return names[column]
         column = f"result_{column}"
     return column
+
+
+def _holds_ids(fields: QgsFields, name: str, source: QgsVectorLayerFeatureSource, cancel: CancelToken | None) -> bool:
+    """Whether field ``name`` holds whole numbers, each feature its own (NULL and reals are Python non-ints)."""
+    request = QgsFeatureRequest()
+    request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
+    request.setSubsetOfAttributes([name], fields)
+    seen: set[int] = set()
+    for index, feature in enumerate(source.getFeatures(request)):
+        if cancel is not None and index % BATCH == 0:
+            cancel.raise_if_cancelled()
+        value = feature[name]
+        if not isinstance(value, int) or isinstance(value, bool) or value in seen:
+            return False
+        seen.add(value)
+    return True
 
 
 def _batches(source: QgsVectorLayerFeatureSource, cancel: CancelToken | None) -> Iterator[list]:
@@ -530,4 +557,3 @@ def _ogr_layers(project: QgsProject) -> list[tuple[QgsVectorLayer, Path, str]]:
         if parts.get("path") and parts.get("layerName"):
             found.append((layer, Path(parts["path"]), str(parts["layerName"])))
     return found
-

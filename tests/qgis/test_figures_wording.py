@@ -21,3 +21,19 @@ def test_one_feature_is_singular_in_results_and_reads(tool_ctx, demo_project):
     assert "Point, 1 feature, visible" in described and "values from all 1 feature)" in described, described
     twin = call_in_thread(ProjectTools(tool_ctx).read_features, "schools", ["name"], "", 2)
     assert twin.startswith("First 2 features of 'schools'"), twin
+
+
+def test_field_names_do_not_grow_across_steps(tool_ctx, demo_project):
+    """Was: fid, then result_fid beside it, then result_result_fid a step later."""
+    tools = ProcessingTools(tool_ctx)
+    source = demo_project.mapLayersByName("schools")[0]
+    names = [source.fields().names()]
+    layer = "schools"
+    for step in range(3):
+        out = f"step_{step}"
+        call_in_thread(tools.run_algorithm, "native:extractbyexpression", {"INPUT": layer, "EXPRESSION": "true"}, out)
+        result = demo_project.mapLayersByName(out)[0]
+        names.append(result.fields().names())
+        assert sorted(f["fid"] for f in result.getFeatures()) == sorted(f["fid"] for f in source.getFeatures())
+        layer = out
+    assert all(step == names[0] for step in names), names
