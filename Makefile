@@ -16,7 +16,7 @@ MCP_INSPECTOR_VERSION := 2.12.0
 MCP_INSPECTOR := tools/mcp-inspector/node_modules/.bin/mcp-inspector
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: help system setup demo postgis llama test test-unit test-matrix fuzz eval eval-real bench bench-quick lint docs run screenshot package translations clean
+.PHONY: help system setup demo postgis llama test test-unit test-matrix wheelhouse fuzz eval eval-real bench bench-quick lint docs run screenshot package translations clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -103,7 +103,12 @@ translations: | system  ## update i18n/*.ts from the tr("...") calls in the code
 postgis: system demo  ## start PostgreSQL/PostGIS and load the demo town
 	@scripts/postgis.sh
 
-test: setup postgis lint llama  ## install everything, start PostGIS, lint, run all tests headless, check the benchmarks run
+# The wheels the first-run test (tests/desktop/test_first_run_install.py) installs with pip --no-index: downloaded
+# from PyPI for QGIS's Python and pins once, kept under .stamps while requirements and pins stay the same.
+wheelhouse: $(STAMPS)/python-deps
+	$(PYTHON) -m tests.support.wheelhouse
+
+test: setup postgis lint llama wheelhouse  ## install everything, start PostGIS, lint, run all tests headless, check the benchmarks run
 	$(PYTHON) -m pytest -p no:qgis tests/unit
 	$(PYTHON) -m pytest
 	$(PYTHON) -m bench --quick
