@@ -6,6 +6,8 @@ to the project or the map canvas is handed to the main thread.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from qgis.core import (
     QgsCoordinateTransform,
     QgsExpression,
@@ -135,6 +137,8 @@ class ProjectTools(ToolFamily):
         if not plan.field_names:
             return ToolResult(header + "\nFields: none", read)
         summaries = summarize_fields(plan.field_names, plan.field_types, rows)
+        units = self.ctx.on_main(_units_of, self.ctx.project, plan.layer_id)  # fields whose unit is known
+        read = replace(read, figures=tuple(units.values()))
         keys = set(plan.primary_key_indexes)
         total = plan.feature_count
         if total >= 0 and len(rows) >= total:
@@ -145,9 +149,10 @@ class ProjectTools(ToolFamily):
         lines += [
             f"- {short(s.name, NAME_MAX_CHARS)} ({s.type_name}, primary key)"
             if index in keys
-            else f"- {short(s.name, NAME_MAX_CHARS)} ({s.type_name}): {s.line}"
+            else f"- {short(s.name, NAME_MAX_CHARS)} ({_typed(s.type_name, units.get(s.name))}): {s.line}"
             for index, s in enumerate(summaries)
         ]
+        lines += [f"Note: {figure.label}" for figure in units.values() if figure.warning]
         return ToolResult("\n".join(lines), read)
 
     def _describe_header(self, ref: str):
@@ -403,6 +408,16 @@ class ProjectTools(ToolFamily):
         target.setName(new_name)
         note = f" Note: another layer is also named {new_name!r}." if clash else ""
         return f"Renamed {old!r} to {new_name!r}.{note}"
+
+
+def _units_of(project: QgsProject, layer_id: str) -> dict[str, Figure]:
+    layer = project.mapLayer(layer_id)
+    return field_units(layer) if layer is not None else {}
+
+
+def _typed(type_name: str, figure: Figure | None) -> str:
+    """``Real, m², ellipsoidal on WGS 84`` for a field whose unit is known."""
+    return f"{type_name}, {figure.basis}" if figure is not None else type_name
 
 
 def _check_remove_alone(visible: bool | None, name: str, zoom: bool, move: str, group: str) -> None:

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 from pyproj import Geod, Transformer
-from qgis.core import QgsFeature, QgsGeometry, QgsProject, QgsVectorLayer
+from qgis.core import QgsFeature, QgsField, QgsGeometry, QgsProject, QgsVectorLayer
+from qgis.PyQt.QtCore import QVariant
 from shapely import wkt as shapely_wkt
 
 from geogpt_qgis.tools.base import ToolContext
@@ -139,6 +140,20 @@ def test_read_features_and_statistics_carry_the_unit_written(bare):
     assert "m² (ellipsoidal on WGS 84)" in stats, stats
     (total,) = [f for f in stats.artifact.figures if f.what.startswith("SUM")]
     assert total.value == pytest.approx(value) and total.unit == "m²"
+    described = call_in_thread(ProjectTools(bare).describe_layer, "zone_area")
+    assert "- a (Real, m², ellipsoidal on WGS 84): " in described, described
+
+
+def test_an_expression_field_in_a_bare_project_says_how_qgis_measured_it(bare):
+    """QGIS measures a layer's expression fields on the project's ellipsoid: none here, so it is said."""
+    layer = polygon_layer("EPSG:4326", DEGREES_SQUARE, "zone")
+    bare.project.addMapLayer(layer)
+    layer.addExpressionField("$area", QgsField("area_m2", QVariant.Double))
+    read = call_in_thread(ProjectTools(bare).read_features, "zone", ["area_m2"])
+    assert "area_m2 (m², planar in EPSG:4326 (the project has no ellipsoid))" in read, read
+    assert "not a true measure" in read
+    described = call_in_thread(ProjectTools(bare).describe_layer, "zone")
+    assert "Note: field 'area_m2'" in described and "not a true measure" in described, described
 
 
 def test_a_count_and_a_text_length_carry_no_unit(bare):
