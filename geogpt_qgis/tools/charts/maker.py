@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qgis.core import QgsDataSourceUri, QgsFeatureRequest, QgsFeedback, QgsProviderRegistry, QgsVectorLayer
 
@@ -22,6 +22,7 @@ from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, ToolResult, with_pla
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.progress import progress_reporter
+from geogpt_qgis.core.sqlite_text import sqlite_query
 from geogpt_qgis.toolbelt.paths import profile_data_dir
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.charts.data import (
@@ -41,8 +42,12 @@ from geogpt_qgis.tools.charts.data import (
 from geogpt_qgis.tools.layers import VectorReadPlan, plan_vector_read, python_value, resolve_vector_layer
 from geogpt_qgis.tools.postgis.connections import SavedConnection, resolve_connection
 from geogpt_qgis.tools.postgis.database import Database
+from geogpt_qgis.tools.postgis.sql_text import as_text, compose, embedded, ident, literal
 from geogpt_qgis.tools.processing.naming import slug
 from geogpt_qgis.tools.safety.sql import require_read
+
+if TYPE_CHECKING:
+    from psycopg.sql import Composable
 
 CANCEL_EVERY = 2000
 CHART_PREFIX = "Chart image: "  # the first line of a chart's result, for the model (the path is in the artifact)
@@ -69,7 +74,7 @@ class SqlSource:
     """A relation to aggregate in the database: ``relation`` is usable after FROM."""
 
     connection: SavedConnection
-    relation: str
+    relation: Composable
     label: str
     read: ToolArtifact = EMPTY  # the tables or the layer behind it, for the Sources list
 
@@ -137,11 +142,19 @@ class ChartMaker:
             return scatter(spec, collector.x, collector.y, collector.rows, source)
         aggregator = CategoryAggregator(spec)
         if read.sqlite is not None:  # SQLite groups; only the cells come back
-            x, y = _q(spec.x), _q(spec.y) if spec.y else ""
-            group = _q(spec.group) if spec.group else "NULL"
-            measures = f"count({y}), sum({y}), min({y}), max({y})" if y else "count(*), NULL, NULL, NULL"
-            sql = f"SELECT {x}, {group}, count(*), {measures} FROM {_q(read.sqlite[1])} GROUP BY 1, 2"
-            for cell in self._sqlite_query(read.sqlite[0], sql):
+            path, table = read.sqlite
+            group = spec.group or None
+            if spec.y:
+                y = spec.y
+                sql = sqlite_query(
+                    "SELECT {}, {}, count(*), count({}), sum({}), min({}), max({}) FROM {} GROUP BY 1, 2",
+                    *(spec.x, group, y, y, y, y, table),
+                )
+            else:
+                sql = sqlite_query(
+                    "SELECT {}, {}, count(*), count(*), NULL, NULL, NULL FROM {} GROUP BY 1, 2", spec.x, group, table
+                )
+            for cell in self._sqlite_query(path, sql):
                 aggregator.add_cell(*cell)
             return aggregator.result(source)
         for x, group, y in self._rows(spec, read, "aggregating"):
@@ -186,10 +199,10 @@ class ChartMaker:
     def _sqlite_rows(self, spec: ChartSpec, read: LayerRead, doing: str) -> Iterator[tuple[Any, Any, Any]]:
         """The same rows read straight from a GeoPackage/SQLite file, read-only: several times faster."""
         path, table = read.sqlite or ("", "")
-        columns = ", ".join(_q(c) if c else "NULL" for c in (spec.x, spec.group, spec.y))
+        sql = sqlite_query("SELECT {}, {}, {} FROM {}", spec.x, spec.group or None, spec.y or None, table)
         progress = progress_reporter()
         total = max(read.plan.feature_count, 1)
-        for index, row in enumerate(self._sqlite_query(path, f"SELECT {columns} FROM {_q(table)}")):
+        for index, row in enumerate(self._sqlite_query(path, sql)):
             if index % CANCEL_EVERY == 0:
                 progress(100.0 * index / total, doing)
             yield row
@@ -228,23 +241,28 @@ class ChartMaker:
             )
         saved = self.ctx.on_main(resolve_connection, allowed[0], allowed)
         tables = tuple(with_place(table, saved.name) for table in found.tables)
-        return SqlSource(saved, f"({found.text}\n) AS src", f"SQL on {saved.name!r}", ToolArtifact(tables=tables))
+        relation = compose("({}\n) AS src", embedded(found.text))
+        return SqlSource(saved, relation, f"SQL on {saved.name!r}", ToolArtifact(tables=tables))
 
     def _from_sql(self, spec: ChartSpec, source: SqlSource) -> ChartData:
         with Database(source.connection, self.ctx.cancel, self._sql_timeout()) as db:
-            db.check_read(f"SELECT * FROM {source.relation}")  # one read; no function that acts outside it
+            db.check_read(as_text(compose("SELECT * FROM {}", source.relation)))  # one read, acting nowhere else
             kinds = _sql_columns(db, source.relation)
             _check_fields(spec, kinds, source.label)
             if spec.kind == "histogram":
                 return _sql_histogram(db, spec, source)
             if spec.kind == "scatter":
                 return _sql_scatter(db, spec, source)
-            x, y = _q(spec.x), _q(spec.y) if spec.y else ""
-            group = _q(spec.group) if spec.group else "NULL"
-            measures = f"count({y}), sum({y}), min({y}), max({y})" if y else "count(*), NULL, NULL, NULL"
+            group = ident(spec.group) if spec.group else compose("NULL")
+            if spec.y:
+                measures = compose("count({y}), sum({y}), min({y}), max({y})", y=ident(spec.y))
+            else:
+                measures = compose("count(*), NULL, NULL, NULL")
             rows = db.rows(
-                f"SELECT {x}, {group}, count(*), {measures} FROM {source.relation} GROUP BY 1, 2 "
-                f"LIMIT {DISTINCT_CAP + 1}"
+                compose(
+                    "SELECT {}, {}, count(*), {} FROM {} GROUP BY 1, 2 LIMIT {}",
+                    *(ident(spec.x), group, measures, source.relation, literal(DISTINCT_CAP + 1)),
+                )
             )
         if len(rows) > DISTINCT_CAP:
             raise ToolError(f"{spec.x!r} has more than {DISTINCT_CAP:,} distinct values: not categories")
@@ -259,20 +277,18 @@ def _value(value: Any) -> Any:
     return value if value.__class__ in _PLAIN else python_value(value)
 
 
-def _q(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
-
-
-def _sql_columns(db: Database, relation: str) -> dict[str, str]:
-    cursor = db.execute(f"SELECT * FROM {relation} LIMIT 0")
+def _sql_columns(db: Database, relation: Composable) -> dict[str, str]:
+    cursor = db.execute(compose("SELECT * FROM {} LIMIT 0", relation))
     oids = [d[1] for d in cursor.description]
     names = dict(db.rows("SELECT oid, typname FROM pg_type WHERE oid = ANY(%s)", [list(set(oids))]))
     return {d[0]: ("number" if names.get(d[1]) in NUMERIC_TYPES else "text") for d in cursor.description}
 
 
 def _sql_histogram(db: Database, spec: ChartSpec, source: SqlSource) -> ChartData:
-    x = _q(spec.x)
-    rows, count, low, high = db.rows(f"SELECT count(*), count({x}), min({x}), max({x}) FROM {source.relation}")[0]
+    x, relation = ident(spec.x), source.relation
+    rows, count, low, high = db.rows(
+        compose("SELECT count(*), count({x}), min({x}), max({x}) FROM {relation}", x=x, relation=relation)
+    )[0]
     if not count:
         raise ToolError(f"{spec.x!r} has no values to chart (all NULL, or no rows)")
     low, high = float(low), float(high)
@@ -280,8 +296,12 @@ def _sql_histogram(db: Database, spec: ChartSpec, source: SqlSource) -> ChartDat
     bins = bin_count(int(count))
     counts = [0] * bins
     for bucket, n in db.rows(
-        f"SELECT least(width_bucket({x}::float8, %s, %s, %s), %s), count(*) FROM {source.relation} "
-        f"WHERE {x} IS NOT NULL GROUP BY 1",
+        compose(
+            "SELECT least(width_bucket({x}::float8, %s, %s, %s), %s), count(*) FROM {relation} "
+            "WHERE {x} IS NOT NULL GROUP BY 1",
+            x=x,
+            relation=relation,
+        ),
         [low, high, bins, bins],
     ):
         counts[int(bucket) - 1] += int(n)
@@ -292,15 +312,19 @@ def _sql_histogram(db: Database, spec: ChartSpec, source: SqlSource) -> ChartDat
 def _sql_scatter(db: Database, spec: ChartSpec, source: SqlSource) -> ChartData:
     from array import array
 
-    x, y = _q(spec.x), _q(spec.y)
-    both = f"{x} IS NOT NULL AND {y} IS NOT NULL"
+    x, y, relation = ident(spec.x), ident(spec.y), source.relation
+    both = compose("{x} IS NOT NULL AND {y} IS NOT NULL", x=x, y=y)
+    names = {"x": x, "y": y, "both": both, "relation": relation}
     rows, count, x_low, x_high, y_low, y_high = db.rows(
-        f"SELECT count(*), count(*) FILTER (WHERE {both}), min({x}) FILTER (WHERE {both}), "
-        f"max({x}) FILTER (WHERE {both}), min({y}) FILTER (WHERE {both}), max({y}) FILTER (WHERE {both}) "
-        f"FROM {source.relation}"
+        compose(
+            "SELECT count(*), count(*) FILTER (WHERE {both}), min({x}) FILTER (WHERE {both}), "
+            "max({x}) FILTER (WHERE {both}), min({y}) FILTER (WHERE {both}), max({y}) FILTER (WHERE {both}) "
+            "FROM {relation}",
+            **names,
+        )
     )[0]
     if count <= SCATTER_POINTS:
-        pairs = db.rows(f"SELECT {x}::float8, {y}::float8 FROM {source.relation} WHERE {both}")
+        pairs = db.rows(compose("SELECT {x}::float8, {y}::float8 FROM {relation} WHERE {both}", **names))
         return scatter(
             spec, array("d", [p[0] for p in pairs]), array("d", [p[1] for p in pairs]), int(rows), source.label
         )
@@ -309,8 +333,11 @@ def _sql_scatter(db: Database, spec: ChartSpec, source: SqlSource) -> ChartData:
     x_high, y_high = max(x_high, x_low + 1e-9), max(y_high, y_low + 1e-9)
     grid = [[0] * GRID for _ in range(GRID)]
     for i, j, n in db.rows(
-        f"SELECT least(width_bucket({x}::float8, %s, %s, %s), %s), least(width_bucket({y}::float8, %s, %s, %s), %s), "
-        f"count(*) FROM {source.relation} WHERE {both} GROUP BY 1, 2",
+        compose(
+            "SELECT least(width_bucket({x}::float8, %s, %s, %s), %s), "
+            "least(width_bucket({y}::float8, %s, %s, %s), %s), count(*) FROM {relation} WHERE {both} GROUP BY 1, 2",
+            **names,
+        ),
         [x_low, x_high, GRID, GRID, y_low, y_high, GRID, GRID],
     ):
         grid[int(i) - 1][int(j) - 1] += int(n)
@@ -341,13 +368,14 @@ def _postgres_layer_source(layer: QgsVectorLayer) -> SqlSource | None:
     table = uri.table()
     if not table:
         return None
-    relation = table if table.startswith("(") else f"{_q(uri.schema() or 'public')}.{_q(table)}"
+    # A query layer's "(SELECT ...)" and a filter are the layer's own SQL; _from_sql classifies them before use.
+    relation: Composable = embedded(table) if table.startswith("(") else ident(uri.schema() or "public", table)
     if uri.sql():
-        relation = f"(SELECT * FROM {relation} AS t WHERE {uri.sql()})"
+        relation = compose("(SELECT * FROM {} AS t WHERE {})", relation, embedded(uri.sql()))
     where = f"{uri.host() or 'localhost'}/{uri.database()}"
     saved = SavedConnection(layer.name(), layer.source(), uri.connectionInfo(True), where)
     label = f"layer {layer.name()!r} (PostgreSQL {where})"
-    return SqlSource(saved, f"{relation} AS src", label, ToolArtifact(layers=(layer.name(),)))
+    return SqlSource(saved, compose("{} AS src", relation), label, ToolArtifact(layers=(layer.name(),)))
 
 
 def _check_fields(spec: ChartSpec, kinds: dict[str, str], where: str) -> None:

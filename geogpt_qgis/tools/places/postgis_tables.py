@@ -11,9 +11,14 @@ as project layers, so the two rank on one scale.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from geogpt_qgis.tools.places.matching import NAME_FIELD_PATTERN, TYPE_FIELD_PATTERN
 from geogpt_qgis.tools.postgis.database import Database
+from geogpt_qgis.tools.postgis.sql_text import as_text, compose, ident, literal
+
+if TYPE_CHECKING:
+    from psycopg.sql import Composable
 
 FALLBACK_NAMES = 10_000  # distinct names read per table when pg_trgm is missing
 SHORTLIST = 200  # names the database returns per table
@@ -39,7 +44,7 @@ _PLAIN = "".join(plain * len(accented) for plain, accented in _FOLDS.items())
 
 @dataclass(frozen=True)
 class NameTable:
-    """A table with a geometry and a name column (identifiers are quoted for SQL use)."""
+    """A table with a geometry and a name column (``sql_name``: quoted for SQL use)."""
 
     schema: str
     table: str
@@ -54,16 +59,8 @@ class NameTable:
         return f"{self.schema}.{self.table}"
 
     @property
-    def sql_name(self) -> str:
-        return f"{_ident(self.schema)}.{_ident(self.table)}"
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+    def sql_name(self) -> Composable:
+        return ident(self.schema, self.table)
 
 
 def extensions(db: Database) -> set[str]:
@@ -73,17 +70,20 @@ def extensions(db: Database) -> set[str]:
 
 def name_tables(db: Database) -> list[NameTable]:
     """Every readable table or view with a geometry column and a name-like text column."""
-    column = (
+    column = compose(
         "(SELECT a.attname FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
         "AND a.atttypid IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype) AND a.attname ~* %s "
         "ORDER BY lower(a.attname) IN ('name', 'navn', 'type', 'class', 'kind') DESC, a.attnum LIMIT 1)"
     )
     rows = db.rows(
-        f"SELECT g.f_table_schema, g.f_table_name, g.f_geometry_column, g.srid, {column}, {column}, "
-        "greatest(c.reltuples, 0)::bigint FROM geometry_columns g "
-        "JOIN pg_namespace n ON n.nspname = g.f_table_schema "
-        "JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = g.f_table_name "
-        "WHERE has_table_privilege(c.oid, 'SELECT') ORDER BY 1, 2",
+        compose(
+            "SELECT g.f_table_schema, g.f_table_name, g.f_geometry_column, g.srid, {column}, {column}, "
+            "greatest(c.reltuples, 0)::bigint FROM geometry_columns g "
+            "JOIN pg_namespace n ON n.nspname = g.f_table_schema "
+            "JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = g.f_table_name "
+            "WHERE has_table_privilege(c.oid, 'SELECT') ORDER BY 1, 2",
+            column=column,
+        ),
         [NAME_FIELD_PATTERN, TYPE_FIELD_PATTERN],
     )
     return [
@@ -93,12 +93,12 @@ def name_tables(db: Database) -> list[NameTable]:
     ]
 
 
-def _folded(column: str, available: set[str]) -> str:
+def _folded(column: Composable, available: set[str]) -> Composable:
     """SQL for a column lower-cased and without accents (unaccent if installed, else a translate table)."""
-    lowered = f"lower({column})"
+    lowered = compose("lower({})", column)
     if "unaccent" in available:
-        return f"unaccent({lowered})"
-    return f"translate({lowered}, {_literal(_ACCENTED)}, {_literal(_PLAIN)})"
+        return compose("unaccent({})", lowered)
+    return compose("translate({}, {}, {})", lowered, literal(_ACCENTED), literal(_PLAIN))
 
 
 def matching_names(
@@ -109,21 +109,34 @@ def matching_names(
     ``queries`` are normalised names.  With ``pg_trgm`` the database keeps the
     names similar to any query (``%``) or containing one as words (``<%``).
     """
-    name = _ident(table.name_column)
-    kind = f"mode() WITHIN GROUP (ORDER BY {_ident(table.type_column)})" if table.type_column else "''"
+    name = ident(table.name_column)
+    kind = (
+        compose("mode() WITHIN GROUP (ORDER BY {})", ident(table.type_column)) if table.type_column else compose("''")
+    )
     if "pg_trgm" in available:
-        folded = _folded(name, available)
         rows = db.rows(
-            f"SELECT {name}, count(*), {kind} FROM {table.sql_name} "
-            f"WHERE {folded} %% ANY(%s::text[]) OR EXISTS (SELECT 1 FROM unnest(%s::text[]) q WHERE q <%% {folded}) "
-            f"GROUP BY {name} ORDER BY max(greatest(similarity({folded}, %s), word_similarity(%s, {folded}))) DESC "
-            f"LIMIT {SHORTLIST}",
+            compose(
+                "SELECT {name}, count(*), {kind} FROM {table} "
+                "WHERE {folded} %% ANY(%s::text[]) OR EXISTS (SELECT 1 FROM unnest(%s::text[]) q WHERE q <%% {folded}) "
+                "GROUP BY {name} ORDER BY max(greatest(similarity({folded}, %s), word_similarity(%s, {folded}))) DESC "
+                "LIMIT {limit}",
+                name=name,
+                kind=kind,
+                table=table.sql_name,
+                folded=_folded(name, available),
+                limit=literal(SHORTLIST),
+            ),
             [queries, queries, queries[0], queries[0]],
         )
         return [(str(n), int(c), str(k or "")) for n, c, k in rows if n is not None], False
     rows = db.rows(
-        f"SELECT {name}, count(*), {kind} FROM {table.sql_name} WHERE {name} IS NOT NULL "
-        f"GROUP BY {name} LIMIT {FALLBACK_NAMES + 1}"
+        compose(
+            "SELECT {name}, count(*), {kind} FROM {table} WHERE {name} IS NOT NULL GROUP BY {name} LIMIT {limit}",
+            name=name,
+            kind=kind,
+            table=table.sql_name,
+            limit=literal(FALLBACK_NAMES + 1),
+        )
     )
     capped = len(rows) > FALLBACK_NAMES
     return [(str(n), int(c), str(k or "")) for n, c, k in rows[:FALLBACK_NAMES]], capped
@@ -131,12 +144,14 @@ def matching_names(
 
 def feature_wkbs(db: Database, table: NameTable, name: str, srid: int) -> list[bytes]:
     """The geometries of the features called ``name``, as WKB in ``srid`` (the table's own when 0)."""
-    geometry = _ident(table.geometry)
+    geometry: Composable = ident(table.geometry)
     if srid and table.srid and srid != table.srid:
-        geometry = f"ST_Transform({geometry}, {int(srid)})"
+        geometry = compose("ST_Transform({}, {})", geometry, literal(int(srid)))
     rows = db.rows(
-        f"SELECT ST_AsBinary({geometry}) FROM {table.sql_name} "
-        f"WHERE {_ident(table.name_column)} = %s AND {_ident(table.geometry)} IS NOT NULL LIMIT {FEATURES_PER_PLACE}",
+        compose(
+            "SELECT ST_AsBinary({}) FROM {} WHERE {} = %s AND {} IS NOT NULL LIMIT {}",
+            *(geometry, table.sql_name, ident(table.name_column), ident(table.geometry), literal(FEATURES_PER_PLACE)),
+        ),
         [name],
     )
     return [bytes(wkb) for (wkb,) in rows if wkb is not None]
@@ -144,7 +159,8 @@ def feature_wkbs(db: Database, table: NameTable, name: str, srid: int) -> list[b
 
 def subquery(table: NameTable, name: str) -> str:
     """SQL for the place's geometry, for use in run_sql: ``(SELECT ST_Union(geom) FROM ... WHERE name = '...')``."""
-    return (
-        f"(SELECT ST_Union({_ident(table.geometry)}) FROM {table.sql_name} "
-        f"WHERE {_ident(table.name_column)} = {_literal(name)})"
+    query = compose(
+        "(SELECT ST_Union({}) FROM {} WHERE {} = {})",
+        *(ident(table.geometry), table.sql_name, ident(table.name_column), literal(name)),
     )
+    return as_text(query)

@@ -18,6 +18,7 @@ from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.text import markdown_table, short, single_line
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.database import Database
+from geogpt_qgis.tools.postgis.sql_text import compose, ident, join, literal
 
 MAX_TABLES = 200
 SAMPLE_ROWS = 10_000
@@ -35,18 +36,23 @@ def has_postgis(db: Database) -> bool:
 
 def list_tables(db: Database, schema: str = "") -> str:
     postgis = has_postgis(db)
-    geometry_join = (
+    geometry_join = compose(
         "LEFT JOIN geometry_columns g ON g.f_table_schema = n.nspname AND g.f_table_name = c.relname"
         if postgis
         else "LEFT JOIN (SELECT NULL::name AS f_geometry_column, NULL::text AS type, NULL::int AS srid) g ON false"
     )
-    where_schema = "AND n.nspname = %s" if schema else ""
+    where_schema = compose("AND n.nspname = %s" if schema else "")
     rows = db.rows(
-        f"SELECT n.nspname, c.relname, c.relkind, c.reltuples::bigint, obj_description(c.oid, 'pg_class'), "
-        f"g.f_geometry_column, g.type, g.srid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        f"{geometry_join} WHERE c.relkind IN ('r','v','m','f','p') "
-        "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%' "
-        f"AND has_table_privilege(c.oid, 'SELECT') {where_schema} ORDER BY 1, 2 LIMIT {MAX_TABLES * 3}",
+        compose(
+            "SELECT n.nspname, c.relname, c.relkind, c.reltuples::bigint, obj_description(c.oid, 'pg_class'), "
+            "g.f_geometry_column, g.type, g.srid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "{} WHERE c.relkind IN ('r','v','m','f','p') "
+            "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%' "
+            "AND has_table_privilege(c.oid, 'SELECT') {} ORDER BY 1, 2 LIMIT {}",
+            geometry_join,
+            where_schema,
+            literal(MAX_TABLES * 3),
+        ),
         [schema] if schema else None,
     )
     tables: dict[tuple[str, str], dict[str, Any]] = {}
@@ -218,18 +224,14 @@ def _sample_summaries(
     db: Database, schema: str, table: str, kind: str, estimate: int, columns: list[str]
 ) -> dict[str, str]:
     """Summaries from a bounded sample (TABLESAMPLE on big tables; LIMIT on views)."""
-    quoted = ", ".join(_quote(c) for c in columns)
-    source = f"{_quote(schema)}.{_quote(table)}"
-    sample = ""
+    quoted = join(", ", [ident(c) for c in columns])
+    sample = compose("")
     if kind in ("r", "m", "p") and estimate and estimate > SAMPLE_ROWS:
-        sample = f" TABLESAMPLE SYSTEM ({min(100.0, SAMPLE_ROWS * 100.0 / estimate):.6f})"
-    rows = db.rows(f"SELECT {quoted} FROM {source}{sample} LIMIT {SAMPLE_ROWS}")
+        percent = round(min(100.0, SAMPLE_ROWS * 100.0 / estimate), 6)
+        sample = compose(" TABLESAMPLE SYSTEM ({})", literal(percent))
+    rows = db.rows(compose("SELECT {} FROM {}{} LIMIT {}", quoted, ident(schema, table), sample, literal(SAMPLE_ROWS)))
     by_column: dict[str, list[Any]] = defaultdict(list)
     for row in rows:
         for column, value in zip(columns, row, strict=True):
             by_column[column].append(float(value) if isinstance(value, decimal.Decimal) else value)
     return {column: summarize_values(values) for column, values in by_column.items()}
-
-
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'

@@ -15,8 +15,9 @@ unknown tables and columns.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
@@ -25,7 +26,11 @@ from geogpt_qgis.tools.postgis.backends import application_name, watch_client
 from geogpt_qgis.tools.postgis.connections import SavedConnection
 from geogpt_qgis.tools.safety.sql import Classified, FunctionJudge, caret, parse_one, require_read
 
+if TYPE_CHECKING:
+    from psycopg.sql import Composable
+
 CONNECT_TIMEOUT = 5
+log = logging.getLogger(__name__)
 
 # SQLSTATE codes that get their own explanation.
 SYNTAX_ERROR = "42601"
@@ -99,8 +104,8 @@ class Database:
             try:
                 self._pg.rollback()
                 self._pg.close()
-            except Exception:  # noqa: BLE001, S110 - the connection may already be gone
-                pass
+            except Exception as exc:  # noqa: BLE001 - the connection may already be gone; nothing is left to undo
+                log.debug("closing the session on %r: %s", self.connection.name, exc)
             self._pg = None
 
     def commit(self) -> None:
@@ -115,9 +120,9 @@ class Database:
 
     # -- statements ----------------------------------------------------------
     def execute(
-        self, sql: str, params: Sequence[Any] | None = None, statement: str | None = None, offset: int = 0
+        self, sql: str | Composable, params: Sequence[Any] | None = None, statement: str | None = None, offset: int = 0
     ) -> Any:
-        """Run ``sql`` as one prepared statement (extended protocol); return the cursor.
+        """Run ``sql`` (fixed text, or composed by ``sql_text``) as one prepared statement; return the cursor.
 
         ``statement`` is the user's SQL, embedded in ``sql`` after ``offset``
         characters, so a syntax error's position can be shown in it.
@@ -131,7 +136,7 @@ class Database:
             self._raise(exc, statement, offset)
         return cursor
 
-    def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+    def rows(self, sql: str | Composable, params: Sequence[Any] | None = None) -> list[tuple]:
         return self.execute(sql, params).fetchall()
 
     def _raise(self, exc: Exception, statement: str | None, offset: int = 0) -> None:

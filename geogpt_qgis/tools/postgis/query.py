@@ -14,13 +14,17 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geogpt_qgis.core.numbers import exact_number
 from geogpt_qgis.core.text import markdown_table, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.database import Database
+from geogpt_qgis.tools.postgis.sql_text import as_text, compose, embedded, ident, join, literal
 from geogpt_qgis.tools.safety.sql import Classified
+
+if TYPE_CHECKING:
+    from psycopg.sql import Composable
 
 _FAMILIES = {"POINT": "point", "LINESTRING": "line", "POLYGON": "polygon"}
 
@@ -58,17 +62,19 @@ class QueryResult:
         names = self.columns  # already unique (run_query renames by position)
         spatial = set(self.spatial or [])
         chosen = self.geometry.column if self.geometry else None
-        parts = []
+        parts: list[Composable] = []
         for name in names:
             if name == chosen and self.geometry:
-                parts.append(f"{self.geometry.expression} AS {_quote(self.geometry.layer_column)}")
+                geometry = self.geometry
+                parts.append(compose("{} AS {}", embedded(geometry.expression), ident(geometry.layer_column)))
             elif name in spatial:
-                parts.append(f"ST_AsText(q.{_quote(name)}::geometry) AS {_quote(name)}")
+                parts.append(compose("ST_AsText(q.{name}::geometry) AS {name}", name=ident(name)))
             else:
-                parts.append(f"q.{_quote(name)}")
-        limit = f" LIMIT {self.row_cap}" if self.capped else ""
-        aliases = ", ".join(_quote(n) for n in names)
-        return f"SELECT {', '.join(parts)} FROM ({self.statement}\n) AS q({aliases}){limit}"
+                parts.append(compose("q.{}", ident(name)))
+        limit = compose(" LIMIT {}", literal(self.row_cap)) if self.capped else compose("")
+        aliases = join(", ", [ident(n) for n in names])
+        query = compose("SELECT {} FROM ({}\n) AS q({}){}", join(", ", parts), embedded(self.statement), aliases, limit)
+        return as_text(query)
 
 
 def unique_names(columns: list[str]) -> list[str]:
@@ -83,10 +89,6 @@ def unique_names(columns: list[str]) -> list[str]:
         taken.add(name.lower())
         names.append(name)
     return names
-
-
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
 
 
 def modified_tables(plan: Any) -> list[tuple[str, float]]:
@@ -114,8 +116,9 @@ def estimated_writes(db: Database, statement: Classified) -> list[tuple[str, flo
     """
     if not statement.dml:
         return []
-    prefix = "EXPLAIN (FORMAT JSON) "
-    plan = db.execute(prefix + statement.text, statement=statement.text, offset=len(prefix)).fetchone()[0]
+    explain = compose("EXPLAIN (FORMAT JSON) {}", embedded(statement.text))
+    offset = len("EXPLAIN (FORMAT JSON) ")  # where the statement starts, for a syntax error's position
+    plan = db.execute(explain, statement=statement.text, offset=offset).fetchone()[0]
     return modified_tables(plan)
 
 
@@ -127,57 +130,63 @@ def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryR
         rows = cursor.fetchmany(preview_rows)
         return QueryResult(statement, [d[0] for d in cursor.description], rows, len(rows), False, row_cap, None, [])
     # PostgreSQL describes the result without producing rows: names are checked first.
-    prefix = "SELECT * FROM ("
-    cursor = db.execute(f"{prefix}{statement}\n) q LIMIT 0", statement=statement, offset=len(prefix))
+    described = compose("SELECT * FROM ({}\n) q LIMIT 0", embedded(statement))
+    cursor = db.execute(described, statement=statement, offset=len("SELECT * FROM ("))
     # Columns renamed by position (a, a_2), so duplicate names in the query cannot be ambiguous.
     columns = unique_names([d[0] for d in cursor.description])
-    source = f"({statement}\n) AS q({', '.join(_quote(c) for c in columns)})"
+    source = compose("({}\n) AS q({})", embedded(statement), join(", ", [ident(c) for c in columns]))
     types = dict(db.rows("SELECT oid, typname FROM pg_type WHERE typname IN ('geometry', 'geography')"))
     spatial = [(c, types[d[1]]) for c, d in zip(columns, cursor.description, strict=True) if d[1] in types]
     notes = []
     if len(spatial) > 1:
         notes.append(f"the result has {len(spatial)} geometry columns; the layer uses {spatial[0][0]!r}")
     previews = [
-        f"GeometryType(q.{_quote(name)}::geometry) || ' (SRID ' || ST_SRID(q.{_quote(name)}::geometry) || ')'"
+        compose("GeometryType(q.{n}::geometry) || ' (SRID ' || ST_SRID(q.{n}::geometry) || ')'", n=ident(name))
         if name in dict(spatial)
-        else f"q.{_quote(name)}"
+        else compose("q.{}", ident(name))
         for name in columns
     ]
     preview = db.execute(
-        f"SELECT {', '.join(previews)} FROM {source} LIMIT {int(preview_rows)}",
+        compose("SELECT {} FROM {} LIMIT {}", join(", ", previews), source, literal(int(preview_rows))),
         statement=statement,
     ).fetchall()
     geometry, extent = None, None
-    bounded = f"FROM {source} LIMIT {int(row_cap) + 1}"
+    bounded = compose("FROM {} LIMIT {}", source, literal(int(row_cap) + 1))
     if spatial:
         name, kind = spatial[0]
-        value = f"q.{_quote(name)}" + ("::geometry" if kind == "geography" else "")
+        value = compose("q.{}::geometry" if kind == "geography" else "q.{}", ident(name))
         index = columns.index(name)
         declared = _declared_geometry(db, cursor.pgresult.ftable(index), cursor.pgresult.ftablecol(index))
         if declared:
             # A table column typed geometry(Point, 25832): one SRID and one type by construction.
-            total, box = db.rows(f"SELECT count(*), ST_Extent(g)::box2d::text FROM (SELECT {value} AS g {bounded}) s")[
-                0
-            ]
+            total, box = db.rows(
+                compose("SELECT count(*), ST_Extent(g)::box2d::text FROM (SELECT {} AS g {}) s", value, bounded)
+            )[0]
             srids, kinds = ([declared[0]], [declared[1]]) if total else ([], [])
         else:
             # A computed geometry: one pass of plain aggregates (no DISTINCT sort) finds mixtures.
             total, low_srid, high_srid, low_type, high_type, box = db.rows(
-                "SELECT count(*), min(ST_SRID(g)), max(ST_SRID(g)), min(GeometryType(g)), max(GeometryType(g)), "
-                f"ST_Extent(g)::box2d::text FROM (SELECT {value} AS g {bounded}) s"
+                compose(
+                    "SELECT count(*), min(ST_SRID(g)), max(ST_SRID(g)), min(GeometryType(g)), max(GeometryType(g)), "
+                    "ST_Extent(g)::box2d::text FROM (SELECT {} AS g {}) s",
+                    value,
+                    bounded,
+                )
             )[0]
             kinds = [k for k in {low_type, high_type} if k]
             if low_type != high_type:
                 kinds = [
                     k
-                    for (k,) in db.rows(f"SELECT DISTINCT GeometryType(g) FROM (SELECT {value} AS g {bounded}) s")
+                    for (k,) in db.rows(
+                        compose("SELECT DISTINCT GeometryType(g) FROM (SELECT {} AS g {}) s", value, bounded)
+                    )
                     if k
                 ]
             srids = sorted({srid for srid in (low_srid, high_srid) if srid is not None})
         geometry = _plan_geometry(name, kind, value, srids, kinds)
         extent = _parse_box(box)
     else:
-        total = db.rows(f"SELECT count(*) FROM (SELECT 1 {bounded}) s")[0][0]
+        total = db.rows(compose("SELECT count(*) FROM (SELECT 1 {}) s", bounded))[0][0]
     capped = total > row_cap
     names = [n for n, _k in spatial]
     shown = min(total, row_cap)
@@ -208,7 +217,9 @@ def _parse_box(box: str | None) -> tuple[float, float, float, float] | None:
     return xmin, ymin, xmax, ymax
 
 
-def _plan_geometry(name: str, kind: str, value: str, srids: list[int], kinds: list[str]) -> GeometryColumn | None:
+def _plan_geometry(
+    name: str, kind: str, value: Composable, srids: list[int], kinds: list[str]
+) -> GeometryColumn | None:
     if not srids:
         return None  # no geometries at all: nothing to map
     if len(srids) > 1:
@@ -227,9 +238,9 @@ def _plan_geometry(name: str, kind: str, value: str, srids: list[int], kinds: li
             "filter with GeometryType() or split the query"
         )
     wkb_type = sorted(kinds)[0] if len(kinds) == 1 else "MULTI" + next(iter(kinds)).removeprefix("MULTI")
-    layer_column, expression = name, value
+    layer_column, expression = name, as_text(value)
     if len(kinds) > 1:  # single and multi parts together: the layer takes the multi type
-        layer_column, expression = f"{name}_multi", f"ST_Multi({value})"
+        layer_column, expression = f"{name}_multi", as_text(compose("ST_Multi({})", value))
     elif kind == "geography":
         layer_column = f"{name}_geom"
     return GeometryColumn(name, srid, wkb_type, expression, layer_column)
