@@ -56,6 +56,7 @@ from geogpt_qgis.tools.measures import record_field_units
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
 from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, FLAG_NO_THREADING, has_flag
 from geogpt_qgis.tools.processing.describe import find_algorithm, renamed_note
+from geogpt_qgis.tools.processing.failure_hints import way_forward
 from geogpt_qgis.tools.processing.measure_notes import (
     RunMeasures,
     first_layer_crs,
@@ -352,7 +353,8 @@ class ProcessingRunner:
                 results = run_on_algorithm_thread(run, values, plan.context, plan.feedback)
         except QgsProcessingException as exc:
             self.ctx.check_cancelled()
-            raise ToolError(f"{algorithm_id} failed: {exc}{_log_tail(plan.feedback)}") from None
+            hint = way_forward(algorithm_id, f"{exc}")
+            raise ToolError(f"{algorithm_id} failed: {exc}{_log_tail(plan.feedback)}{hint}") from None
         if plan.feedback.isCanceled():
             raise RunCancelled("stopped by the user")
         post = self.ctx.on_main(algorithm.postProcess, plan.context, plan.feedback)
