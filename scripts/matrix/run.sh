@@ -156,8 +156,19 @@ prepare() {
         cd $SRC
         # What make test needs before pytest, less lint (the same on every version): setup, and the model server.
         make setup
-        # One chroot compiles llama-cpp-python at a time; the next takes the wheel from the shared pip cache.
-        if grep -q '^llama:' Makefile; then flock /mnt/pip-cache/.llama.lock make llama; fi
+        # llama-cpp-python's wheel is py3-none and built on the host's older glibc: the host's runs here too.
+        # With GEOGPT_MATRIX_LLAMA_WAIT=FILE (.ci/run), the host is building it beside us: wait for the wheel,
+        # or for FILE, which says the host's make test ended (then compile here, as without a host wheel).
+        if grep -q '^llama:' Makefile; then
+            if [ -n '${GEOGPT_MATRIX_LLAMA_WAIT:-}' ]; then
+                until ls /mnt/src/.stamps/llama-wheels/llama_cpp_python-*.whl >/dev/null 2>&1 \
+                    || [ -e '/mnt/src/${GEOGPT_MATRIX_LLAMA_WAIT:-}' ]; do sleep 5; done
+            fi
+            mkdir -p .stamps/llama-wheels
+            cp /mnt/src/.stamps/llama-wheels/llama_cpp_python-*.whl .stamps/llama-wheels/ 2>/dev/null || true
+            # One chroot compiles llama-cpp-python at a time; the next takes the wheel from the shared pip cache.
+            flock /mnt/pip-cache/.llama.lock make llama
+        fi
         .venv/bin/python -m tests.support.wheelhouse
     "
 }
