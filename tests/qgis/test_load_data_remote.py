@@ -19,7 +19,7 @@ from qgis.PyQt.QtCore import QTimer
 
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.maps.loading import DataLoading
-from tests.support.file_server import file_server
+from tests.support.file_server import file_server, write_oapif
 from tests.support.net import silent_server
 from tests.support.runs import call_in_thread
 
@@ -29,51 +29,6 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "maps_load"
 @pytest.fixture
 def loader(tool_ctx) -> DataLoading:
     return DataLoading(tool_ctx)
-
-
-def write_oapif(root: Path, prefix: str, api: bool = True) -> None:
-    """A one-collection OGC API Features server as static files; every link goes through ``prefix`` (a slow path)."""
-    base = f"http://BASE{prefix}/oapi"
-    collection = {
-        "id": "wells",
-        "title": "Wells",
-        "extent": {"spatial": {"bbox": [[10.0, 55.9, 10.1, 56.0]]}},
-        "links": [{"href": f"{base}/collections/wells/items", "rel": "items", "type": "application/geo+json"}],
-    }
-    features = {
-        "type": "FeatureCollection",
-        "features": [
-            {
-                "type": "Feature",
-                "id": i,
-                "properties": {"name": f"well {i}"},
-                "geometry": {"type": "Point", "coordinates": [10.0 + i / 100, 55.95]},
-            }
-            for i in range(1, 4)
-        ],
-        "links": [],
-    }
-    docs = {
-        "oapi/index.json": {
-            "links": [
-                {"href": f"{base}/collections", "rel": "data", "type": "application/json"},
-                {"href": f"{base}/conformance", "rel": "conformance", "type": "application/json"},
-                *(
-                    [{"href": f"{base}/api", "rel": "service-desc", "type": "application/vnd.oai.openapi+json"}]
-                    if api
-                    else []
-                ),
-            ]
-        },
-        "oapi/api": {"openapi": "3.0.2", "info": {"title": "wells", "version": "1"}, "paths": {}},
-        "oapi/conformance": {"conformsTo": ["http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core"]},
-        "oapi/collections/index.json": {"collections": [collection], "links": []},
-        "oapi/collections/wells/index.json": collection,
-        "oapi/collections/wells/items": features,
-    }
-    for name, body in docs.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(json.dumps(body), encoding="utf-8")
 
 
 @pytest.fixture

@@ -4,14 +4,17 @@
 ``/wms?SERVICE=WMS&REQUEST=GetCapabilities`` serves ``ROOT/wms``), with
 ``http://BASE`` in text and JSON files replaced by the server's own URL (capabilities
 name their GetMap URL).  ``/slow/<name>`` waits ``SLOW_SECONDS`` first, ``/slowN/<name>`` N seconds.  A
-missing file is a 404.  Its own process: QGIS's main thread may wait for it
-inside C++ (the WMS provider reads capabilities there) without the GIL.
+missing file is a 404.  ``/noqgis/<name>`` answers QGIS's own network manager (a user agent
+naming ``QGIS/``) with an empty 503 and everyone else, the plugin's client included, with ``ROOT/<name>``:
+a server on which QGIS's providers fail while the plugin's own reads succeed.  Its own process: QGIS's
+main thread may wait for it inside C++ (the WMS provider reads capabilities there) without the GIL.
 
     python -m tests.support.file_server ROOT PORT
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -29,6 +32,7 @@ from tests.support.net import free_port
 SLOW_SECONDS = 1.0
 REPO = Path(__file__).resolve().parents[2]
 _SLOW = re.compile(r"^/slow(\d*)/")
+REFUSE_QGIS = "/noqgis/"  # answers 503 to QGIS's network manager (its user agent names QGIS/), not to the plugin
 _TYPES = {
     ".xml": "text/xml",
     ".geojson": "application/geo+json",
@@ -42,6 +46,10 @@ def _handler(root: Path) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _body(self) -> tuple[int, bytes, str]:
             path = urlsplit(self.path).path
+            if path.startswith(REFUSE_QGIS):  # QGIS's own providers fail here; the plugin's client is served
+                path = path[len(REFUSE_QGIS) - 1 :]
+                if "QGIS/" in self.headers.get("User-Agent", "").split("GeoGPT-QGIS/")[0]:
+                    return 503, b"", "text/plain"
             slow = _SLOW.match(path)
             if slow:  # /slow/NAME waits SLOW_SECONDS, /slow2/NAME two seconds
                 time.sleep(float(slow.group(1) or SLOW_SECONDS))
@@ -109,6 +117,51 @@ def file_server(root: Path) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def write_oapif(root: Path, prefix: str, api: bool = True) -> None:
+    """A one-collection OGC API Features server as static files; every link goes through ``prefix`` (a slow path)."""
+    base = f"http://BASE{prefix}/oapi"
+    collection = {
+        "id": "wells",
+        "title": "Wells",
+        "extent": {"spatial": {"bbox": [[10.0, 55.9, 10.1, 56.0]]}},
+        "links": [{"href": f"{base}/collections/wells/items", "rel": "items", "type": "application/geo+json"}],
+    }
+    features = {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "id": i,
+                "properties": {"name": f"well {i}"},
+                "geometry": {"type": "Point", "coordinates": [10.0 + i / 100, 55.95]},
+            }
+            for i in range(1, 4)
+        ],
+        "links": [],
+    }
+    docs = {
+        "oapi/index.json": {
+            "links": [
+                {"href": f"{base}/collections", "rel": "data", "type": "application/json"},
+                {"href": f"{base}/conformance", "rel": "conformance", "type": "application/json"},
+                *(
+                    [{"href": f"{base}/api", "rel": "service-desc", "type": "application/vnd.oai.openapi+json"}]
+                    if api
+                    else []
+                ),
+            ]
+        },
+        "oapi/api": {"openapi": "3.0.2", "info": {"title": "wells", "version": "1"}, "paths": {}},
+        "oapi/conformance": {"conformsTo": ["http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core"]},
+        "oapi/collections/index.json": {"collections": [collection], "links": []},
+        "oapi/collections/wells/index.json": collection,
+        "oapi/collections/wells/items": features,
+    }
+    for name, body in docs.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(json.dumps(body), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult
 from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFunction
+from geogpt_qgis.tools.layer_errors import not_opened_message
 from geogpt_qgis.tools.layers import (
     add_result_layer,
     check_new_layer_name,
@@ -83,8 +84,6 @@ _WORKER_PROVIDERS = frozenset({"ogr", "gdal", "delimitedtext"})
 GUESSED_CRS = "geogpt/guessed_crs"
 # Layers of these providers count features (or pixels) from a server or database: not counted here.
 _REMOTE_PROVIDERS = frozenset({"OAPIF", "wms", "postgres", "WFS"})
-# Invalid layers of these providers crash QGIS 3.22 when their error() is read (a dangling provider).
-_UNREADABLE_ERRORS = frozenset({"OAPIF", "WFS"})
 NEEDS_FILE_APPROVAL = (
     "this file is outside the project's folder and the user did not name it in this conversation, so reading it "
     "needs their approval; ask the user which file they mean"
@@ -410,12 +409,10 @@ def _has_points(layer: QgsVectorLayer) -> bool:
 
 
 def _not_opened(plan: LoadPlan, layer: QgsMapLayer) -> str:
-    if plan.provider in _UNREADABLE_ERRORS:  # QGIS 3.22 crashes reading an invalid OAPIF/WFS layer's error
-        return f"QGIS could not open {plan.source}: its {plan.provider} provider rejected the server's answers"
-    provider = layer.dataProvider()
-    broken = layer.error().summary() or (provider.error().summary() if provider is not None else "")
-    detail = "" if plan.provider == "postgres" else broken  # a postgres error may quote the connection
-    return f"QGIS could not open {plan.source}" + (f": {detail}" if detail else "")
+    """Why the layer failed, read through ``layer_errors`` (QGIS 3.22 crashes on an empty error's summary)."""
+    if plan.provider == "postgres":  # a postgres error may quote the connection
+        return f"QGIS could not open {plan.source}: the database refused it or did not answer"
+    return not_opened_message(plan.source, layer, f"its {plan.provider} provider gave no reason")
 
 
 def _discard(layer: QgsMapLayer) -> None:

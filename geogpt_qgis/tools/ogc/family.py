@@ -18,7 +18,7 @@ from geogpt_qgis.tools.layers import add_result_layer
 from geogpt_qgis.tools.ogc import catalog
 from geogpt_qgis.tools.ogc.catalog import Collection, Fetched, Queryable, ServerInfo, crs_label, fetch_features
 from geogpt_qgis.tools.ogc.http import OgcHttp
-from geogpt_qgis.tools.ogc.layers import layer_crs, linked_layer, memory_layer, memory_rows
+from geogpt_qgis.tools.ogc.layers import NotLinked, layer_crs, linked_layer, memory_layer, memory_rows
 from geogpt_qgis.tools.ogc.query import bounded_limit, check_filter, clip_features, plan_bbox, supports_filter
 from geogpt_qgis.tools.ogc.servers import OgcServer, ServerDirectory, parse_servers, urls_in
 from geogpt_qgis.tools.processing.naming import slug
@@ -200,7 +200,13 @@ class OgcTools(ToolFamily):
             make = partial(memory_layer, memory_rows(fetched.features, fetched.crs, props, f"From {request}"), base)
             kind = "fetched features, in the project's GeoPackage"
             extent = None
-        added, fields, box = self.ctx.on_main(self._add_layer, make, base)
+        try:
+            added, fields, box = self.ctx.on_main(self._add_layer, make, base)
+        except NotLinked as failed:  # the features are here already: the user gets them, unlinked
+            fetched.notes.append(f"{failed}, so the fetched features were copied instead of linked.")
+            make = partial(memory_layer, memory_rows(fetched.features, fetched.crs, props, f"From {request}"), base)
+            kind, extent = "fetched features, in the project's GeoPackage", None
+            added, fields, box = self.ctx.on_main(self._add_layer, make, base)
         # Fetched features are copied into the project's GeoPackage (here, off the main thread): they survive saving.
         name = added if isinstance(added, str) else finish_result(self.ctx, *added)
         text = summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields, extent or box)

@@ -21,6 +21,7 @@ from urllib.parse import quote
 from qgis.core import QgsFeature, QgsGeometry, QgsVectorLayer, QgsWkbTypes
 
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.layer_errors import why_not_opened
 from geogpt_qgis.tools.ogc.catalog import CRS84, ID_NAMES, Queryable, crs_label, value_type
 from geogpt_qgis.tools.thread_guard import vector_layer
 
@@ -144,10 +145,20 @@ def memory_layer(prepared: MemoryRows, name: str) -> QgsVectorLayer:
     return layer
 
 
+class NotLinked(ToolError):
+    """QGIS's OGC API Features provider could not open the collection; the message says why."""
+
+
 def linked_layer(server_url: str, collection: str, name: str) -> QgsVectorLayer:
-    """A layer of QGIS's OGC API Features provider: it reads the server whenever QGIS draws it (main thread)."""
+    """A layer of QGIS's OGC API Features provider: it reads the server whenever QGIS draws it (main thread).
+
+    QGIS 3.22's provider fails on some servers the plugin's own client reads, and leaves its error
+    empty; the reason is read through ``layer_errors`` (reading it directly killed QGIS, issue 37).
+    """
     uri = f"url='{server_url}' typename='{collection}'"
     layer = vector_layer(uri, name, "OAPIF")
     if not layer.isValid():
-        raise ToolError(f"QGIS's OGC API Features provider could not open {collection}: {layer.error().summary()}")
+        reason = why_not_opened(layer) or "it gave no reason"
+        del layer  # freed here, on the main thread (a traceback would free it on whichever thread drops it)
+        raise NotLinked(f"QGIS's OGC API Features provider could not open {collection} ({reason})")
     return layer

@@ -19,6 +19,7 @@ from qgis.core import QgsVectorLayer
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.layer_errors import not_opened_message
 from geogpt_qgis.tools.postgis.backends import application_name
 from geogpt_qgis.tools.postgis.connections import SavedConnection
 from geogpt_qgis.tools.postgis.database import Database
@@ -107,5 +108,7 @@ def result_layer(path: Path, name: str) -> QgsVectorLayer:
     """The GeoPackage copy as a layer (main thread)."""
     layer = vector_layer(f"{path}|layername={LAYER_NAME}", name, "ogr")
     if not layer.isValid():
-        raise ToolError(f"QGIS could not open the copied result: {layer.error().summary() or 'unknown error'}")
+        message = not_opened_message("the copied result", layer)
+        del layer  # freed here, on the main thread (a traceback would free it on whichever thread drops it)
+        raise ToolError(message)
     return layer
