@@ -1311,9 +1311,14 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Hovedpassordet i QGIS er ikke satt, så API-nøkkelen kan ikke lagres i autentiseringsdatabasen til QGIS. Sett det i Innstillinger &gt; Alternativer &gt; Autentisering (eller skriv det inn når QGIS spør), eller sett miljøvariabelen OPENAI_API_KEY før du starter QGIS.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="104"/>
-        <source>The QGIS authentication database could not decrypt the stored API key.</source>
-        <translation>Autentiseringsdatabasen til QGIS kunne ikke dekryptere den lagrede API-nøkkelen.</translation>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="89"/>
+        <source>The API key for {account} is stored in the QGIS authentication database (configuration &apos;{name}&apos;), but it could not be read: the QGIS master password that unlocks the database is not available (a run without a window cannot ask for it). Either put the master password in a file readable only by you and set QGIS_AUTH_PASSWORD_FILE to its path, or set the {env} environment variable to the key for this run, or enter the master password when QGIS asks (or in Settings &gt; Options &gt; Authentication).</source>
+        <translation>API-nøkkelen for {account} er lagret i autentiseringsdatabasen til QGIS (konfigurasjonen &apos;{name}&apos;), men den kunne ikke leses: hovedpassordet i QGIS som låser opp databasen, er ikke tilgjengelig (en kjøring uten vindu kan ikke spørre etter det). Legg enten hovedpassordet i en fil som bare du kan lese, og sett QGIS_AUTH_PASSWORD_FILE til stien til filen, eller sett miljøvariabelen {env} til nøkkelen for denne kjøringen, eller skriv inn hovedpassordet når QGIS spør (eller i Innstillinger &gt; Alternativer &gt; Autentisering).</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="122"/>
+        <source>The API key for {account} is stored in the QGIS authentication database (configuration &apos;{name}&apos;), but it could not be decrypted with the master password given (is it the right one?). Set the {env} environment variable to the key for this run, or store the key again.</source>
+        <translation>API-nøkkelen for {account} er lagret i autentiseringsdatabasen til QGIS (konfigurasjonen &apos;{name}&apos;), men den kunne ikke dekrypteres med hovedpassordet som ble gitt (er det riktig passord?). Sett miljøvariabelen {env} til nøkkelen for denne kjøringen, eller lagre nøkkelen på nytt.</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="128"/>

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.main_thread import call_on_main_thread
+from geogpt_qgis.toolbelt.secrets import ENV_VAR
 
 if TYPE_CHECKING:
     from qgis.core import QgsAuthManager
@@ -74,18 +75,33 @@ def _config_id(manager: QgsAuthManager, account: str) -> str | None:
     return None
 
 
-def _unlock(manager: QgsAuthManager) -> None:
-    """Make sure the master password is known; QGIS asks the user for it (or to create one) if not."""
-    if manager.masterPasswordIsSet():
-        return
-    if not manager.setMasterPassword(True):
-        raise AuthDbError(
-            tr(
-                "The QGIS master password is not set, so the API key cannot be stored in the QGIS "
-                "authentication database. Set it in Settings > Options > Authentication (or enter it "
-                "when QGIS asks), or set the OPENAI_API_KEY environment variable before starting QGIS."
-            )
-        )
+def _unlock(manager: QgsAuthManager) -> bool:
+    """Whether the master password is known; QGIS asks the user for it (or to create one) if not.
+
+    Headless (the command, the MCP server) no one is asked: only ``QGIS_AUTH_PASSWORD_FILE``, read by
+    QGIS when it starts, can unlock the database there.
+    """
+    return manager.masterPasswordIsSet() or manager.setMasterPassword(True)
+
+
+def cannot_read_message(account: str) -> str:
+    """What failed (reading), where the key is, and the ways out: for a stored key the master password locks."""
+    return tr(
+        "The API key for {account} is stored in the QGIS authentication database (configuration "
+        "'{name}'), but it could not be read: the QGIS master password that unlocks the database is not "
+        "available (a run without a window cannot ask for it). Either put the master password in a file "
+        "readable only by you and set QGIS_AUTH_PASSWORD_FILE to its path, or set the {env} environment "
+        "variable to the key for this run, or enter the master password when QGIS asks (or in Settings > "
+        "Options > Authentication)."
+    ).format(account=account, name=config_name(account), env=ENV_VAR)
+
+
+def cannot_store_message() -> str:
+    return tr(
+        "The QGIS master password is not set, so the API key cannot be stored in the QGIS "
+        "authentication database. Set it in Settings > Options > Authentication (or enter it "
+        "when QGIS asks), or set the OPENAI_API_KEY environment variable before starting QGIS."
+    )
 
 
 def _read(account: str) -> str | None:
@@ -97,11 +113,18 @@ def _read(account: str) -> str | None:
     config_id = _config_id(manager, account)
     if config_id is None:
         return None
-    _unlock(manager)
+    if not _unlock(manager):
+        raise AuthDbError(cannot_read_message(account))
     loaded = manager.loadAuthenticationConfig(config_id, QgsAuthMethodConfig(), True)
     ok, config = loaded if isinstance(loaded, tuple) else (True, loaded)
     if not ok:
-        raise AuthDbError(tr("The QGIS authentication database could not decrypt the stored API key."))
+        raise AuthDbError(
+            tr(
+                "The API key for {account} is stored in the QGIS authentication database (configuration "
+                "'{name}'), but it could not be decrypted with the master password given (is it the right "
+                "one?). Set the {env} environment variable to the key for this run, or store the key again."
+            ).format(account=account, name=config_name(account), env=ENV_VAR)
+        )
     return config.config("password") or None
 
 
@@ -111,7 +134,8 @@ def _store(account: str, key: str) -> None:
     manager = _manager()
     if manager is None:
         raise _unavailable_error()
-    _unlock(manager)
+    if not _unlock(manager):
+        raise AuthDbError(cannot_store_message())
     config = QgsAuthMethodConfig(METHOD)
     config.setName(config_name(account))
     config.setUri(account)

@@ -64,17 +64,36 @@ def _keychain_get(account: str) -> str | None:
     try:
         return keyring.get_password(SERVICE, account)
     except Exception as exc:  # noqa: BLE001 - a broken keychain must not stop a keyless server
-        log.warning("The system keychain could not be read (%s).", type(exc).__name__)
+        log.warning(
+            "The API key for %s could not be read from the system keychain (service '%s', account '%s': %s); "
+            "unlock the keychain, or set %s to the key for this run.",
+            account,
+            SERVICE,
+            account,
+            type(exc).__name__,
+            ENV_VAR,
+        )
         return None
 
 
 def _auth_db_get(account: str) -> str | None:
-    try:
-        from geogpt_qgis.toolbelt import auth_db
+    from geogpt_qgis.toolbelt import auth_db
 
+    try:
         return auth_db.read_key(account)
-    except Exception as exc:  # noqa: BLE001 - e.g. the master password dialog was cancelled
-        log.warning("The API key in the QGIS authentication database could not be read: %s", exc)
+    except auth_db.AuthDbError as exc:  # e.g. no master password (headless), or its dialog was cancelled
+        log.warning("%s", exc)  # says what failed, where the key is and the ways out
+        return None
+    except Exception as exc:  # noqa: BLE001 - a broken database must not stop a keyless server
+        log.warning(
+            "The API key for %s in the QGIS authentication database (configuration '%s') could not be read "
+            "(%s: %s); set %s to the key for this run.",
+            account,
+            auth_db.config_name(account),
+            type(exc).__name__,
+            exc,
+            ENV_VAR,
+        )
         return None
 
 
