@@ -30,6 +30,7 @@ from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.numbers import exact_number
 from geogpt_qgis.core.text import NAME_MAX_CHARS, counted, markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
+from geogpt_qgis.tools.data_checks import check_notes, plan_checks
 from geogpt_qgis.tools.layer_tree import plan_arrangement
 from geogpt_qgis.tools.layers import (
     VectorReadPlan,
@@ -129,10 +130,13 @@ class ProjectTools(ToolFamily):
             return ToolResult(read_samples(sample, self.ctx.cancel), ToolArtifact(layers=(sample.raster.name,)))
         name, header, plan = self.ctx.on_main(self._describe_header, layer)
         read = ToolArtifact(layers=(name,))
+        checks = self.ctx.on_main(lambda: plan_checks(resolve_layer(self.ctx.project, layer)))
         if isinstance(plan, RasterReadPlan):
-            return ToolResult("\n".join([header, *describe_raster(plan, self.ctx.cancel)]), read)
+            described = [header, *describe_raster(plan, self.ctx.cancel), *check_notes(checks, self.ctx.cancel)]
+            return ToolResult("\n".join(described), read)
         if plan is None:
             return ToolResult(header, read)
+        header = "\n".join([header, *check_notes(checks, self.ctx.cancel)])
         rows = read_sample(plan, SAMPLE_SIZE, self.ctx.cancel)
         if not plan.field_names:
             return ToolResult(header + "\nFields: none", read)

@@ -29,6 +29,22 @@ SAMPLE_PIXELS = 2_000_000  # about this many pixels per band otherwise
 MAX_CLASSES = 32  # an integer band with at most this many values (and a palette or few values) is categorical
 MAX_BANDS_DESCRIBED = 12
 SHOWN_CLASSES = 16
+# Values data producers write into gaps; one that is the min or max, far from the rest, is named as a likely fill.
+FILL_VALUES = frozenset(
+    {
+        -9999.0,
+        -99999.0,
+        -32768.0,
+        -32767.0,
+        32767.0,
+        65535.0,
+        -3.4028234663852886e38,
+        3.4028234663852886e38,
+        -1e30,
+        1e30,
+    }
+)
+FILL_GAP = 5.0
 
 
 @dataclass
@@ -210,10 +226,35 @@ def _band_line(index: int, band: Any, values: Any, masked: int, labels: dict[flo
                 codes, counts, labels
             )
     data = valid.astype(np.float64)
-    return (
+    line = (
         f"{head}: min {number(data.min())}, max {number(data.max())}, mean {number(data.mean())}, "
         f"std {number(data.std())}{share_missing}"
     )
+    return line + (_fill_note(data) if nodata is None and not masked else "")
+
+
+def _fill_note(data: Any) -> str:
+    """A fill value in a band with no nodata declared (-9999 gaps counted as ground), said with the mean without it.
+
+    Only a value from ``FILL_VALUES`` that is the band's min or max and lies far outside the other values
+    (more than ``FILL_GAP`` of their range away): a real -9999 among values near it is left alone.
+    """
+    for fill in (data.min(), data.max()):
+        if float(fill) not in FILL_VALUES:
+            continue
+        rest = data[data != fill]
+        if rest.size == 0:
+            continue
+        spread = max(float(rest.max() - rest.min()), 1.0)
+        if abs(float(fill) - float(rest.mean())) < FILL_GAP * spread:
+            continue
+        share = 100 * (data.size - rest.size) / data.size
+        return (
+            f". No nodata is declared, but {number(fill)} looks like a nodata fill value ({share:.2g}% of the "
+            f"pixels): without it the mean is {number(rest.mean())}, min {number(rest.min())}, max "
+            f"{number(rest.max())}. Ask whether it is nodata (then set it, e.g. gdal:translate NODATA={number(fill)})"
+        )
+    return ""
 
 
 def band_scaling(band: Any) -> tuple[float, float]:

@@ -189,10 +189,18 @@ class DataLoading:
                 _discard(made)
             raise
         lines = [f"Loaded {added.name!r} ({details}) from {plan.source}.", *plan.notes]
+        lines += self._data_checks(added)
         if crs.strip() and plan.provider != "delimitedtext" and "crs" not in plan.extra:
             lines.append("crs was ignored: it sets the CRS of CSV/TSV coordinates only.")
         artifact = ToolArtifact(tables=plan.tables, collections=plan.collections, added=(added,))
         return ToolResult("\n".join(lines), artifact)
+
+    def _data_checks(self, added: AddedLayer) -> list[str]:
+        """What in the loaded data changes figures (invalid geometry, mixed types, Z, georeferencing...)."""
+        from geogpt_qgis.tools.data_checks import check_notes, plan_checks
+
+        checks = self.ctx.on_main(lambda: plan_checks(self.ctx.project.mapLayer(added.layer_id)))
+        return check_notes(checks, self.ctx.cancel)
 
     def _plan(self, source: str, layer: str, crs: str, name: str) -> LoadPlan | CollectionCopy:
         url = self._remote(source)

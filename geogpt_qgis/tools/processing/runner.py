@@ -57,6 +57,7 @@ from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_threa
 from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, FLAG_NO_THREADING, has_flag
 from geogpt_qgis.tools.processing.describe import find_algorithm, renamed_note
 from geogpt_qgis.tools.processing.failure_hints import way_forward
+from geogpt_qgis.tools.processing.input_checks import input_notes, plan_inputs
 from geogpt_qgis.tools.processing.measure_notes import (
     RunMeasures,
     first_layer_crs,
@@ -118,6 +119,9 @@ class ProcessingRunner:
         # Read on this thread: the decision lives in the tool call's context, not the main thread's.
         plan = self.ctx.on_main(self._plan, algorithm_id, parameters, approval_granted())
         plan.run_token = self.ctx.cancel
+        checks = self.ctx.on_main(plan_inputs, self.ctx.project, plan.algorithm_id, plan.prepared)
+        found = input_notes(checks, self.ctx.cancel)  # what in the inputs changes figures, and the rules applied
+        plan.prepared.notes += found
         release = self.ctx.cancel.on_cancel(plan.feedback.cancel)
         poller = ProgressPoller(plan.feedback, algorithm_id)
         try:
@@ -129,7 +133,10 @@ class ProcessingRunner:
                 plan.prepared.values[reprojection.parameter] = self.ctx.on_main(
                     self._take_layer, plan, results["OUTPUT"], reprojection.layer_id
                 )
-            results = self._execute(plan, *self._own_sample_or_call(plan))
+            try:
+                results = self._execute(plan, *self._own_sample_or_call(plan))
+            except ToolError as exc:
+                raise ToolError("\n".join([str(exc), *(f"Note: {note}" for note in found)])) from None
             # Before anything is stored or added; a difference the check cannot attribute is a note.
             plan.prepared.notes += self.ctx.on_main(self._check_outputs, plan, results)
             results = self._keep_outputs(plan, results, output_name)
