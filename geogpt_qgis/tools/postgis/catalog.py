@@ -18,6 +18,7 @@ from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.text import markdown_table, short, single_line
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.database import Database
+from geogpt_qgis.tools.postgis.ranges import APPROXIMATE, ORDERED_TYPES, exact_ranges, range_text
 from geogpt_qgis.tools.postgis.sql_text import compose, ident, join, literal
 
 MAX_TABLES = 200
@@ -142,7 +143,8 @@ def describe_table(db: Database, name: str) -> str:
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = %s AND contype = 'f'", [oid]
     )
     geometry = _geometry_info(db, schema, table) if has_postgis(db) else {}
-    stats = _column_stats(db, schema, table)
+    ranged = [c[0] for c in columns if c[4] in ORDERED_TYPES]
+    stats = _column_stats(db, schema, table, ranged)
     spatial_types = {"geometry", "geography", "raster"}
     sampled: dict[str, str] = {}
     missing = [c[0] for c in columns if c[0] not in stats and c[4] not in spatial_types]
@@ -189,14 +191,22 @@ def _geometry_info(db: Database, schema: str, table: str) -> dict[str, str]:
     return info
 
 
-def _column_stats(db: Database, schema: str, table: str) -> dict[str, str]:
-    """Per column, what ANALYZE knows: common values with shares, ranges, null share."""
-    summaries = {}
-    for column, null_frac, n_distinct, common, freqs, bounds in db.rows(
+def _column_stats(db: Database, schema: str, table: str, ordered: list[str]) -> dict[str, str]:
+    """Per column, what ANALYZE knows: common values with shares, null share; ranges read exactly.
+
+    ``ordered``: columns of a type whose range means something (numbers, dates); with a
+    histogram (text too), a column's range is its true min and max (``ranges``), or the
+    histogram's bounds marked approximate when reading them would cost too much.
+    """
+    found = db.rows(
         "SELECT attname, null_frac, n_distinct, most_common_vals::text::text[], most_common_freqs, "
         "histogram_bounds::text::text[] FROM pg_stats WHERE schemaname = %s AND tablename = %s",
         [schema, table],
-    ):
+    )
+    wanted = [row[0] for row in found if row[0] in ordered or row[5]]
+    exact = exact_ranges(db, schema, table, wanted) if found else {}
+    summaries = {}
+    for column, null_frac, n_distinct, common, freqs, bounds in found:
         parts = []
         categorical = 0 < (n_distinct or 0) <= 50 or (common and freqs and sum(freqs) >= 0.2)
         if categorical and common and freqs:
@@ -208,8 +218,10 @@ def _column_stats(db: Database, schema: str, table: str) -> dict[str, str]:
                 shares
                 + (f" (others {1 - covered - (null_frac or 0):.1%})" if covered + (null_frac or 0) < 0.995 else "")
             )
-        if bounds:
-            parts.append(f"from {short(bounds[0], 30)} to {short(bounds[-1], 30)}")
+        if exact is not None and column in exact and exact[column][0] is not None:
+            parts.append(range_text(*exact[column]))
+        elif bounds:
+            parts.append(f"from {short(bounds[0], 30)} to {short(bounds[-1], 30)} ({APPROXIMATE})")
         if n_distinct:
             distinct = f"{int(n_distinct):,}" if n_distinct > 0 else f"~{-n_distinct:.0%} of rows"
             parts.append(f"distinct values: {distinct}")
