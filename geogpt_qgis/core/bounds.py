@@ -39,6 +39,7 @@ EXPRESSION_CHARS = 5_000  # a QGIS expression or CQL2 filter
 CALL_TEXT_CHARS = CODE_CHARS  # one text anywhere in a call's arguments (no tool reads a longer one)
 CALL_CHARS = 100_000  # all of one call's arguments together, as JSON text
 CALL_DEPTH = 32  # levels of objects and lists (a tool reads NESTED_DEPTH; Python's parsers fail near 1,000)
+CALL_DIGITS = 18  # digits of an integer: beyond 64 bits the conversation's store cannot hold it (msgpack)
 # The one argument of a call whose arguments were not read (``arguments_problem`` says why); the toolkit
 # answers it with that reason and runs nothing.
 REFUSED_ARGUMENTS = "(arguments not read)"
@@ -99,9 +100,9 @@ def check_nested(value: Any) -> Any:
 def arguments_problem(arguments: Any) -> str | None:
     """Why a tool call's decoded arguments are too large or too deep to be read, with the size and the bound.
 
-    ``None`` when they are within ``CALL_TEXT_CHARS``, ``CALL_CHARS`` and
-    ``CALL_DEPTH``.  Walked without recursion, so any depth the JSON parser
-    could build is measured.
+    ``None`` when they are within ``CALL_TEXT_CHARS``, ``CALL_CHARS``,
+    ``CALL_DEPTH`` and ``CALL_DIGITS``.  Walked without recursion, so any depth
+    the JSON parser could build is measured.
     """
     pending: list[tuple[Any, int, str]] = [(arguments, 0, "")]
     total = 0
@@ -124,11 +125,20 @@ def arguments_problem(arguments: Any) -> str | None:
         elif isinstance(item, list):
             total += len(item) + 2
             pending.extend((value, depth + 1, f"{where}[{index}]") for index, value in enumerate(item))
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**CALL_DIGITS:
+            return f"{_path(where)} is an integer of {_digits(item)} digits; at most {CALL_DIGITS} are read"
         else:
             total += 8  # a number, true, false or null
         if total > CALL_CHARS:
             return f"the arguments are more than {CALL_CHARS:,} characters in all; at most {CALL_CHARS:,} are read"
     return None
+
+
+def _digits(number: int) -> str:
+    try:
+        return f"{len(str(abs(number))):,}"
+    except ValueError:  # more than Python converts to text (sys.get_int_max_str_digits)
+        return "thousands of"
 
 
 def _path(where: str) -> str:

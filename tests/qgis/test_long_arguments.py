@@ -42,6 +42,8 @@ def test_long_and_deep_arguments_are_tool_errors_with_the_size_and_the_bound(pro
             Turn(tool_calls=[ToolCall("find_algorithm", {"query": WORDS})]),
             Turn(tool_calls=[ToolCall("describe_layer", {"layer": LONG})]),
             Turn(tool_calls=[ToolCall("run_algorithm", {"algorithm": "native:buffer", "parameters": DEEP})]),
+            # Past 64 bits: the conversation's store could not hold the call, and the run ended (found by fuzzing).
+            Turn(tool_calls=[ToolCall("read_features", {"layer": "schools", "limit": 10**20})]),
             Turn(tool_calls=[ToolCall("describe_layer", {"layer": "schools"})]),
             Turn(text="There are 31 schools."),
         ]
@@ -50,7 +52,7 @@ def test_long_and_deep_arguments_are_tool_errors_with_the_size_and_the_bound(pro
     done = ask(
         "How many schools?",
         *("--project", str(project), "--provider", provider, "--base-url", base, "--model", "qwen3:8b"),
-        *("--max-steps", "6"),
+        *("--max-steps", "7"),
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "There are 31 schools.\n"  # the run went on to the answer
@@ -64,7 +66,8 @@ def test_long_and_deep_arguments_are_tool_errors_with_the_size_and_the_bound(pro
         f"at most {CALL_TEXT_CHARS:,} are read. Call it again with shorter arguments."
     )
     assert "parameters.DISTANCE" in told[2] and "nested more than 32 levels deep; at most 32 are read" in told[2]
-    assert "31 features" in told[3]
+    assert "limit is an integer of 21 digits; at most 18 are read" in told[3]
+    assert "31 features" in told[4]
     # What the conversation keeps of the refused call is the reason, not the 30,000 characters.
     follow_up = model_server.chat_requests()[2].body["messages"]
     assert LONG not in str(follow_up) and REFUSED_ARGUMENTS in str(follow_up)
