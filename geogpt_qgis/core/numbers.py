@@ -23,6 +23,7 @@ import math
 
 SIGNIFICANT = 6
 MAX_DECIMALS = 12  # below 1e-12 a value is shown as 0 with its sign dropped
+SQL_DIGITS = 15  # a float's worth: more significant digits than this in a numeric are a computation's
 
 
 def plain_number(value: float | int | decimal.Decimal, significant: int = SIGNIFICANT, grouping: bool = True) -> str:
@@ -61,6 +62,25 @@ def exact_number(value: float | int | decimal.Decimal) -> str:
     if math.isinf(number):
         return "infinity" if number > 0 else "-infinity"
     return _plain_decimal(decimal.Decimal(repr(number)))  # repr: the shortest digits that read back as this float
+
+
+def sql_number(value: float | decimal.Decimal, digits: int = SQL_DIGITS) -> tuple[str, bool]:
+    """A SQL result's number as text, and whether it was rounded.
+
+    Floats are their shortest round-trip digits (they read back as the same value).
+    A numeric with more than ``digits`` significant digits is a computed one (avg():
+    ``466.6666666666666667``): it is rounded to ``digits`` so it reads plainly, and
+    the caller says so.
+    """
+    if isinstance(value, decimal.Decimal) and value.is_finite() and value != 0:
+        shape = value.as_tuple()
+        fraction = -shape.exponent if isinstance(shape.exponent, int) and shape.exponent < 0 else 0
+        if fraction and len(shape.digits) > digits:  # whole numbers (a sum of integers) stay exact
+            keep = max(digits - (value.adjusted() + 1), 0)  # decimals left once the whole part is counted
+            if keep < fraction:
+                rounded = value.quantize(decimal.Decimal(1).scaleb(-keep), rounding=decimal.ROUND_HALF_EVEN)
+                return _plain_decimal(rounded), True
+    return exact_number(value), False
 
 
 def _plain_decimal(value: decimal.Decimal) -> str:

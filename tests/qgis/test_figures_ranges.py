@@ -83,3 +83,16 @@ def test_a_range_too_costly_to_read_is_marked_approximate(pg, monkeypatch):
     assert f"from {bounds[0]} to {bounds[-1]} (approximate, from the database's statistics" in text, text
     low, high = true_range("schools", "pupils")  # the session went on after the timed-out scan:
     assert f"- pupils: integer: from {low} to {high};" in text, text  # the next table's ranges are read
+
+
+def test_a_computed_numeric_reads_plainly_and_still_filters(pg):
+    """avg() of integers is 466.6666666666666667: rounded to 15 digits, said, and round() finds it again."""
+    tools, connection = pg
+    values = "(VALUES (100), (200), (1100)) AS t(x)"
+    text = str(call_in_thread(tools.run_sql, f"SELECT avg(x) AS mean, sum(x) AS total FROM {values}", connection))
+    assert "| 466.666666666667 | 1400 |" in text, text
+    assert "Note: numeric values of 'mean' with more than 15 significant digits are rounded to 15" in text
+    with connect() as conn, conn.cursor() as cursor:
+        shown = "466.666666666667"
+        cursor.execute(f"SELECT count(*) FROM (SELECT avg(x) AS a FROM {values}) s WHERE round(a, 12) = {shown}")
+        assert cursor.fetchone()[0] == 1

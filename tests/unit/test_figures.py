@@ -35,3 +35,16 @@ def test_counts_agree_with_their_noun():
     assert counted(0, "feature") == "0 features"
     assert counted(1234, "feature") == "1,234 features"
     assert counted(-1, "feature") == "an unknown number of features"
+
+
+def test_sql_numbers_round_only_a_computation_s_endless_digits():
+    from decimal import Decimal
+
+    from geogpt_qgis.core.numbers import sql_number
+
+    assert sql_number(Decimal("466.6666666666666667")) == ("466.666666666667", True)
+    assert sql_number(Decimal("0.00001234")) == ("0.00001234", False)
+    assert sql_number(Decimal("1234567.891")) == ("1234567.891", False)
+    assert sql_number(Decimal("123456789012345678901")) == ("123456789012345678901", False)  # a sum of integers
+    assert sql_number(Decimal("12345678901234567.5")) == ("12345678901234568", True)
+    assert sql_number(1234567.891) == ("1234567.891", False)

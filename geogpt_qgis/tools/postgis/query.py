@@ -16,7 +16,7 @@ import decimal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from geogpt_qgis.core.numbers import exact_number
+from geogpt_qgis.core.numbers import SQL_DIGITS, sql_number
 from geogpt_qgis.core.text import markdown_table, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.database import Database
@@ -271,6 +271,16 @@ def format_result(result: QueryResult) -> str:
         return f"{count}."
     table = markdown_table(result.columns, [[_cell(v) for v in row] for row in result.preview])
     lines = [head, table, *(f"Note: {note}" for note in result.notes)]
+    rounded = [
+        name
+        for index, name in enumerate(result.columns)
+        if any(sql_number(row[index])[1] for row in result.preview if isinstance(row[index], decimal.Decimal))
+    ]
+    if rounded:
+        lines.append(
+            f"Note: numeric values of {', '.join(map(repr, rounded))} with more than {SQL_DIGITS} significant "
+            f"digits are rounded to {SQL_DIGITS}; to filter on one, compare with round(value, n)."
+        )
     return "\n".join(lines)
 
 
@@ -278,7 +288,9 @@ def _cell(value: Any) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, (float, decimal.Decimal)):
-        return exact_number(value)  # as stored: no exponent, no commas, no rounding, so it can go back into SQL
+        # As stored (no exponent, commas or rounding: it can go back into SQL); a computed numeric's
+        # endless digits (466.6666666666666667) rounded to SQL_DIGITS, which format_result says.
+        return sql_number(value)[0]
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, (bytes, memoryview)):
