@@ -36,6 +36,12 @@ _WKT_START = re.compile(r"^\s*(SRID=\d+;)?\s*(MULTI)?(POINT|LINESTRING|POLYGON)|
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
 _DECIMAL_DOT = re.compile(r"^-?\d*\.\d+$")
 _SRID = re.compile(r"^\s*SRID=(\d+);", re.I)
+# 50°06'36"N, 8 40 48 E, -50:06:36.5, 50°06.6'N: degrees, minutes (seconds), with a sign or a hemisphere letter.
+_DMS = re.compile(
+    r"^\s*([-+])?\s*(\d{1,3})\s*(?:°|º|d|:|\s)\s*(\d{1,2}(?:[.,]\d+)?)\s*(?:'|′|m|:|\s)?\s*"
+    r"(?:(\d{1,2}(?:[.,]\d+)?)\s*(?:\"|″|''|s)?)?\s*([NSEWnsew])?\s*$"
+)
+_PADDED = re.compile(r"^0\d+$")
 SNIFF_ROWS = 10_000  # the decimal comma is told from every column of at most this many rows
 GEOGRAPHIC = "EPSG:4326"
 MAX_LISTED = 30
@@ -68,10 +74,25 @@ class CsvLayout:
     bounds: tuple[float, float, float, float] | None = None
     points: int = 0  # rows whose coordinates the csv module reads (a layer of none from these is a failed read)
     srid: str = ""  # ``EPSG:n`` when every EWKT row says ``SRID=n;``
+    dms: bool = False  # coordinates written in degrees, minutes, seconds (50°06'36"N): read as such
+    seconds_quote: bool = False  # a DMS value ends its seconds with '"': QGIS must not read it as a quote
+    padded: tuple[str, ...] = ()  # columns of digit codes with leading zeros ("001"), which QGIS reads as numbers
 
     @property
     def columns_used(self) -> str:
-        return f"WKT column {self.wkt!r}" if self.wkt else f"X={self.x!r}, Y={self.y!r}"
+        if self.wkt:
+            return f"WKT column {self.wkt!r}"
+        dms = " (degrees, minutes, seconds, read as such)" if self.dms else ""
+        return f"X={self.x!r}, Y={self.y!r}{dms}"
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What in the file's other columns changes what is read (codes with leading zeros)."""
+        return tuple(
+            f"Column {name!r} holds codes with leading zeros ('001'): QGIS reads it as whole numbers, so 001 becomes 1 "
+            f"and a join or filter with the text codes finds nothing; compare with lpad(to_string(\"{name}\"), n, '0')."
+            for name in self.padded
+        )
 
 
 def _norm(name: str) -> str:
@@ -155,10 +176,35 @@ def _inspect(handle: TextIO, suffix: str, name: str, cancel: CancelToken, column
     return _scan_xy(CsvLayout(delimiter, header, x=x, y=y), rows, cancel)
 
 
+def dms_degrees(text: str) -> float | None:
+    """Decimal degrees of ``50°06'36"N``-like text (``None`` if it is not written so); S and W are negative."""
+    found = _DMS.match(text)
+    if not found:
+        return None
+    sign, degrees, minutes, seconds, hemisphere = found.groups()
+    value = int(degrees) + float(minutes.replace(",", ".")) / 60 + float((seconds or "0").replace(",", ".")) / 3600
+    negative = sign == "-" or (hemisphere or "").upper() in ("S", "W")
+    return -value if negative else value
+
+
+def _padded_columns(header: list[str], sample: list[list[str]], skip: set[int]) -> tuple[str, ...]:
+    """Columns whose values are all digits and some start with 0 ("001"): codes QGIS would read as numbers."""
+    found = []
+    for index, name in enumerate(header):
+        values = [row[index].strip() for row in sample if len(row) > index and row[index].strip()]
+        if index in skip or not values:
+            continue
+        if all(v.isdigit() for v in values) and any(_PADDED.match(v) for v in values):
+            found.append(name)
+    return tuple(found)
+
+
 def _scan_xy(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken) -> CsvLayout:
     ix, iy = layout.header.index(layout.x), layout.header.index(layout.y)
     xs: list[float] = []
     ys: list[float] = []
+    dms = seconds_quote = False
+    sample: list[list[str]] = []
     # "10,5" in a field (after ";" between columns, or quoted after ","): a decimal comma, unless a "10.5" shows
     # decimal points; every column counts (a ";" file with whole-number coordinates may have "12,5" readings).
     commas = dots = False
@@ -167,6 +213,7 @@ def _scan_xy(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken) 
         if count % CANCEL_EVERY == 0:
             cancel.raise_if_cancelled()
         if count <= SNIFF_ROWS:
+            sample.append(row)
             for field in row:
                 value = field.strip()
                 commas = commas or bool(_DECIMAL_COMMA.match(value))
@@ -177,15 +224,31 @@ def _scan_xy(layout: CsvLayout, rows: Iterator[list[str]], cancel: CancelToken) 
         commas = commas or bool(_DECIMAL_COMMA.match(raw_x) or _DECIMAL_COMMA.match(raw_y))
         dots = dots or "." in raw_x or "." in raw_y
         try:
-            xs.append(float(raw_x.replace(",", ".")))
-            ys.append(float(raw_y.replace(",", ".")))
+            x, y = float(raw_x.replace(",", ".")), float(raw_y.replace(",", "."))
         except ValueError:
-            continue
+            x, y = dms_degrees(raw_x), dms_degrees(raw_y)  # type: ignore[assignment]
+            if x is None or y is None:
+                continue
+            dms = True
+            seconds_quote = seconds_quote or '"' in raw_x + raw_y
+        xs.append(x)
+        ys.append(y)
     if not xs:
         raise ToolError(f"the columns {layout.x!r} and {layout.y!r} hold no numbers")
     bounds = (min(xs), min(ys), max(xs), max(ys))
     return CsvLayout(
-        layout.delimiter, layout.header, layout.x, layout.y, "", commas and not dots, count, bounds, len(xs)
+        layout.delimiter,
+        layout.header,
+        layout.x,
+        layout.y,
+        "",
+        commas and not dots and not dms,
+        count,
+        bounds,
+        len(xs),
+        dms=dms,
+        seconds_quote=seconds_quote,
+        padded=_padded_columns(layout.header, sample, {ix, iy}),
     )
 
 
@@ -345,6 +408,10 @@ def delimited_uri(path: Path, layout: CsvLayout, crs: str) -> str:
         items += [("xField", layout.x), ("yField", layout.y), ("geomType", "point")]
     if layout.decimal_comma:
         items.append(("decimalPoint", ","))
+    if layout.dms:
+        items.append(("xyDms", "yes"))
+    if layout.seconds_quote:  # 36"N: read '"' as a character (QGIS would take it for a quote and drop the row)
+        items += [("quote", ""), ("escape", "")]
     query = QUrlQuery()
     for key, value in items:
         query.addQueryItem(key, value)

@@ -276,7 +276,7 @@ class DataLoading:
             layout = replace(layout, srid="")  # no CRS QGIS knows: guessed, as without one
         chosen, how, extra = _csv_crs(layout, crs, frame)
         kind = "Tab" if layout.delimiter == "\t" else repr(layout.delimiter)
-        notes = (f"Columns used: {layout.columns_used} ({kind}-separated).", f"CRS: {how}.")
+        notes = (f"Columns used: {layout.columns_used} ({kind}-separated).", f"CRS: {how}.", *layout.notes)
         extra["points"] = str(layout.points)
         uri = delimited_uri(path, layout, chosen)
         return LoadPlan("vector", "delimitedtext", uri, name or path.stem, str(path), notes, extra=extra)
