@@ -87,13 +87,14 @@ def test_areas_and_lengths_are_measured_on_the_ellipsoid_in_any_crs(tool_ctx, de
     (westend,) = named(demo_project, "districts", "Westend")
     area = abs(GEOD.geometry_area_perimeter(transform(TO_LONLAT.transform, westend))[0]) / 1e6
     text = find(tool_ctx, demo_project, crs, "Westend")
-    reported = re.search(r"polygon, ([\d.]+) km²", text)
+    reported = re.search(r"polygon, ([\d.]+) km² \(ellipsoidal on ([^)]+)\)", text)  # the figure says its method
     assert reported, text
     assert float(reported.group(1)) == pytest.approx(area, abs=0.006), (crs, area, text)
+    assert reported.group(2) in ("WGS 84", "GRS 1980"), text
     roads = named(demo_project, "roads", "Harbour Avenue")
     length = sum(GEOD.geometry_length(transform(TO_LONLAT.transform, g)) for g in roads) / 1000
     text = find(tool_ctx, demo_project, crs, "Harbour Avenue")
-    reported = re.search(rf"{len(roads)} lines, ([\d.]+) km long", text)
+    reported = re.search(rf"{len(roads)} lines, ([\d.]+) km long \(ellipsoidal on ", text)
     assert reported, text
     assert float(reported.group(1)) == pytest.approx(length, abs=0.006), (crs, length, text)
 

@@ -55,6 +55,7 @@ from geogpt_qgis.tools.layers import (
 from geogpt_qgis.tools.maps import web
 from geogpt_qgis.tools.maps.delimited import (
     DELIMITED_SUFFIXES,
+    GEOGRAPHIC,
     CsvLayout,
     ProjectFrame,
     delimited_uri,
@@ -302,7 +303,9 @@ class DataLoading:
     def _frame(self) -> tuple[ProjectFrame, str]:
         """The project's CRS and its local layers' extent (for the CSV guess), and its home folder (main thread)."""
         project = self.ctx.project
-        target = project.crs()
+        # A project without a CRS (a new headless one) still has layers: their extent in lon/lat tells
+        # where the data is, so a CSV far from them (swapped columns) is told all the same.
+        target = project.crs() if project.crs().isValid() else QgsCoordinateReferenceSystem(GEOGRAPHIC)
         extent = None
         for existing in ordered_layers(project):
             if existing.providerType() not in _LOCAL_PROVIDERS or not existing.isSpatial():
@@ -329,6 +332,8 @@ class DataLoading:
                     max(extent[3], bounds[3]),
                 )
             )
+        if not project.crs().isValid():  # no CRS to guess with; only where the layers lie
+            return ProjectFrame("", None, near_in_lonlat(GEOGRAPHIC, extent)), project.homePath()
         crs = target.authid() if target.isValid() else ""
         return ProjectFrame(crs, extent, near_in_lonlat(crs, extent)), project.homePath()
 

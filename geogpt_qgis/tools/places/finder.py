@@ -39,6 +39,7 @@ from qgis.core import (
 
 from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, merged, with_place
 from geogpt_qgis.tools.base import ToolContext, ToolError
+from geogpt_qgis.tools.measures import crs_name, ellipsoidal_method
 from geogpt_qgis.tools.places import postgis_tables
 from geogpt_qgis.tools.places.matching import (
     EXACT,
@@ -442,8 +443,10 @@ def _metric_crs(snap: ProjectSnapshot, at: tuple[float, float] | None) -> str:
     return f"EPSG:{(32600 if y >= 0 else 32700) + min(60, int((x + 180) // 6) + 1)}"
 
 
-def _measured(geometries: list[QgsGeometry], snap: ProjectSnapshot, area: bool) -> float | None:
+def _measured(geometries: list[QgsGeometry], snap: ProjectSnapshot, area: bool) -> tuple[float, str] | None:
     """Total area (m²) or length (m) on the ellipsoid, in any CRS; planar only in a CRS of true metres.
+
+    Returns the figure and how it was measured (``ellipsoidal on WGS 84``, ``planar in EPSG:25832``).
 
     Measured from lon/lat reached through GDAL: on QGIS 3.22, once a worker thread that measured on the
     ellipsoid from a projected CRS has ended, QGIS's own transforms from that CRS can return NaN or leave
@@ -453,6 +456,7 @@ def _measured(geometries: list[QgsGeometry], snap: ProjectSnapshot, area: bool) 
     measure.setSourceCrs(QgsCoordinateReferenceSystem("EPSG:4326"), snap.context)
     if snap.ellipsoid and measure.setEllipsoid(snap.ellipsoid) and measure.willUseEllipsoid():
         shapes = _in_lonlat(geometries, snap.crs)
+        method = ellipsoidal_method(snap.ellipsoid)
     else:
         metric = not snap.crs.isGeographic() and snap.crs.mapUnits() == DISTANCE_METERS
         if not metric or snap.crs.projectionAcronym() in ("merc", "webmerc"):
@@ -460,10 +464,11 @@ def _measured(geometries: list[QgsGeometry], snap: ProjectSnapshot, area: bool) 
         measure = QgsDistanceArea()  # planar, in the CRS's metres
         measure.setSourceCrs(snap.crs, snap.context)
         shapes = geometries
+        method = f"planar in {crs_name(snap.crs)}"
     if shapes is None:
         return None
     total = sum(measure.measureArea(g) if area else measure.measureLength(g) for g in shapes)
-    return total if math.isfinite(total) else None
+    return (total, method) if math.isfinite(total) else None
 
 
 def _in_lonlat(geometries: list[QgsGeometry], crs: QgsCoordinateReferenceSystem) -> list[QgsGeometry] | None:
@@ -497,11 +502,11 @@ def _geometry_label(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> str
     count = f"{len(geometries)} " if len(geometries) > 1 else ""
     if kind == QgsWkbTypes.GeometryType.PolygonGeometry:
         area = _measured(geometries, snap, area=True)
-        size = f", {area / 1e6:.2f} km²" if area is not None else ""
+        size = f", {area[0] / 1e6:.2f} km² ({area[1]})" if area is not None else ""
         return f"{count}polygon{'s' if count else ''}{size}"
     if kind == QgsWkbTypes.GeometryType.LineGeometry:
         length = _measured(geometries, snap, area=False)
-        size = f", {length / 1000:.2f} km long" if length is not None else ""
+        size = f", {length[0] / 1000:.2f} km long ({length[1]})" if length is not None else ""
         return f"{count}line{'s' if count else ''}{size}"
     return f"{count}point{'s' if count else ''}"
 
