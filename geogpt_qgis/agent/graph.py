@@ -1,17 +1,25 @@
 """The agent graph: the model calls tools until it answers, within a step cap, and asks before risky steps.
 
 ```
-START -> model --tool calls--> approve --> tools --> model ... --answer--> END
+START -> model --tool calls--> review --gated, undecided--> approve --> tools --next call--> review ...
+           |                      \\--harmless or decided------------------^     \\--last call--> model
+           |--answer--> END
            \\--step cap reached--> step_cap --> END
 ```
 
+The calls of one reply are taken one at a time, in order: each is previewed
+(review) just before it runs, after the reply's earlier calls ran, so an
+approval card never describes a project those calls are about to change.
+
 The model node sends the system prompt plus the history that fits the
-context.  The approve node looks at each tool call: a gated call (code, a SQL
-write, deleting a layer or features, writing a file) pauses the run with a
-LangGraph ``interrupt`` until the user decides, unless the conversation's
-policy decides (trust: approve; never: refuse).  The tools node runs each call
-through the ``Toolkit`` (which turns every mistake into a message the model
-can act on), and never runs a gated call without a recorded approval.  At most
+context.  The review node previews the next tool call: a gated call (code, a
+SQL write, deleting a layer or features, writing a file) goes to the approve
+node, which pauses the run with a LangGraph ``interrupt`` until the user
+decides, unless the conversation's policy decides (trust: approve; never:
+refuse) or an "always" covers it.  The tools node runs the call through the
+``Toolkit`` (which turns every mistake into a message the model can act on),
+never without a recorded approval, and never when it no longer resolves to
+the layers, tables and files the user approved (``core.targets``).  At most
 ``MAX_TOOL_CALLS_PER_REPLY`` calls of one reply run, and
 ``MAX_TOOL_CALLS_PER_RUN`` per user message; each call past a cap is answered
 "Not run" (nothing asked, nothing run), so a reply of 200 calls costs 16.
@@ -33,9 +41,12 @@ from geogpt_qgis.agent.nodes import (
     AgentState,
     NodeSetup,
     after_model,
+    after_review,
+    after_tools,
     answer_reserve,
     approve,
     call_model,
+    review,
     run_tools,
     step_cap_message,
     stop_at_cap,
@@ -58,6 +69,7 @@ __all__ = [
     "answer_reserve",
     "build_graph",
     "pending_request",
+    "recursion_limit",
     "step_cap_message",
     "tool_call_id",
 ]
@@ -87,15 +99,22 @@ def build_graph(
     )
     graph = StateGraph(AgentState)
     graph.add_node("model", partial(call_model, setup=setup))
+    graph.add_node("review", partial(review, setup=setup))
     graph.add_node("approve", partial(approve, setup=setup))
     graph.add_node("tools", partial(run_tools, setup=setup))
     graph.add_node("step_cap", partial(stop_at_cap, setup=setup))
     graph.add_edge(START, "model")
-    graph.add_conditional_edges("model", partial(after_model, setup=setup), ["approve", "model", "step_cap", END])
+    graph.add_conditional_edges("model", partial(after_model, setup=setup), ["review", "model", "step_cap", END])
+    graph.add_conditional_edges("review", partial(after_review, setup=setup), ["approve", "tools"])
     graph.add_edge("approve", "tools")
-    graph.add_edge("tools", "model")
+    graph.add_conditional_edges("tools", partial(after_tools, setup=setup), ["review", "model"])
     graph.add_edge("step_cap", END)
     return graph.compile(checkpointer=checkpointer)
+
+
+def recursion_limit(max_steps: int) -> int:
+    """LangGraph's step bound for one run: every model call, and review, approve and tools for every call run."""
+    return 2 * max_steps + 3 * MAX_TOOL_CALLS_PER_RUN + 10
 
 
 def pending_request(state: Any) -> ApprovalRequest | None:

@@ -1,14 +1,17 @@
 """The agent graph's nodes, one named function each, and the state they read and write.
 
-``agent.graph`` wires them: model -> approve -> tools -> model ... until the
-model answers or the step cap is reached.  Every node takes the graph's state
+``agent.graph`` wires them: model -> (review -> approve -> tools, once per
+call of the reply, in order) -> model ... until the model answers or the step
+cap is reached.  Every node takes the graph's state
 and the ``NodeSetup`` the graph was built with (the model, the toolkit, the
 fixed system prompt and the limits), bound with ``functools.partial``, so each
 node can be read, and tested, on its own.
 
-The safety rules live here: the approve node asks before every gated call (or
-lets the conversation's policy decide), the tools node never runs a gated call
-without a recorded approval, at most ``MAX_TOOL_CALLS_PER_REPLY`` calls of one
+The safety rules live here: each call of a reply is previewed just before it
+runs (after the reply's earlier calls), the approve node asks before every
+gated call (or the conversation's policy decides), the tools node never runs a
+gated call without a recorded approval nor one that no longer resolves to the
+targets approved, at most ``MAX_TOOL_CALLS_PER_REPLY`` calls of one
 reply and ``MAX_TOOL_CALLS_PER_RUN`` per user message run, and every tool call
 (run or not, valid or not) gets exactly one answer, scrubbed of secrets.
 """
@@ -94,9 +97,9 @@ class AgentState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     model_calls: int
     approval_policy: str
-    # tool call id -> Decision as a dict; written only from the user's resume values or the policy
+    # Step.key (position:tool call id) -> Decision as a dict; written only from the user's resume values or the policy
     decisions: Annotated[dict[str, dict[str, Any]], _merge]
-    # tool call id -> the ApprovalRequest the approve node found for it (None: the call is harmless)
+    # Step.key -> the ApprovalRequest the review node found for it (None: the call is harmless)
     reviews: Annotated[dict[str, dict[str, Any] | None], _merge]
 
 
@@ -206,7 +209,7 @@ def after_model(state: AgentState, setup: NodeSetup) -> str:
         return END
     if state.get("model_calls", 0) >= setup.max_steps:
         return "step_cap"
-    return "approve" if wants_tools else "model"
+    return "review" if wants_tools else "model"
 
 
 def stop_at_cap(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
@@ -224,53 +227,121 @@ def stop_at_cap(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
     return {"messages": [*skipped, AIMessage(content=text)]}
 
 
-# --- approve -------------------------------------------------------------------------------------------------------
+# --- review and approve -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """The next call of the last reply to answer: its position, id and the key of its review and decision."""
+
+    index: int
+    call: ToolCall
+    call_id: str
+
+    @property
+    def key(self) -> str:
+        # By position too: a reply that repeats a call id never lets one call use another's approval.
+        return f"{self.index}:{self.call_id}"
+
+
+def current_reply(messages: list[AnyMessage]) -> tuple[AIMessage | None, int, int]:
+    """The last model reply, how many of its calls are answered (in order, after it) and its position."""
+    answered = 0
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, ToolMessage):
+            answered += 1
+        elif isinstance(message, AIMessage):
+            return message, answered, position
+        else:
+            break
+    return None, 0, len(messages)
+
+
+def next_step(messages: list[AnyMessage]) -> Step | None:
+    """The reply's first unanswered call within the caps, if any (calls are previewed, decided and run in order)."""
+    reply, answered, position = current_reply(messages)
+    if reply is None:
+        return None
+    allowed = calls_within_caps(messages[:position], len(reply.tool_calls))
+    if answered >= allowed:
+        return None
+    call = reply.tool_calls[answered]
+    return Step(answered, call, tool_call_id(call, answered))
+
+
+async def review(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
+    """Preview the reply's next call now, after its earlier calls ran, and decide it where no one need be asked.
+
+    Each call is previewed just before it runs, never with the reply's other
+    calls up front: a card never describes a project that the reply's earlier
+    calls are about to change (a layer renamed by the call before is shown
+    under the name and source it has when this one runs).  The policy decides
+    (never: refuse; trust: approve), so does an earlier rejection in this reply
+    (the rest of its risky steps are refused without asking: a reply that tries
+    ten deletions costs one click) and an "always for this tool" answer that
+    covers this call's tool, targets and effects (``StandingApprovals``);
+    otherwise the ``approve`` node asks the user.
+    """
+    step = next_step(state["messages"])
+    if step is None:
+        return {}
+    request = await setup.toolkit.approval_request(step.call_id, step.call["name"], step.call["args"])
+    if isinstance(request, ToolOutcome):  # the preview broke: the call is answered with the error
+        return {"reviews": {step.key: {PREVIEW_ERROR: request.text}}}
+    update: dict[str, Any] = {"reviews": {step.key: request.to_dict() if request is not None else None}}
+    if request is None:
+        return update
+    policy = state.get("approval_policy", POLICY_ASK)
+    refused = _earlier_refusal(state.get("decisions") or {})
+    standing = current_standing.get()
+    if refused is not None or policy in (POLICY_NEVER, POLICY_TRUST):
+        update["decisions"] = {step.key: _automatic_decision(policy, refused).to_dict()}
+    elif standing is not None and standing.covers(request):
+        update["decisions"] = {step.key: Decision(APPROVE, automatic=ALWAYS).to_dict()}
+    return update
+
+
+def after_review(state: AgentState, setup: NodeSetup) -> str:
+    """Ask the user when the reviewed call is gated and nothing decided it; else run it."""
+    step = next_step(state["messages"])
+    if step is None:
+        return "tools"
+    found = (state.get("reviews") or {}).get(step.key)
+    waiting = isinstance(found, dict) and PREVIEW_ERROR not in found and step.key not in (state.get("decisions") or {})
+    return "approve" if waiting else "tools"
 
 
 async def approve(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
-    """Ask the user (or apply the policy) for every gated call of the last model reply.
+    """Pause until the user answers the reviewed call's card (its request as the review stored it).
 
-    LangGraph re-runs this node from the top when the run resumes; earlier
-    interrupts then return the decisions already given, in order.  Once the
-    user rejects a step, the rest of the reply's risky steps are refused
-    without asking (a reply that tries ten deletions costs one click).
-    A call covered by an earlier "always for this tool" answer of this
-    conversation (``StandingApprovals``) runs without asking.
+    The card is the stored review, not a new preview: LangGraph runs this node
+    again from the top when the run resumes, and the answer then applies to
+    exactly the request the user saw.  The call runs only if it still resolves
+    to that request's targets (``Toolkit.run``).
     """
-    last = state["messages"][-1]
-    policy = state.get("approval_policy", POLICY_ASK)
+    step = next_step(state["messages"])
+    found = (state.get("reviews") or {}).get(step.key) if step is not None else None
+    if step is None or not isinstance(found, dict):
+        return {}
+    request = ApprovalRequest.from_dict(found)
+    decision = _ask_user(step.call_id, request)
+    update: dict[str, Any] = {"decisions": {step.key: decision.to_dict()}}
+    if decision.trust and decision.approved:
+        update["approval_policy"] = POLICY_TRUST
     standing = current_standing.get()
-    decisions: dict[str, dict[str, Any]] = {}
-    reviews: dict[str, dict[str, Any] | None] = {}
-    refused: Decision | None = None
-    calls = last.tool_calls if isinstance(last, AIMessage) else []
-    allowed = calls_within_caps(state["messages"], len(calls))
-    for index, call in enumerate(calls[:allowed]):  # calls past the caps are never run: nothing to ask
-        call_id = tool_call_id(call, index)
-        request = await setup.toolkit.approval_request(call_id, call["name"], call["args"])
-        if isinstance(request, ToolOutcome):  # the preview broke: the call is answered with the error
-            reviews[call_id] = {PREVIEW_ERROR: request.text}
-            continue
-        reviews[call_id] = request.to_dict() if request is not None else None
-        if request is None:
-            continue
-        if refused is not None or policy in (POLICY_NEVER, POLICY_TRUST):
-            decision = _automatic_decision(policy, refused)
-        elif standing is not None and standing.covers(request):
-            decision = Decision(APPROVE, automatic=ALWAYS)
-        else:
-            decision = _ask_user(call_id, request)
-            if decision.trust:
-                policy = POLICY_TRUST
-            if decision.always and decision.approved and standing is not None:
-                standing.grant(request)
-            if not decision.approved:
-                refused = decision
-        decisions[call_id] = decision.to_dict()
-    update: dict[str, Any] = {"decisions": decisions, "reviews": reviews}
-    if policy != state.get("approval_policy", POLICY_ASK):
-        update["approval_policy"] = policy
+    if decision.always and decision.approved and standing is not None:
+        standing.grant(request)
     return update
+
+
+def _earlier_refusal(decisions: dict[str, dict[str, Any]]) -> Decision | None:
+    """The user's rejection of an earlier call of this reply, if any (the policy's refusals do not count)."""
+    for value in decisions.values():
+        decision = Decision.from_value(value)
+        if not decision.approved and not decision.automatic:
+            return decision
+    return None
 
 
 def _automatic_decision(policy: str, refused: Decision | None) -> Decision:
@@ -296,40 +367,52 @@ def _ask_user(call_id: str, request: ApprovalRequest) -> Decision:
 
 
 async def run_tools(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
-    """Answer every call of the last reply: run it, refuse it (gate, caps), or say why it was malformed."""
+    """Answer the reply's next call (run it, or refuse it: the gate), then, after its last, the rest.
+
+    Once the last call within the caps is answered, the calls past the caps
+    are answered "not run" and malformed ones with what was wrong.
+    """
     writer = get_stream_writer()
-    last = state["messages"][-1]
-    if not isinstance(last, AIMessage):  # routing only sends AI messages with tool calls here
+    messages = state["messages"]
+    reply, answered, position = current_reply(messages)
+    if reply is None:  # routing only sends replies with tool calls here
         return {"messages": []}
-    calls = last.tool_calls
-    allowed = calls_within_caps(state["messages"], len(calls))
-    if allowed < len(calls):
-        writer(Notice(f"The model asked for {len(calls)} tool calls; {len(calls) - allowed} were not run.", "warning"))
+    calls = reply.tool_calls
+    allowed = calls_within_caps(messages[:position], len(calls))
     results: list[ToolMessage] = []
-    for index, call in enumerate(calls):
-        call_id = tool_call_id(call, index)
-        if index >= allowed:  # one message per call (the protocol wants every call answered), no tool step
-            results.append(_tool_message(cap_message(index, allowed), call_id, call["name"], False, not_run=True))
-        else:
-            results.append(await _run_call(state, setup, call, call_id, writer))
-    for bad in last.invalid_tool_calls:
-        results.append(_answer_malformed(setup.toolkit, bad, bad.get("id") or f"call_{len(results)}", writer))
+    step = next_step(messages)
+    if step is not None:
+        results.append(await _run_call(state, setup, step, writer))
+        answered += 1
+    if answered < allowed:
+        return {"messages": results}
+    if allowed < len(calls) and answered <= len(calls):
+        writer(Notice(f"The model asked for {len(calls)} tool calls; {len(calls) - allowed} were not run.", "warning"))
+    for index in range(max(answered, allowed), len(calls)):  # one message per call, no tool step
+        call_id = tool_call_id(calls[index], index)
+        results.append(_tool_message(cap_message(index, allowed), call_id, calls[index]["name"], False, not_run=True))
+    if answered <= len(calls):
+        for bad in reply.invalid_tool_calls:
+            results.append(_answer_malformed(setup.toolkit, bad, bad.get("id") or f"call_{len(results)}", writer))
     return {"messages": results}
 
 
-async def _run_call(
-    state: AgentState, setup: NodeSetup, call: ToolCall, call_id: str, writer: StreamWriter
-) -> ToolMessage:
+def after_tools(state: AgentState, setup: NodeSetup) -> str:
+    """The next call of the reply is reviewed once this one has run; after the last, the model reads the results."""
+    return "review" if next_step(state["messages"]) is not None else "model"
+
+
+async def _run_call(state: AgentState, setup: NodeSetup, step: Step, writer: StreamWriter) -> ToolMessage:
     """Run one call within the caps, unless its preview failed or it is gated and was not approved."""
-    name = call["name"]
-    args = dict(call["args"] or {})
+    name, call_id = step.call["name"], step.call_id
+    args = dict(step.call["args"] or {})
     writer(ToolStarted(call_id, name, args))
     started = time.perf_counter()
-    found = await _review(setup.toolkit, state.get("reviews") or {}, call_id, name, args)
+    found = await _review(setup.toolkit, state.get("reviews") or {}, step.key, call_id, name, args)
     if isinstance(found, ToolOutcome):  # its approval preview failed: never run, the model reads why
         return _not_run(found.text, call_id, name, started, writer)
     decisions = state.get("decisions") or {}
-    decision = Decision.from_value(decisions[call_id]) if call_id in decisions else None
+    decision = Decision.from_value(decisions[step.key]) if step.key in decisions else None
     refusal = _gate(found, decision, writer)
     if refusal is not None:  # the gate: a gated call never runs without the user's approval
         return _not_run(refusal, call_id, name, started, writer)
@@ -340,7 +423,7 @@ async def _run_call(
             f"Note: the user edited the {found.editable} before approving; this version ran:\n{decision.edited}\n\n"
         )
     used = decision if found is not None else None  # a harmless call runs without a decision
-    outcome = await _run_with_progress(setup.toolkit, name, args, used, call_id, writer)
+    outcome = await _run_with_progress(setup.toolkit, name, args, used, found, call_id, writer)
     text = edited_note + outcome.text
     writer(ToolFinished(call_id, name, outcome.ok, text, time.perf_counter() - started, outcome.artifact))
     return _tool_message(text, call_id, name, outcome.ok, artifact=outcome.artifact)
@@ -353,16 +436,21 @@ def _not_run(text: str, call_id: str, name: str, started: float, writer: StreamW
 
 
 async def _review(
-    toolkit: Toolkit, reviews: dict[str, dict[str, Any] | None], call_id: str, name: str, args: dict[str, Any]
+    toolkit: Toolkit,
+    reviews: dict[str, dict[str, Any] | None],
+    key: str,
+    call_id: str,
+    name: str,
+    args: dict[str, Any],
 ) -> ApprovalRequest | ToolOutcome | None:
-    """What the approve node found for this call (it always looks, on the graph's edges); else look now."""
-    if call_id not in reviews:
+    """What the review node found for this call (it always looks, on the graph's edges); else look now."""
+    if key not in reviews:
         return await toolkit.approval_request(call_id, name, args)
-    review = reviews[call_id]
-    if review is None:
+    found = reviews[key]
+    if found is None:
         return None
-    failed = review.get(PREVIEW_ERROR)
-    return ToolOutcome(False, failed) if failed else ApprovalRequest.from_dict(review)
+    failed = found.get(PREVIEW_ERROR)
+    return ToolOutcome(False, failed) if failed else ApprovalRequest.from_dict(found)
 
 
 def _gate(request: ApprovalRequest | None, decision: Decision | None, writer: StreamWriter) -> str | None:
@@ -377,7 +465,13 @@ def _gate(request: ApprovalRequest | None, decision: Decision | None, writer: St
 
 
 async def _run_with_progress(
-    toolkit: Toolkit, name: str, args: dict[str, Any], decision: Decision | None, call_id: str, writer: StreamWriter
+    toolkit: Toolkit,
+    name: str,
+    args: dict[str, Any],
+    decision: Decision | None,
+    approved: ApprovalRequest | None,
+    call_id: str,
+    writer: StreamWriter,
 ) -> ToolOutcome:
     """Run one call through the toolkit, its progress reports streamed as ``ToolProgress`` events."""
     loop = asyncio.get_running_loop()
@@ -388,7 +482,7 @@ async def _run_with_progress(
 
     token = current_progress.set(progress)
     try:
-        return await toolkit.run(name, args, decision)
+        return await toolkit.run(name, args, decision, approved)
     finally:
         current_progress.reset(token)
 

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
 
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
-from geogpt_qgis.agent.graph import build_graph, pending_request, tool_call_id
+from geogpt_qgis.agent.graph import build_graph, pending_request, recursion_limit, tool_call_id
 from geogpt_qgis.agent.memory import KIND, PROJECT_STATE, STATE_NOTE, STOPPED, kind_of
+from geogpt_qgis.agent.nodes import current_reply
 from geogpt_qgis.agent.prompts import build_system_prompt, project_state
 from geogpt_qgis.agent.providers import (
     ModelInfo,
@@ -292,7 +293,10 @@ class AgentSession:
         )
 
     def _config(self, max_steps: int = 15, thread_id: str | None = None) -> dict[str, Any]:
-        return {"configurable": {"thread_id": thread_id or self.thread_id}, "recursion_limit": 3 * max_steps + 10}
+        return {
+            "configurable": {"thread_id": thread_id or self.thread_id},
+            "recursion_limit": recursion_limit(max_steps),
+        }
 
     async def pending(self, thread_id: str | None = None) -> ApprovalRequest | None:
         """The approval a conversation (default: this one) waits for, if any; it survives restarts (in the store)."""
@@ -317,12 +321,13 @@ class AgentSession:
         state = await graph.aget_state(config)
         messages = (state.values or {}).get("messages") or []
         waiting = pending_request(state) is not None
-        if waiting != paused or not (waiting or state.next) or not messages or not isinstance(messages[-1], AIMessage):
+        last, done, _ = current_reply(messages)
+        if waiting != paused or not (waiting or state.next) or last is None:
             return False
-        last = messages[-1]
-        answered = [
+        answered = [  # the reply's calls that ran are answered already (each runs before the next is asked)
             ToolMessage(answer, tool_call_id=tool_call_id(call, index), name=call.get("name") or "", status="error")
             for index, call in enumerate([*last.tool_calls, *last.invalid_tool_calls])
+            if index >= done
         ]
         if answered:
             await graph.aupdate_state(config, {"messages": answered}, as_node="tools")
@@ -353,11 +358,12 @@ class AgentSession:
         messages = (state.values or {}).get("messages") or []
         if not state.next or not messages or pending_request(state) is not None:
             return  # the run had ended (or waits for approval): nothing was cut
-        last = messages[-1]
-        if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+        last, done, _ = current_reply(messages)
+        if last is not None and (last.tool_calls or last.invalid_tool_calls):
             calls = [*last.tool_calls, *last.invalid_tool_calls]
-            answers = [_stopped_step(call, index, tracker) for index, call in enumerate(calls)]
-            await graph.aupdate_state(config, {"messages": answers}, as_node="tools")
+            answers = [_stopped_step(call, index, tracker) for index, call in enumerate(calls) if index >= done]
+            if answers:
+                await graph.aupdate_state(config, {"messages": answers}, as_node="tools")
         shown = tracker.shown.rstrip()
         text = f"{shown}\n\n{STOPPED_ANSWER}" if shown.strip() else STOPPED_ANSWER
         stopped = AIMessage(content=text, additional_kwargs={KIND: STOPPED})

@@ -21,12 +21,13 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from geogpt_qgis.agent.aliases import ALIASES, routed
-from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_decision
+from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_approval, current_decision
 from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, content_and_artifact
 from geogpt_qgis.core.bounds import REFUSED_ARGUMENTS, bounded, check_text
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
 from geogpt_qgis.core.secrets_scrub import scrub, scrub_value
+from geogpt_qgis.core.targets import Target, broken_contract
 from geogpt_qgis.core.text import bound_tokens
 from geogpt_qgis.core.tokens import estimate_tokens
 from geogpt_qgis.tools.base import ToolError, ToolFunction
@@ -187,14 +188,37 @@ class Toolkit:
             # The preview is shown, stored with the paused run and logged: no secrets in it either.
             request.action, request.details = scrub(request.action), scrub(request.details)
             request.affected = [scrub(item) for item in request.affected]
+            request.targets = [Target.from_value(scrub_value(t.to_dict())) for t in request.targets]
             request.tool, request.call_id, request.args = name, call_id, scrub_value(dict(checked))
         return request
 
-    async def run(self, name: str, args: Any, decision: Decision | None = None) -> ToolOutcome:
+    async def broken_contract(self, name: str, args: Any, approved: ApprovalRequest) -> str | None:
+        """Why ``args`` may not run under the approval of ``approved`` (``None``: it may).
+
+        The call is previewed again, now: it must resolve to exactly the targets
+        the user approved (``core.targets``), or to none if none were shown.
+        """
+        now = await self.approval_request(approved.call_id, name, args)
+        if isinstance(now, ToolOutcome):
+            return now.text.removeprefix("Error: ")
+        problem = broken_contract(approved.targets, now.targets if now is not None else [])
+        if problem is None and now is not None:
+            wider = [kind for kind in now.effects if kind not in approved.effects]
+            if wider:
+                problem = f"it would now also do more ({', '.join(wider)})"
+        return problem
+
+    async def run(
+        self, name: str, args: Any, decision: Decision | None = None, approved: ApprovalRequest | None = None
+    ) -> ToolOutcome:
         """Run one call on a worker thread; ``RunCancelled`` propagates, everything else is reported.
 
         ``decision`` is the user's answer for a gated call; the tool can see it
-        (``approval_granted``) and refuses to act without it.
+        (``approval_granted``) and refuses to act without it.  ``approved`` is
+        the request the user approved: the call runs only if it still resolves
+        to exactly its targets (unless the user edited the call's text: then
+        what they wrote is what they approved), and the tool sees it
+        (``approved_targets``) to act on those targets by id, not by name.
         """
         name, args = self._routed(name, args)
         checked = self.check_arguments(name, args)
@@ -203,7 +227,14 @@ class Toolkit:
         function = self._tools[name].func
         if function is None:
             return _error(f"{name} cannot be run")
+        if approved is not None and decision is not None and decision.approved and decision.edited is None:
+            problem = await self.broken_contract(name, args, approved)
+            if problem is not None:
+                return ToolOutcome(False, contract_message(name, problem))
         token = current_decision.set(decision)
+        # An edited call is bound to what the user wrote, not to the targets of the text they replaced.
+        binding = approved if decision is not None and decision.approved and decision.edited is None else None
+        approval_token = current_approval.set(binding)
         try:
             text, artifact = await asyncio.to_thread(function, **checked)
         except (RunCancelled, asyncio.CancelledError):
@@ -214,8 +245,17 @@ class Toolkit:
             log.exception("tool %s failed", name)
             return _error(f"{name} failed unexpectedly: {type(exc).__name__}: {_clipped(exc)}")
         finally:
+            current_approval.reset(approval_token)
             current_decision.reset(token)
         return ToolOutcome(True, bound_tokens(text), artifact)
+
+
+def contract_message(name: str, problem: str) -> str:
+    """What the model reads when an approved call no longer resolves to what the user approved."""
+    return (
+        f"Not run: what this call would change is no longer what the user approved: {problem}. Nothing was "
+        f"changed. If the change is still wanted, call {name} again: the user will be asked about it as it is now."
+    )
 
 
 def _content_and_artifact(function: ToolFunction) -> Any:

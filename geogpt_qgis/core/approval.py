@@ -15,6 +15,8 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from geogpt_qgis.core.targets import Target, within
+
 POLICY_ASK = "ask"
 POLICY_TRUST = "trust"  # approve everything in this conversation without asking
 POLICY_NEVER = "never"
@@ -36,7 +38,9 @@ class ApprovalRequest:
     """What a gated call would do, shown on the approval card.
 
     ``editable`` names the argument whose text (``details``) the user may edit
-    before approving: the code or the SQL.
+    before approving: the code or the SQL.  ``targets`` are the layers, tables
+    and files the call resolves to (``core.targets``): the call that runs must
+    resolve to exactly these, or it does not run.
     """
 
     action: str
@@ -48,13 +52,18 @@ class ApprovalRequest:
     call_id: str = ""
     args: dict[str, Any] = field(default_factory=dict)
     effects: list[str] = field(default_factory=list)  # core.effects.Effect values, for the policy and the card
+    targets: list[Target] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["targets"] = [target.to_dict() for target in self.targets]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ApprovalRequest:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        request = cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        request.targets = [Target.from_value(t) for t in (request.targets or [])]
+        return request
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,14 @@ def gated(preview: str) -> Callable[[F], F]:
 
 # The decision for the tool call running now (set by the agent around a gated call).
 current_decision: ContextVar[Decision | None] = ContextVar("geogpt_decision", default=None)
+# The request the user approved for the call running now: a tool binds to its targets (layer ids...), not to names.
+current_approval: ContextVar[ApprovalRequest | None] = ContextVar("geogpt_approval", default=None)
+
+
+def approved_targets(kind: str) -> list[Target]:
+    """The approved targets of ``kind`` for the running call (empty when it was approved without targets)."""
+    request = current_approval.get()
+    return [t for t in request.targets if t.kind == kind] if request is not None and approval_granted() else []
 
 
 def approval_granted() -> bool:
@@ -122,7 +139,10 @@ def approval_granted() -> bool:
 class StandingApprovals:
     """The "always for this tool" answers of one conversation, and which requests they cover.
 
-    An answer covers later calls of the same tool whose effects (``core.effects``
+    An answer covers later calls of the same tool on the same targets
+    (``core.targets.within``: the same layers, tables and files, with the same
+    or fewer operations on each: "always" for updating 'schools' never covers
+    deleting from it, nor updating 'parks'), whose effects (``core.effects``
     kinds) are the same or fewer: "always" for a ``run_sql`` that writes to a
     database never covers one that also talks to the network.  A request whose
     tool lists no effects counts as one kind (``UNLISTED``: what the tool itself
@@ -133,7 +153,7 @@ class StandingApprovals:
     """
 
     def __init__(self) -> None:
-        self._grants: dict[str, list[frozenset[str]]] = {}
+        self._grants: dict[str, list[tuple[frozenset[str], tuple[Target, ...]]]] = {}
 
     @staticmethod
     def _kinds(request: ApprovalRequest) -> frozenset[str]:
@@ -148,15 +168,17 @@ class StandingApprovals:
         """Remember the user's "always" for ``request``'s tool and effects (ignored where it may not stand)."""
         if not self.can_stand(request):
             return
-        kinds = self._kinds(request)
+        grant = (self._kinds(request), tuple(request.targets))
         held = self._grants.setdefault(request.tool, [])
-        if request.tool and kinds not in held:
-            held.append(kinds)
+        if request.tool and grant not in held:
+            held.append(grant)
 
     def covers(self, request: ApprovalRequest) -> bool:
-        """Whether an earlier "always" approves ``request`` without asking: same tool, same or fewer effects."""
+        """Whether an earlier "always" approves ``request``: same tool and targets, same or fewer effects."""
         kinds = self._kinds(request)
-        return bool(request.tool) and any(kinds <= held for held in self._grants.get(request.tool, []))
+        return bool(request.tool) and any(
+            kinds <= held and within(targets, request.targets) for held, targets in self._grants.get(request.tool, [])
+        )
 
     @property
     def tools(self) -> list[str]:

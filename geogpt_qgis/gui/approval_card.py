@@ -5,15 +5,15 @@ affects, the layer, the file, the filter: the call's own arguments); the code
 or SQL sits in a highlighted box that scrolls (and may be edited when the step
 allows it).  Approve is the primary answer (Ctrl+Enter); Reject takes an
 optional reason for the assistant (Ctrl+Backspace); "Always for this tool"
-approves it and, for the rest of the conversation, this tool's calls with the
-same or fewer effects (Ctrl+Shift+Enter; ``core.approval.StandingApprovals``);
+approves it and, for the rest of the conversation, this tool's calls on the
+same layers, tables and files with the same or fewer effects (Ctrl+Shift+Enter;
+``core.approval.StandingApprovals``);
 approve everything in this conversation, or drop the step.  Once decided the
 card folds to one line.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from qgis.PyQt.QtCore import Qt, pyqtSignal
@@ -31,6 +31,7 @@ from qgis.PyQt.QtWidgets import (
 )
 
 from geogpt_qgis.core.approval import APPROVE, REJECT, ApprovalRequest, StandingApprovals
+from geogpt_qgis.core.targets import LAYER
 from geogpt_qgis.gui.highlighter import CodeHighlighter
 from geogpt_qgis.gui.responsive import ElidedLabel, ResponsiveRow
 from geogpt_qgis.toolbelt.i18n import tr
@@ -46,7 +47,6 @@ QPushButton#geogptApprove { font-weight: bold; background: #2b7a0b; color: white
 }
 QPushButton#geogptApprove:disabled { background: palette(mid); }
 """
-_LAYER = re.compile(r"^layer '(.+)'$")
 # Facts taken from the call's arguments: at most this many, each at most this long.
 MAX_FACTS = 6
 MAX_FACT_CHARS = 120
@@ -156,8 +156,12 @@ class ApprovalCard(QFrame):
         layout.addWidget(self.body)
 
     def layer_names(self) -> list[str]:
-        """The project layers the step affects (``layer 'name'`` in its list)."""
-        return [m.group(1) for item in self.request.affected for m in [_LAYER.match(item)] if m]
+        """The project layers the step affects, by name (from the request's typed targets)."""
+        return [target.name for target in self.request.targets if target.kind == LAYER]
+
+    def layer_ids(self) -> dict[str, str]:
+        """The project layers the step was approved for: id -> name (the step runs on these ids only)."""
+        return {target.ident: target.name for target in self.request.targets if target.kind == LAYER}
 
     def target_gone(self, names: list[str]) -> None:
         """Say the step's layers are no longer in the project, and make dropping the step the first choice."""
@@ -220,8 +224,9 @@ class ApprovalCard(QFrame):
 
 
 def _facts_html(request: ApprovalRequest) -> str:
-    """What it affects, then the call's short arguments (layer, file, filter...) but the code shown below."""
+    """What it affects, resolved (layer id and source, table and connection, real path), then the short arguments."""
     items = [_escape(item) for item in request.affected]
+    items += [_escape(target.line()) for target in request.targets]
     facts = []
     for key, value in request.args.items():
         if key == request.editable:

@@ -152,7 +152,7 @@ class ConversationView(QWidget):
             self.chat.add_notice(tr("This step is waiting for your approval."), "warning")
             card = self.runs.show_approval(opened.pending.to_dict())
             self._say(tr("Waiting for your approval."))
-            gone = [name for name in card.layer_names() if not self.project.mapLayersByName(name)]
+            gone = [name for layer_id, name in card.layer_ids().items() if self.project.mapLayer(layer_id) is None]
             if gone:  # a temporary layer does not outlive QGIS, a layer may have been removed meanwhile
                 card.target_gone(gone)
 

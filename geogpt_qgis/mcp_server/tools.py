@@ -203,13 +203,13 @@ class McpTools:
                         f"Note: the user edited the {request.editable} before approving; "
                         f"this version ran:\n{decision.edited}\n\n"
                     )
-                    answer = _answer(await toolkit.run(name, arguments, decision))
+                    answer = _answer(await toolkit.run(name, arguments, decision, request))
                     return CallAnswer(note + answer.text, answer.is_error, answer.artifact)
-            else:
-                decision = None
-                if request is not None:  # the preview broke: answered with its error, never run
-                    return _answer(request)
-            return _answer(await toolkit.run(name, arguments, decision))
+                # It runs only if it still resolves to the layers, tables and files the person approved.
+                return _answer(await toolkit.run(name, arguments, decision, request))
+            if request is not None:  # the preview broke: answered with its error, never run
+                return _answer(request)
+            return _answer(await toolkit.run(name, arguments, None))
         except (asyncio.CancelledError, RunCancelled):
             cancel.cancel()
             raise

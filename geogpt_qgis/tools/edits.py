@@ -2,8 +2,13 @@
 
 Each is gated: the user sees exactly what will change (the layer, the number
 of features, the expression, where the data is stored) and approves it
-first.  Changes to a layer the user is editing go into their edit buffer
-(they decide whether to save); otherwise they are saved to the layer's source.
+first.  The approval binds the layer's id and data source and the very
+features counted (``core.targets``): when the call runs it acts on that layer
+and those features, or not at all (a layer renamed or replaced meanwhile, or
+other features matching, is refused).  Changes to a layer kept in a file or a
+database go into the layer's edit buffer and are left there: nothing reaches
+the user's data until they save the layer's edits in QGIS, and discarding them
+undoes the change.  Only a temporary memory layer is changed at once.
 """
 
 from __future__ import annotations
@@ -18,10 +23,12 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
-from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, approved_targets, gated
 from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
+from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.fuzzy import did_you_mean
+from geogpt_qgis.core.targets import LAYER, Target
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import (
     VectorReadPlan,
@@ -32,6 +39,15 @@ from geogpt_qgis.tools.layers import (
 )
 from geogpt_qgis.tools.project import NEEDS_APPROVAL, filter_request
 from geogpt_qgis.tools.safety.expressions import expressions_effects, require_safe_expression
+from geogpt_qgis.tools.safety.targets import features_state, layer_target
+
+# The state of a layer target whose filter was not evaluated before approval (it may do more than read).
+NOT_COUNTED = "(not counted)"
+# Said on every card of an edit to a layer that is not a temporary one: how it can be undone.
+BUFFERED = (
+    "The change goes into the layer's edit buffer and is not saved: save the layer's edits in QGIS to keep it, "
+    "or discard them to undo it."
+)
 
 
 def _source_label(layer: QgsVectorLayer) -> str:
@@ -41,6 +57,28 @@ def _source_label(layer: QgsVectorLayer) -> str:
         return "a temporary layer in memory"
     source = layer.publicSource() if hasattr(layer, "publicSource") else layer.source()
     return f"{provider}: {source.split('|')[0]}"
+
+
+def _undo_note(layer: QgsVectorLayer) -> str:
+    """How the change can be undone, for the card."""
+    if layer.isEditable():
+        return "The change goes into your open edit session: save or discard it in QGIS."
+    if layer.providerType() == "memory":
+        return "A temporary layer: the change is made at once."
+    return BUFFERED
+
+
+def _bound_layer(targets: list[Target]) -> Target | None:
+    """The one layer the approval named (edit_features acts on one layer)."""
+    return targets[0] if len(targets) == 1 else None
+
+
+def _not_approved(bound: Target, why: str) -> str:
+    return (
+        f"not run: the user approved this for layer {bound.name!r} (id {bound.ident}, {bound.source}"
+        f"{', ' + bound.state if bound.state else ''}), but {why}. Nothing was changed. If the change is still "
+        "wanted, call edit_features again: the user will be asked about it as it is now."
+    )
 
 
 def _check_edit(field: str, value: str, delete: bool) -> None:
@@ -67,32 +105,42 @@ class EditTools(ToolFamily):
     ) -> ApprovalRequest:
         _check_edit(field, value, delete)
         effects, problems = expressions_effects([("the filter", expression), ("the value", "" if delete else value)])
+        ops = ("delete",) if delete else (f"update {field}",)
+        kinds = [Effect.EDIT_DATA.value]
         if effects.needs_approval:
             # Never evaluated to count the matches: the preview must not do what it describes.
             vector = self.ctx.on_main(resolve_vector_layer, self.ctx.project, layer)
             doing = "delete" if delete else f"set {field} to {value} on"
+            target = self.ctx.on_main(layer_target, vector, ops, f"the features where {expression} {NOT_COUNTED}")
             return ApprovalRequest(
                 action=f"{'Delete' if delete else f'Change {field!r} on'} features of {vector.name()!r}, "
                 f"with an expression that {effects.summary()}",
                 details=f"In {vector.name()!r}, {doing} the features where {expression}\n"
                 "The features were not counted: the expression is evaluated only if you approve.\n"
-                + "\n".join(problems),
+                + "\n".join([*problems, _undo_note(vector)]),
                 affected=[f"layer {vector.name()!r} ({_source_label(vector)})", *effects.lines()],
-                effects=[kind.value for kind in effects.kinds],
+                effects=list(dict.fromkeys([*kinds, *(kind.value for kind in effects.kinds)])),
+                targets=[target],
             )
         vector, ids = self._matching(layer, expression)
         stored = f"{len(ids):,} of {feature_count_label(vector)} features, stored in {_source_label(vector)}."
+        target = self.ctx.on_main(layer_target, vector, ops, features_state(ids))
         if delete:
             return ApprovalRequest(
                 action=f"Delete {len(ids):,} features from {vector.name()!r}",
-                details=f"In {vector.name()!r}, delete the features where {expression}\n{stored}",
+                details=f"In {vector.name()!r}, delete the features where {expression}\n{stored}\n{_undo_note(vector)}",
                 affected=[f"layer {vector.name()!r} ({_source_label(vector)})"],
+                effects=kinds,
+                targets=[target],
             )
         self.ctx.on_main(self._check_update, vector.id(), field, value)
         return ApprovalRequest(
             action=f"Change {field!r} on {len(ids):,} features of {vector.name()!r}",
-            details=f"In {vector.name()!r}, set {field} to {value} on the features where {expression}\n{stored}",
+            details=f"In {vector.name()!r}, set {field} to {value} on the features where {expression}\n{stored}\n"
+            + _undo_note(vector),
             affected=[f"layer {vector.name()!r} ({_source_label(vector)}), field {field!r}"],
+            effects=kinds,
+            targets=[target],
         )
 
     @gated("preview_edit_features")
@@ -109,19 +157,47 @@ class EditTools(ToolFamily):
         require_safe_expression(expression, "the filter", approved)
         if not delete:
             require_safe_expression(value, "the value", approved)
-        vector, ids = self._matching(layer, expression, approved)
+        bound = _bound_layer(approved_targets(LAYER))
+        vector, ids = self._matching(bound.ident if bound else layer, expression, approved)
+        if bound is not None:
+            self.ctx.on_main(self._check_binding, bound, layer)
+            if not bound.state.endswith(NOT_COUNTED) and features_state(ids) != bound.state:
+                raise ToolError(_not_approved(bound, f"the filter now matches {features_state(ids)}"))
         if not delete:
             self.ctx.on_main(self._check_update, vector.id(), field, value)
         if not approved:
             raise ToolError(NEEDS_APPROVAL)
         if delete:
-            text = self.ctx.on_main(self._delete, vector.id(), ids)
+            text = self.ctx.on_main(self._delete, vector.id(), ids, bound)
         else:
-            text = self.ctx.on_main(self._update, vector.id(), ids, field, value)
+            text = self.ctx.on_main(self._update, vector.id(), ids, field, value, bound)
         return ToolResult(text, ToolArtifact(layers=(vector.name(),)))
 
-    def _delete(self, layer_id: str, ids: list[int]) -> str:
+    def _check_binding(self, bound: Target, ref: str) -> None:
+        """The approved layer is still there, from the same source, and the name given still means it (main thread).
+
+        Checked on the main thread just before the change, in the same step as the
+        change itself (``_delete``/``_update`` call it again): nothing can rename or
+        replace a layer in between.
+        """
+        vector = self.ctx.project.mapLayer(bound.ident)
+        if not isinstance(vector, QgsVectorLayer):
+            raise ToolError(_not_approved(bound, "that layer is no longer in the project"))
+        now = layer_target(vector, bound.ops)
+        if now.source != bound.source:
+            raise ToolError(_not_approved(bound, f"its data source is now {now.source}"))
+        try:
+            named = resolve_vector_layer(self.ctx.project, ref)
+        except ToolError:
+            named = None
+        if named is None or named.id() != bound.ident:
+            meant = f"layer {named.id()} ({layer_target(named, ()).source})" if named is not None else "no layer"
+            raise ToolError(_not_approved(bound, f"{ref!r} now names {meant}"))
+
+    def _delete(self, layer_id: str, ids: list[int], bound: Target | None = None) -> str:
         vector = self._vector(layer_id)
+        if bound is not None:
+            self._check_binding(bound, bound.ident)
         return self._in_edit_session(vector, lambda: vector.deleteFeatures(ids), f"deleted {len(ids):,} features")
 
     def _check_update(self, layer_id: str, field: str, value: str) -> None:
@@ -133,7 +209,9 @@ class EditTools(ToolFamily):
         if parsed.hasParserError():
             raise ToolError(f"invalid value expression: {' '.join(parsed.parserErrorString().split())}")
 
-    def _update(self, layer_id: str, ids: list[int], field: str, value: str) -> str:
+    def _update(self, layer_id: str, ids: list[int], field: str, value: str, bound: Target | None = None) -> str:
+        if bound is not None:
+            self._check_binding(bound, bound.ident)
         self._check_update(layer_id, field, value)
         vector = self._vector(layer_id)
         index = vector.fields().indexOf(field)
@@ -175,13 +253,21 @@ class EditTools(ToolFamily):
         return vector
 
     def _in_edit_session(self, vector: QgsVectorLayer, change: Callable[[], bool], what: str) -> str:
-        """Apply ``change``: into the user's open edit session, or in one of ours, saved at once."""
+        """Apply ``change`` into the layer's edit buffer, left open for the user (a memory layer: saved at once)."""
         if vector.isEditable():
             if not change():
                 raise ToolError(f"QGIS refused the change to {vector.name()!r}")
             return f"In {vector.name()!r}, {what} in your open edit session: save or discard it in QGIS."
         if not vector.startEditing():
             raise ToolError(f"{vector.name()!r} cannot be edited (read-only source?)")
+        if vector.providerType() != "memory":
+            if not change():
+                vector.rollBack()
+                raise ToolError(f"QGIS refused the change to {vector.name()!r}; nothing was changed")
+            return (
+                f"In {vector.name()!r}, {what} in the layer's edit buffer; not saved to {_source_label(vector)} "
+                "until the user saves the layer's edits in QGIS (discarding them undoes it)."
+            )
         if not change() or not vector.commitChanges():
             errors = "; ".join(vector.commitErrors()) or "the change was refused"
             vector.rollBack()

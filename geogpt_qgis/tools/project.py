@@ -21,13 +21,15 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
-from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, approved_targets, gated
 from geogpt_qgis.core.artifacts import Selection, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
+from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.numbers import exact_number
+from geogpt_qgis.core.targets import LAYER, Target
 from geogpt_qgis.core.text import NAME_MAX_CHARS, counted, markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.data_checks import check_notes, plan_checks
@@ -65,6 +67,7 @@ from geogpt_qgis.tools.raster_sample import plan_sample, read_samples
 from geogpt_qgis.tools.raster_zonal import is_polygon_layer, zonal_summary
 from geogpt_qgis.tools.rasters import RasterReadPlan, describe_raster, grid_line, plan_raster_read
 from geogpt_qgis.tools.safety.expressions import expression_request, require_safe_expression
+from geogpt_qgis.tools.safety.targets import layer_target
 
 SAMPLE_SIZE = 5000
 MAX_READ_ROWS = 50
@@ -317,7 +320,7 @@ class ProjectTools(ToolFamily):
             self.ctx.on_main(resolve_layer, self.ctx.project, layer)  # a wrong name gets its own message first
             if not approval_granted():
                 raise ToolError(NEEDS_APPROVAL)
-            return self.ctx.on_main(self._remove, layer)
+            return self.ctx.on_main(self._remove, layer, approved_targets(LAYER))
         if visible is None and not name and not zoom and not (move + group).strip():
             raise ToolError(
                 "nothing to change: give visible, name, zoom, move, group or remove (style_layer styles a layer)"
@@ -337,10 +340,21 @@ class ProjectTools(ToolFamily):
             action=f"Remove layer {target.name()!r} from the project",
             details=f"The layer {target.name()!r} ({kind}) leaves the project. Its data source is not deleted.",
             affected=[f"layer {target.name()!r}"],
+            effects=[Effect.CHANGE_PROJECT.value],
+            targets=[layer_target(target, ("remove",))],
         )
 
-    def _remove(self, ref: str) -> ToolResult:
+    def _remove(self, ref: str, bound: list[Target] | None = None) -> ToolResult:
+        """Remove the layer ``ref`` names; with an approval, only the very layer approved (main thread)."""
         target = resolve_layer(self.ctx.project, ref)
+        for approved in bound or []:
+            source = layer_target(target, ()).source
+            if target.id() != approved.ident or source != approved.source:
+                raise ToolError(
+                    f"not run: the user approved removing layer {approved.name!r} (id {approved.ident}, "
+                    f"{approved.source}), but {ref!r} now names layer {target.id()} ({source}). Nothing was "
+                    "changed. If it is still wanted, call set_layer again: the user will be asked."
+                )
         name = target.name()
         self.ctx.project.removeMapLayer(target.id())
         return ToolResult(f"Removed layer {name!r} from the project.", ToolArtifact(layers=(name,)))

@@ -20,6 +20,7 @@ from geogpt_qgis.core.effects import CallEffects, Effect, Found
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFunction
 from geogpt_qgis.tools.maps.export_target import Page, Target, check_dpi, check_pixels, parse_page, resolve_target
 from geogpt_qgis.tools.maps.map_view import MapView, current_view
+from geogpt_qgis.tools.safety.targets import file_target
 
 NEEDS_APPROVAL = "writing a file needs the user's approval"
 DEFAULT_PAGE = "A4 landscape"
@@ -73,6 +74,7 @@ class ExportPlan:
             ),
             affected=effects.lines(),
             effects=[kind.value for kind in effects.kinds],
+            targets=[file_target(str(self.target.path), ("write",))],
         )
 
 

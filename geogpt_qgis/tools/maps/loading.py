@@ -69,6 +69,7 @@ from geogpt_qgis.tools.maps.files import missing_file, plan_file
 from geogpt_qgis.tools.maps.load_plan import RASTER, LoadPlan
 from geogpt_qgis.tools.ogc.servers import parse_servers
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
+from geogpt_qgis.tools.safety.targets import file_target
 from geogpt_qgis.tools.thread_guard import raster_layer, vector_layer
 
 if TYPE_CHECKING:
@@ -151,6 +152,7 @@ class DataLoading:
             details=f"GeoGPT would open this file, outside the project's folder, which you did not name:\n{path}",
             affected=[f"file {path}"],
             effects=[Effect.READ_PRIVATE.value, Effect.ADD_LAYER.value],
+            targets=[file_target(str(path), ("read",))],
         )
 
     @staticmethod

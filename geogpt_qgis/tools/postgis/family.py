@@ -9,10 +9,11 @@ from typing import Any
 
 from qgis.core import QgsProcessingUtils, QgsWkbTypes
 
-from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, approved_targets, gated
 from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, with_place
 from geogpt_qgis.core.bounds import Sql
 from geogpt_qgis.core.effects import Effect
+from geogpt_qgis.core.targets import TABLE, Target, broken_contract
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import add_result_layer
@@ -32,6 +33,7 @@ from geogpt_qgis.tools.postgis.query import (
     run_query,
     run_write,
 )
+from geogpt_qgis.tools.postgis.targets import connection_place, table_targets
 from geogpt_qgis.tools.processing.naming import slug
 from geogpt_qgis.tools.result_style import style_result
 from geogpt_qgis.tools.safety.sql import Classified, classify
@@ -114,9 +116,11 @@ class PostgisTools(ToolFamily):
         statement = classify(sql)
         if statement.read and not write:
             return None  # a query: run_sql checks its functions and runs it read-only
-        connection = self._connection(connection).name
+        saved = self._connection(connection)
+        connection = saved.name
         with self._database(connection) as db:
             tables = estimated_writes(db, statement)
+            targets = table_targets(db, saved, statement)
         affected = [f"{statement.kind}: table {t} (about {rows:,.0f} rows)" for t, rows in tables] or [
             f"{statement.kind}: {t} in {connection!r}" for t in statement.targets
         ]
@@ -124,9 +128,10 @@ class PostgisTools(ToolFamily):
             action=f"Run SQL that changes the database {connection!r}",
             details=statement.text,
             language="sql",
-            affected=affected or [f"{statement.kind}: the database of {connection!r}"],
+            affected=[*(affected or [f"{statement.kind}: the database of {connection!r}"]), connection_place(saved)],
             editable="sql",
             effects=[Effect.WRITE_DATABASE.value],
+            targets=targets,
         )
 
     @gated("preview_run_sql")
@@ -148,6 +153,8 @@ class PostgisTools(ToolFamily):
         if approval_granted():
             statement = classify(sql)
             with Database(saved, self.ctx.cancel, settings.sql_timeout, read_only=False) as db:
+                # Checked in the write's own transaction: the tables it writes are the ones approved.
+                _check_tables(approved_targets(TABLE), table_targets(db, saved, statement))
                 text = run_write(db, statement, preview_rows)
             return ToolResult(text, ToolArtifact(tables=sql_tables(statement, saved.name)))
         if write:
@@ -174,6 +181,18 @@ class PostgisTools(ToolFamily):
         layer = result_layer(path, base)
         style_result(layer)  # see-through: the project's own layers stay readable under the query's
         return AddedLayer(add_result_layer(self.ctx.project, layer, base), layer.id())
+
+
+def _check_tables(approved: list[Target], now: list[Target]) -> None:
+    """Refuse a write whose tables are not the ones approved (dropped and made again, another database...)."""
+    if not approved:
+        return  # approved without tables (the user edited the SQL: what they wrote is what they approved)
+    problem = broken_contract(approved, now)
+    if problem is not None:
+        raise ToolError(
+            f"not run: {problem}. Nothing was changed. If the change is still wanted, call run_sql again: "
+            "the user will be asked about it as it is now."
+        )
 
 
 def sql_tables(statement: Classified, connection: str) -> tuple[str, ...]:

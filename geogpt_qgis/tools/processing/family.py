@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
-from qgis.core import QgsApplication
+from qgis.core import QgsApplication, QgsMapLayer, QgsProcessingAlgorithm
 
 from geogpt_qgis.core.approval import ApprovalRequest, gated
 from geogpt_qgis.core.artifacts import ToolResult
+from geogpt_qgis.core.targets import Target
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.processing.catalog import current_index
 from geogpt_qgis.tools.processing.describe import (
@@ -21,6 +23,7 @@ from geogpt_qgis.tools.processing.params import check_before_approval
 from geogpt_qgis.tools.processing.runner import ProcessingRunner
 from geogpt_qgis.tools.processing.search import format_matches
 from geogpt_qgis.tools.safety.algorithms import classify_algorithm
+from geogpt_qgis.tools.safety.targets import file_target, layer_target
 
 SEARCH_RESULTS = 6  # enough to choose from, few enough to read
 
@@ -92,7 +95,28 @@ class ProcessingTools(ToolFamily):
             language="text",
             affected=lines,
             effects=[kind.value for kind in effects.kinds],
+            targets=self._targets(algorithm, parameters),
         )
+
+    def _targets(self, algorithm: QgsProcessingAlgorithm, parameters: dict[str, Any]) -> list[Target]:
+        """The project layers and files the parameters name, resolved (main thread): layer ids, real paths."""
+        layers = {layer.id(): layer for layer in self.ctx.project.mapLayers().values()}
+        by_name: dict[str, list[QgsMapLayer]] = {}
+        for layer in layers.values():
+            by_name.setdefault(layer.name(), []).append(layer)
+        targets: list[Target] = []
+        for name, value in parameters.items():
+            definition = algorithm.parameterDefinition(name)
+            writes = definition is not None and definition.isDestination()
+            for text in value if isinstance(value, list) else [value]:
+                if not isinstance(text, str) or not text.strip():
+                    continue
+                named = [layers[text]] if text in layers else by_name.get(text, [])
+                if len(named) == 1:
+                    targets.append(layer_target(named[0], ("write",) if writes else ("use",)))
+                elif os.path.isabs(text.split("|")[0]) or text.startswith("~"):
+                    targets.append(file_target(text.split("|")[0], ("write",) if writes else ("read",)))
+        return list(dict.fromkeys(targets))
 
     @gated("preview_run_algorithm")
     def run_algorithm(self, algorithm: str, parameters: dict[str, Any], output_name: str = "") -> ToolResult:

@@ -1,0 +1,49 @@
+"""Resolve what a gated call names into ``core.targets.Target``s: layer ids and sources, real paths, feature sets.
+
+A preview lists these on its request; the call, when it runs, resolves them
+again and must find the same (``core.targets.broken_contract``).  Layer
+targets are made on the main thread (they read ``QgsMapLayer``); file targets
+only stat the file system.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+
+from qgis.core import QgsMapLayer
+
+from geogpt_qgis.core.targets import FILE, LAYER, Target
+
+
+def layer_source(layer: QgsMapLayer) -> str:
+    """The layer's provider and data source without credentials (``publicSource``)."""
+    return f"{layer.providerType()}: {layer.publicSource()}"
+
+
+def layer_target(layer: QgsMapLayer, ops: Iterable[str], state: str = "") -> Target:
+    """``layer`` by its id and data source (main thread)."""
+    return Target(LAYER, layer.name(), layer.id(), layer_source(layer), state, tuple(ops))
+
+
+def features_state(ids: Iterable[int]) -> str:
+    """Which features: their number and a digest of their ids (another set of features is another contract)."""
+    ordered = sorted(int(i) for i in ids)
+    digest = hashlib.sha256(",".join(map(str, ordered)).encode()).hexdigest()[:12]
+    return f"{len(ordered):,} features (ids {digest})"
+
+
+def file_state(path: str) -> str:
+    """What the file is now: absent, or its inode, size and modification time (a swap or rewrite changes it)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return "absent"
+    return f"inode {stat.st_ino}, {stat.st_size:,} bytes, modified {stat.st_mtime_ns}"
+
+
+def file_target(path: str, ops: Iterable[str]) -> Target:
+    """``path`` by where it really leads (symbolic links and ``..`` resolved) and its state there."""
+    real = os.path.realpath(os.path.expanduser(path))
+    return Target(FILE, path, real, "", file_state(real), tuple(ops))
