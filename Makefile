@@ -128,8 +128,8 @@ test-unit: $(STAMPS)/python-deps  ## tests/unit without QGIS (pytest-qgis off; a
 test-matrix:  ## the whole suite on QGIS 3.40 and 3.44 in cached Debian 13 chroots (root; the first run builds them)
 	scripts/matrix/run.sh
 
-fuzz: setup postgis  ## the tool fuzzer at length (GEOGPT_FUZZ_EXAMPLES calls per tool, 400 by default)
-	GEOGPT_FUZZ_EXAMPLES=$${GEOGPT_FUZZ_EXAMPLES:-400} $(PYTHON) -m pytest -p no:cacheprovider -s --timeout 7200 tests/qgis/test_fuzz_tools.py
+fuzz: setup postgis  ## the tool fuzzer at length, in QGIS and through the MCP server and ask processes (GEOGPT_FUZZ_EXAMPLES: 400)
+	GEOGPT_FUZZ_EXAMPLES=$${GEOGPT_FUZZ_EXAMPLES:-400} $(PYTHON) -m pytest -p no:cacheprovider -s --timeout 7200 tests/qgis/test_fuzz_tools.py tests/qgis/test_fuzz_processes.py
 
 eval: setup postgis  ## the GIS task suite through the whole agent, prompt budget, weak-model replays (evals/results.json)
 	$(PYTHON) -m evals

@@ -11,9 +11,9 @@ checked here, in the HTTP transport under the clients
 (``providers.StreamRepairTransport``), before a client sees it:
 
 - arguments beyond the bounds of ``core.bounds`` (``CALL_TEXT_CHARS`` per
-  text, ``CALL_CHARS`` in all, ``CALL_DEPTH`` levels) are replaced by
-  ``{REFUSED_ARGUMENTS: why}``; the toolkit answers that call with a tool
-  error giving the size and the bound, and the run goes on;
+  text, ``CALL_CHARS`` in all, ``CALL_DEPTH`` levels, ``CALL_DIGITS`` per
+  integer) are replaced by ``{REFUSED_ARGUMENTS: why}``; the toolkit answers
+  that call with a tool error giving the size and the bound, and the run goes on;
 - over Ollama, every string argument travels wrapped (``{TEXT_KEY: text}``,
   a value langchain-ollama passes on untouched), so no text of the model's
   is ever parsed by the client; ``unparsed_as_invalid`` unwraps them when the

@@ -59,6 +59,8 @@ WEIRD = [
     "%s%s%s%n",
     "A" * 100_000,
     "é" * 20_001,
+    " ".join(["school"] * 1_600),  # a model looping inside an argument (Python's parser: MemoryError)
+    "[" * 1_000,  # json.loads: RecursionError
 ]
 INJECTION = [
     "'; DROP TABLE schools; --",
