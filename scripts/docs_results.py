@@ -411,11 +411,47 @@ def render_eval_real() -> str:
     return head + "\n\n" + table(("task", "passed", "tool calls", "why it failed"), rows)
 
 
+def render_traps() -> str:
+    """The trap suite's two figures (``tests/traps``, in ``make test``) and its traps per family."""
+    data = load("evals/traps.json")
+    if data == "missing":
+        return _not_yet("evals/traps.json", "make test")
+    if isinstance(data, str):
+        return data
+    summary = cell(
+        lambda d: (
+            f"**Silent errors: {num(d['silent_errors'])} of {num(d['traps'])} traps ({pct(d['silent_error_rate'])}; "
+            f"goal 0). Clean twins answered right without a false alarm: {num(d['twins_complete'])} of "
+            f"{num(d['twins'])} ({pct(d['twin_completion'])}; goal 100 %).**"
+        ),
+        data,
+    )
+    families = [
+        (
+            str(name),
+            cell(lambda _d, f=f: f"{num(f['traps'])}", data),
+            cell(lambda _d, f=f: f"{num(f['silent'])}", data),
+            cell(lambda _d, f=f: f"{num(f['complete'])} / {num(f['twins'])}", data),
+        )
+        for name, f in sorted((data.get("families") or {}).items())
+    ]
+    return "\n\n".join(
+        [
+            "From the last run of the trap suite (`tests/traps`, part of `make test`): "
+            + cell(lambda d: str(d["project"]), data)
+            + ".",
+            summary,
+            table(("family", "traps", "silent errors", "twins answered"), families),
+        ]
+    )
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
     "bench": render_bench,
     "prompt-cache": render_prompt_cache,
     "eval": render_eval,
     "eval-real": render_eval_real,
+    "traps": render_traps,
 }
 
 

@@ -133,6 +133,21 @@ def _eval_results() -> dict:
     return report
 
 
+def _trap_results() -> dict:
+    """What the trap suite writes (tests/traps/harness.summary) for three traps and their twins."""
+    from tests.traps.harness import summary
+
+    outcomes = [
+        {"case": "a", "family": "linear units", "kind": "trap", "outcome": "right"},
+        {"case": "a", "family": "linear units", "kind": "twin", "outcome": "complete"},
+        {"case": "b", "family": "overlaps", "kind": "trap", "outcome": "silent"},
+        {"case": "b", "family": "overlaps", "kind": "twin", "outcome": "complete"},
+        {"case": "c", "family": "overlaps", "kind": "trap", "outcome": "warned"},
+        {"case": "c", "family": "overlaps", "kind": "twin", "outcome": "false-alarm"},
+    ]
+    return summary(outcomes)
+
+
 def _build(root: Path, out: Path, config: Path = REPO / "mkdocs.yml") -> subprocess.CompletedProcess:
     env = {**os.environ, "GEOGPT_RESULTS_ROOT": str(root), "NO_MKDOCS_2_WARNING": "1"}
     return subprocess.run(
@@ -168,6 +183,7 @@ def guide_with_results(tmp_path_factory) -> Path:
     (root / "evals").mkdir()
     (root / "bench" / "results.json").write_text(json.dumps(BENCH))
     (root / "evals" / "results.json").write_text(json.dumps(_eval_results()))
+    (root / "evals" / "traps.json").write_text(json.dumps(_trap_results()))
     out = tmp_path_factory.mktemp("site")
     done = _build(root, out)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -194,6 +210,10 @@ def test_the_tables_come_from_the_results_files(guide_with_results):
     assert "Weak-model replays answered with the fix: 1 of 2." in evaluation
     assert f"{KINDS[0]} 1 / 1" in evaluation and f"{KINDS[1]} 0 / 1" in evaluation
     assert "count_schools inspection yes 0 0 2,511" in evaluation  # per task, from summarise's per_task rows
+    assert "Silent errors: 1 of 3 traps (33.3 %; goal 0). Clean twins answered right without a false alarm: 2 of 3" in (
+        evaluation
+    )
+    assert "overlaps 2 1 1 / 2" in evaluation and "linear units 1 0 1 / 1" in evaluation
     # No results-real.json was planted: that section says so and the build still passed in strict mode.
     assert "evals/results-real.json was not there when this guide was built: run make eval-real" in evaluation
 
