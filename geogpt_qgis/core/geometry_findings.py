@@ -45,11 +45,6 @@ class GeometryFindings:
         return self.total > self.checked
 
 
-def _family(geom_type: str) -> str:
-    """Point, LineString or Polygon (multi-part and single-part alike)."""
-    return geom_type.replace("Multi", "").replace("LinearRing", "LineString")
-
-
 def _reason_kind(reason: str) -> str:
     """GEOS's reason without its coordinates: ``Self-intersection``, ``Nested shells``..."""
     return reason.split("[", 1)[0].strip() or "invalid"
@@ -72,39 +67,53 @@ def _length_3d(geometry: Any) -> float:
 
 
 def inspect(wkbs: Iterable[bytes], total: int = -1) -> GeometryFindings:
-    """Check each geometry (WKB; empty ones skipped): validity, ring nesting, Z, types, overlaps between polygons."""
+    """Check each geometry (WKB; empty ones skipped): validity, ring nesting, Z, types, overlaps between polygons.
+
+    Vectorised (shapely 2 works on arrays): only invalid geometries and lines with Z are looked at one by one.
+    """
+    import numpy as np
     import shapely
 
     found = GeometryFindings(total=total)
-    polygons = []
-    for wkb in wkbs:
-        found.checked += 1
-        try:
-            geometry = shapely.from_wkb(wkb)
-        except Exception:  # noqa: BLE001 - unreadable WKB: counted as invalid
-            found.invalid += 1
-            found.reasons["unreadable"] += 1
-            continue
-        if geometry is None or geometry.is_empty:
-            continue
-        found.types[_family(geometry.geom_type)] += 1
-        if geometry.has_z:
-            found.has_z = True
-            if not geometry.geom_type.endswith("Point"):
-                found.length_2d += geometry.length if "Line" in geometry.geom_type else 0.0
-                found.length_3d += _length_3d(geometry) if "Line" in geometry.geom_type else 0.0
-        found.has_m = found.has_m or _wkb_has_m(wkb)
-        if not geometry.is_valid:
-            found.invalid += 1
-            found.reasons[_reason_kind(shapely.is_valid_reason(geometry))] += 1
-            if geometry.geom_type.endswith("Polygon"):
-                found.area_stored += _stored_area(geometry)
-                found.area_valid += shapely.make_valid(geometry).area
-                geometry = shapely.make_valid(geometry)
+    raw = list(wkbs)
+    found.checked = len(raw)
+    found.has_m = any(_wkb_has_m(wkb) for wkb in raw)
+    geometries = shapely.from_wkb(np.array(raw, dtype=object), on_invalid="ignore") if raw else np.array([])
+    unreadable = int(shapely.is_missing(geometries).sum()) if len(geometries) else 0
+    if unreadable:
+        found.invalid += unreadable
+        found.reasons["unreadable"] += unreadable
+    geometries = geometries[~shapely.is_missing(geometries)] if len(geometries) else geometries
+    geometries = geometries[~shapely.is_empty(geometries)] if len(geometries) else geometries
+    if not len(geometries):
+        return found
+    kinds = shapely.get_type_id(geometries)
+    for type_id, count in zip(*np.unique(kinds, return_counts=True), strict=True):
+        found.types[_FAMILIES.get(int(type_id), "Other")] += int(count)
+    lines = np.isin(kinds, (1, 5))  # LineString, MultiLineString
+    with_z = shapely.has_z(geometries)
+    if with_z.any():
+        found.has_z = True
+        for line in geometries[lines & with_z]:
+            found.length_2d += line.length
+            found.length_3d += _length_3d(line)
+    valid = shapely.is_valid(geometries)
+    polygons = np.isin(kinds, (3, 6))
+    for geometry in geometries[~valid]:
+        found.invalid += 1
+        found.reasons[_reason_kind(shapely.is_valid_reason(geometry))] += 1
         if geometry.geom_type.endswith("Polygon"):
-            polygons.append(geometry)
-    _overlaps(found, polygons)
+            found.area_stored += _stored_area(geometry)
+            found.area_valid += shapely.make_valid(geometry).area
+    shapes = geometries[polygons].copy()
+    broken = ~valid[polygons]
+    if broken.any():
+        shapes[broken] = shapely.make_valid(shapes[broken])
+    _overlaps(found, list(shapes))
     return found
+
+
+_FAMILIES = {0: "Point", 4: "Point", 1: "LineString", 2: "LineString", 5: "LineString", 3: "Polygon", 6: "Polygon"}
 
 
 def _wkb_has_m(wkb: bytes) -> bool:
@@ -133,16 +142,20 @@ def _overlaps(found: GeometryFindings, polygons: list[Any]) -> None:
     """Pairs of polygons that share area (not only a boundary), up to ``MAX_OVERLAP_PAIRS`` candidates."""
     if len(polygons) < 2:
         return
+    import numpy as np
     import shapely
 
-    tree = shapely.STRtree(polygons)
-    left, right = tree.query(polygons, predicate="intersects")
-    pairs = [(a, b) for a, b in zip(left.tolist(), right.tolist(), strict=True) if a < b][:MAX_OVERLAP_PAIRS]
-    for a, b in pairs:
-        shared = shapely.intersection(polygons[a], polygons[b]).area
-        if shared > RELATIVE_CHANGE * min(polygons[a].area, polygons[b].area):
-            found.overlapping_pairs += 1
-            found.overlap_area += shared
+    shapes = np.array(polygons, dtype=object)
+    left, right = shapely.STRtree(shapes).query(shapes, predicate="intersects")
+    keep = left < right
+    left, right = left[keep][:MAX_OVERLAP_PAIRS], right[keep][:MAX_OVERLAP_PAIRS]
+    if not len(left):
+        return
+    shared = shapely.area(shapely.intersection(shapes[left], shapes[right]))
+    smaller = np.minimum(shapely.area(shapes[left]), shapely.area(shapes[right]))
+    overlapping = shared > RELATIVE_CHANGE * smaller
+    found.overlapping_pairs = int(overlapping.sum())
+    found.overlap_area = float(shared[overlapping].sum())
 
 
 def _size(value: float, units: str) -> str:
