@@ -186,13 +186,13 @@ class InstallBanner(QFrame):
         self.installer = None
         self._set_running(False)
         self.log_button.setVisible(self.plan is not None and self.plan.log_path.is_file())
-        if error is not None:
+        if error is not None or report is None:  # one of the two arrives; neither is a failure too
+            error = error or InstallError("check-failed", "the installer ended without a report")
             message = failure_message(error, self.plan.requirements if self.plan else None)
             self._show_status(message, "info" if error.kind == "cancelled" else "error")
             self.install_button.setText(tr("Try again"))
             self.finished.emit(False, message)
             return
-        assert report is not None  # noqa: S101 - either a report or an error arrives
         self.report = report
         activate(report.target)  # already there since classFactory; harmless otherwise
         importlib.invalidate_caches()

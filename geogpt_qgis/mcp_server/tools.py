@@ -150,16 +150,17 @@ class McpTools:
             async with self._slots:
                 if self.run_log is None:
                     return await self._call(name, arguments, client, progress)
-                return await self._logged(name, arguments, client, progress)
+                return await self._logged(self.run_log, name, arguments, client, progress)
         finally:
             self._admitted -= 1
 
-    async def _logged(self, name: str, arguments: Any, client: str, progress: ProgressSink | None) -> CallAnswer:
-        """``_call``, recorded in the run log as a run of its own (the client's name in its label)."""
-        assert self.run_log is not None  # noqa: S101 - checked by the caller
+    async def _logged(
+        self, run_log: McpRunLog, name: str, arguments: Any, client: str, progress: ProgressSink | None
+    ) -> CallAnswer:
+        """``_call``, recorded in ``run_log`` as a run of its own (the client's name in its label)."""
         from geogpt_qgis.core.events import ToolFinished, ToolStarted
 
-        log = await self.run_log.start(client, name)
+        log = await run_log.start(client, name)
         call_id = f"mcp-{id(log)}"
         started = time.perf_counter()
         await log.record(ToolStarted(call_id, name, arguments if isinstance(arguments, dict) else {}))

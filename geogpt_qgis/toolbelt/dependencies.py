@@ -40,6 +40,7 @@ REQUIRED_MODULES = {
     "langchain_openai": "langchain-openai",
     "pglast": "pglast",  # the SQL classifier (tools/safety/sql.py)
     "psycopg": "psycopg[binary]",  # PostGIS tools: extended query protocol
+    "defusedxml": "defusedxml",  # capabilities documents from servers (tools/maps/web.py)
     "mcp": "mcp",  # the MCP server (mcp_server/), imported only when it starts
 }
 

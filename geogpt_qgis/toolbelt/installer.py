@@ -423,7 +423,7 @@ class Installer:
         env.pop("PIP_REQUIRE_VIRTUALENV", None)
         flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)  # no console window popping up on Windows
         with self._lock:
-            self._process = subprocess.Popen(  # noqa: S603 - QGIS's own Python, fixed arguments
+            self._process = subprocess.Popen(  # noqa: S603  # nosec B603 # QGIS's own Python, fixed argv, no shell
                 command,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -440,8 +440,7 @@ class Installer:
             if self._cancelled.is_set():  # cancelled while it was starting
                 _stop(process)
         lines: deque[str] = deque(maxlen=400)
-        assert process.stdout is not None  # noqa: S101 - PIPE was asked for
-        for raw in process.stdout:
+        for raw in process.stdout or ():  # PIPE was asked for, so there is one
             line = raw.rstrip()
             lines.append(line)
             if not quiet or line:

@@ -357,6 +357,18 @@ def test_a_wms_layer_is_chosen_by_name_or_title(loader, served):
     assert "WMS layer 'roads' (Road network), requested in EPSG:25832." in text
 
 
+def test_capabilities_that_declare_entities_are_refused_unread(loader, served, tmp_path):
+    """An "XML bomb" (nested entities: a few hundred bytes that expand to gigabytes) is not expanded."""
+    url, _ = served
+    lol = "".join(f'<!ENTITY l{i} "{("&l" + str(i - 1) + ";") * 10}">' for i in range(1, 10))
+    bomb = f'<?xml version="1.0"?><!DOCTYPE WMS_Capabilities [<!ENTITY l0 "lol">{lol}]><WMS_Capabilities>&l9;'
+    (tmp_path / "www" / "bomb").mkdir()
+    (tmp_path / "www" / "bomb" / "wms").write_text(bomb + "</WMS_Capabilities>")
+    capabilities = f"{url}/bomb/wms?SERVICE=WMS&REQUEST=GetCapabilities"
+    loader.notice_user_text(capabilities)
+    assert "gigabytes" in refused(loader, capabilities, "declares entities or external references")
+
+
 def test_a_wmts_layer_loads_in_its_tile_matrix_set(loader, served):
     url, _ = served
     capabilities = f"{url}/wmts/1.0.0/WMTSCapabilities.xml"

@@ -300,8 +300,9 @@ def guess_crs(layout: CsvLayout, frame: ProjectFrame) -> tuple[str, str]:
         QgsRectangle,
     )
 
-    assert layout.bounds is not None  # noqa: S101 - the scan raised when no value was read
     bounds = layout.bounds
+    if bounds is None:  # the scan raises first when no value was read; a layout built elsewhere may lack them
+        raise ToolError("the file's coordinates were not read, so its CRS cannot be guessed: give crs")
     xmin, ymin, xmax, ymax = bounds
     if -180 <= xmin <= xmax <= 180 and -90 <= ymin <= ymax <= 90:
         how = "guessed EPSG:4326 (longitude/latitude): all values lie within ±180/±90"

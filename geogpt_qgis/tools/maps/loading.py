@@ -23,6 +23,7 @@ the model.  Saved connections the settings enable need no approval.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,7 @@ _LOCAL_PROVIDERS = frozenset({"ogr", "gdal", "memory", "delimitedtext", "spatial
 _WORKER_PROVIDERS = frozenset({"ogr", "gdal", "delimitedtext"})
 # A layer whose CRS this tool guessed (a CSV's): the next guess never compares with it, so one bad guess cannot spread.
 GUESSED_CRS = "geogpt/guessed_crs"
+log = logging.getLogger(__name__)
 # Layers of these providers count features (or pixels) from a server or database: not counted here.
 _REMOTE_PROVIDERS = frozenset({"OAPIF", "wms", "postgres", "WFS"})
 NEEDS_FILE_APPROVAL = (
@@ -294,7 +296,8 @@ class DataLoading:
         )
 
         parts = split_table_source(source, saved_connection_names())
-        assert parts is not None  # noqa: S101 - _is_table said so
+        if parts is None:  # _is_table said it was one; a connection renamed since would end here
+            raise ToolError(f"{source!r} is not connection.schema.table of a saved connection")
         connection, schema, table = parts
         settings = PlgOptionsManager.get_plg_settings()
         allowed = allowed_connection_names(settings.postgis_connections)
@@ -319,7 +322,8 @@ class DataLoading:
                 continue
             try:
                 box = transform.transformBoundingBox(existing.extent())
-            except Exception:  # noqa: BLE001, S112 - QgsCsException: a layer outside the project's CRS
+            except Exception as exc:  # noqa: BLE001 - QgsCsException: a layer outside the project's CRS
+                log.debug("extent of %r left out of the CSV guess: %s", existing.name(), exc)
                 continue
             if box.isNull() or box.isEmpty():
                 continue
@@ -365,7 +369,8 @@ def _csv_crs(layout: CsvLayout, crs: str, frame: ProjectFrame | None) -> tuple[s
         return crs, f"{crs}, as given", {}
     if layout.srid:
         return layout.srid, f"{layout.srid}, as every row's SRID says", {}
-    assert frame is not None  # noqa: S101 - the caller reads the frame when it guesses
+    if frame is None:  # the caller reads the frame whenever it guesses
+        raise ToolError("the project's CRS was not read, so the file's CRS cannot be guessed: give crs")
     chosen, how = guess_crs(layout, frame)
     return chosen, how, {GUESSED_CRS: "yes"}
 

@@ -15,10 +15,15 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import re
-import xml.etree.ElementTree as ET  # expat: no external entities; entity expansion is capped by expat
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+# The server's XML is parsed by defusedxml: no DTD entities (an "XML bomb" expands a few kilobytes into
+# gigabytes), no external entities or DTDs fetched (they could read local files or reach other hosts).
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import ParseError, fromstring
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.core.fuzzy import did_you_mean
@@ -179,22 +184,43 @@ def classify(found: Peek) -> str:
     return "file"
 
 
-def _xml_root(data: bytes) -> ET.Element | None:
+class XmlElement(Protocol):
+    """What is read of a parsed element (an ``xml.etree`` element, as defusedxml returns it)."""
+
+    tag: str
+    text: str | None
+
+    def __iter__(self) -> Iterator[XmlElement]: ...
+
+    def iter(self) -> Iterator[XmlElement]: ...
+
+    def itertext(self) -> Iterator[str]: ...
+
+    def get(self, key: str) -> str | None: ...
+
+
+def _xml_root(data: bytes) -> XmlElement | None:
+    """The document's root element; ``None`` when it is not XML.  Entities and external references are refused."""
     try:
-        return ET.fromstring(data)  # noqa: S314 - see the import: expat, no external entities
-    except ET.ParseError:
+        return fromstring(data)
+    except ParseError:
         return None
+    except DefusedXmlException:
+        raise ToolError(
+            "the server's XML was not read: it declares entities or external references, which can expand a "
+            "small document into gigabytes or read local files"
+        ) from None
 
 
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _children(element: ET.Element, name: str) -> list[ET.Element]:
+def _children(element: XmlElement, name: str) -> list[XmlElement]:
     return [child for child in element if _local(child.tag) == name]
 
 
-def _text(element: ET.Element, name: str) -> str:
+def _text(element: XmlElement, name: str) -> str:
     """A child's text, on one line and at most ``MAX_TEXT`` characters: the server's words reach the model."""
     found = _children(element, name)
     return " ".join(single_line(found[0].text or "").split())[:MAX_TEXT] if found else ""
@@ -236,7 +262,7 @@ def wms_plan(found: Peek, url: str, layer: str, name: str, project_crs: str) -> 
         raise ToolError(f"{url} sent a capabilities document that is not valid XML")
     layers: dict[str, tuple[str, list[str]]] = {}
 
-    def walk(element: ET.Element, inherited: list[str]) -> None:
+    def walk(element: XmlElement, inherited: list[str]) -> None:
         crs = inherited + [(c.text or "").strip() for c in element if _local(c.tag) in ("CRS", "SRS")]
         layer_name = _text(element, "Name")
         if layer_name:

@@ -54,7 +54,7 @@ def sampled_call(source: QgsProcessingFeatureSource, values: dict[str, Any], can
             cancel.raise_if_cancelled()
     wanted = _sample_size(values, len(ids))
     # A statistical sample, not a secret: Python's random is what random.sample is for.
-    chosen = sorted(random.sample(ids, wanted))  # nosec B311
+    chosen = sorted(random.sample(ids, wanted))  # nosec B311 # a statistical sample, not a secret
     expression = f"$id IN ({', '.join(str(i) for i in chosen)})" if chosen else "FALSE"
     return {"INPUT": values["INPUT"], "EXPRESSION": expression, "OUTPUT": values["OUTPUT"]}
 
