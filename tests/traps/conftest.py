@@ -2,7 +2,8 @@
 
 How it works, and how to add traps: see ``tests/traps/harness.py`` (its docstring is the manual).
 Each test gets ``trap_session``: a bare project (no CRS, no ellipsoid: as the CLI and the headless
-MCP server start) and the tools as the MCP server serves them, with every approval granted (the
+MCP server start; ``GEOGPT_TRAPS_PROJECT=desktop`` gives QGIS desktop's new-project CRS and
+ellipsoid) and the tools as the MCP server serves them, with every approval granted (the
 ``--approval trust`` policy), so a question fails only on its figures. At the end the suite prints
 its two figures and writes them to ``evals/traps.json`` (or ``$GEOGPT_TRAPS_JSON``).
 """
@@ -20,6 +21,8 @@ from tests.support.qgis_fixtures import *  # noqa: F403 - the QGIS fixtures (pyt
 from tests.traps.harness import OUTCOMES, Session, summary, summary_line
 
 RESULTS = Path(__file__).resolve().parents[2] / "evals" / "traps.json"
+# GEOGPT_TRAPS_PROJECT=desktop: the same questions in a project as QGIS desktop starts one (CRS and ellipsoid set).
+PROJECT_KIND = os.environ.get("GEOGPT_TRAPS_PROJECT", "bare")
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +47,11 @@ def trap_session(trap_tools, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
     project = QgsProject.instance()
     project.clear()
+    if PROJECT_KIND == "desktop":  # as QGIS desktop starts a new project: CRS EPSG:4326, ellipsoid WGS 84
+        from qgis.core import QgsCoordinateReferenceSystem
+
+        project.setCrs(QgsCoordinateReferenceSystem("EPSG:4326"))
+        project.setEllipsoid("EPSG:7030")
     # A folder whose name says nothing: the test's own name in a path ("..._overlapping_...") would read as a warning.
     yield Session(trap_tools, project, tmp_path_factory.mktemp("data"))
     project.clear()
@@ -54,7 +62,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     path = Path(os.environ.get("GEOGPT_TRAPS_JSON") or RESULTS)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary(OUTCOMES), indent=1, default=str) + "\n", encoding="utf-8")
+    figures = summary(OUTCOMES)
+    if PROJECT_KIND == "desktop":
+        figures["project"] = (
+            "desktop default (CRS EPSG:4326, ellipsoid WGS 84), tools called as the MCP server calls them"
+        )
+    path.write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
