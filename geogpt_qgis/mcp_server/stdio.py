@@ -48,7 +48,8 @@ def serve_project(project_file: str, approval: str, err: TextIO) -> int:
 
     from geogpt_qgis.cli import user_profile_folder
 
-    app = QgsApplication([], False, user_profile_folder())
+    # Platform "desktop", as the command: 3.40+ ignores the profile folder for any other platform name.
+    app = QgsApplication([], False, user_profile_folder(), "desktop")
     app.initQgis()
     from geogpt_qgis.tools.processing.catalog import ensure_processing
 

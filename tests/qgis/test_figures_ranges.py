@@ -96,3 +96,35 @@ def test_a_computed_numeric_reads_plainly_and_still_filters(pg):
         shown = "466.666666666667"
         cursor.execute(f"SELECT count(*) FROM (SELECT avg(x) AS a FROM {values}) s WHERE round(a, 12) = {shown}")
         assert cursor.fetchone()[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("sql", "unit", "method"),
+    [
+        ("SELECT name, ST_Area(geom) AS a FROM districts", "m²", "planar in EPSG:25832"),
+        ("SELECT name, round(ST_Area(ST_Transform(geom, 4326)::geography)) AS a FROM districts", "m²", "ellipsoidal"),
+        ("SELECT name, ST_Area(ST_Transform(geom, 4326)) AS a FROM districts", "square degrees", "planar in EPSG:4326"),
+    ],
+)
+def test_sql_measure_columns_say_their_unit_and_method(tool_ctx, sql, unit, method):
+    """A bare ST_Area column is named for what it is; checked against shapely (planar) and pyproj (ellipsoidal)."""
+    from pyproj import Geod, Transformer
+    from shapely import wkb
+    from shapely.ops import transform
+
+    with saved_connection("demo_pg") as name:
+        text = call_in_thread(PostgisTools(tool_ctx).run_sql, sql + " ORDER BY name LIMIT 1", name)
+    (figure,) = text.artifact.figures
+    assert figure.unit == unit and figure.method.startswith(method), figure
+    assert f"column 'a' (st_area): {figure.basis}" in text, text
+    with connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT ST_AsBinary(geom) FROM districts ORDER BY name LIMIT 1")
+        district = wkb.loads(bytes(cursor.fetchone()[0]))
+    shown = float(text.split("\n")[3].strip("|").split("|")[1])
+    if unit == "m²" and method.startswith("planar"):
+        assert shown == pytest.approx(district.area, rel=1e-9)
+    elif unit == "m²":
+        lonlat = transform(Transformer.from_crs(25832, 4326, always_xy=True).transform, district)
+        assert shown == pytest.approx(abs(Geod(ellps="WGS84").geometry_area_perimeter(lonlat)[0]), abs=1)
+    else:
+        assert "Not a true measure" in figure.warning and "geography" in figure.warning

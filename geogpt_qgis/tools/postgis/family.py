@@ -163,7 +163,7 @@ class PostgisTools(ToolFamily):
             result = run_query(db, sql, preview_rows, settings.sql_row_cap)
         text = format_result(result)
         parsed = classify(result.statement)
-        read = ToolArtifact(tables=sql_tables(parsed, saved.name))
+        read = ToolArtifact(tables=sql_tables(parsed, saved.name), figures=result.figures)
         # Rows with geometry always become a layer; a plain table only when the model names it.
         if result.total > 0 and (result.geometry or output_name.strip()):
             tables = parsed.tables

@@ -16,10 +16,12 @@ import decimal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.core.numbers import SQL_DIGITS, sql_number
 from geogpt_qgis.core.text import markdown_table, short
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.postgis.database import Database
+from geogpt_qgis.tools.postgis.measures import measure_figures
 from geogpt_qgis.tools.postgis.sql_text import as_text, compose, embedded, ident, join, literal
 from geogpt_qgis.tools.safety.sql import Classified
 
@@ -52,6 +54,7 @@ class QueryResult:
     notes: list[str]
     extent: tuple[float, float, float, float] | None = None
     spatial: list[str] | None = None  # every geometry or geography column of the result
+    figures: tuple[Figure, ...] = ()  # measure columns (ST_Area...) with their unit and method
 
     def layer_sql(self) -> str:
         """The query whose rows become the layer: one geometry column, unique field names, capped like the count.
@@ -150,6 +153,8 @@ def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryR
         compose("SELECT {} FROM {} LIMIT {}", join(", ", previews), source, literal(int(preview_rows))),
         statement=statement,
     ).fetchall()
+    figures = measure_figures(db, found.tree, columns, found.tables)  # ST_Area & co.: their unit and method
+    notes += [figure.label for figure in figures]
     geometry, extent = None, None
     bounded = compose("FROM {} LIMIT {}", source, literal(int(row_cap) + 1))
     if spatial:
@@ -190,7 +195,9 @@ def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryR
     capped = total > row_cap
     names = [n for n, _k in spatial]
     shown = min(total, row_cap)
-    return QueryResult(statement, columns, preview, shown, capped, row_cap, geometry, notes, extent, names)
+    return QueryResult(
+        statement, columns, preview, shown, capped, row_cap, geometry, notes, extent, names, tuple(figures)
+    )
 
 
 def _declared_geometry(db: Database, table: int, attnum: int) -> tuple[int, str] | None:
