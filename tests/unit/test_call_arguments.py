@@ -193,3 +193,71 @@ def test_a_json_error_handled_before_another_failure_is_not_blamed_on_the_server
     assert "not valid JSON" not in said and WORDS[:40] not in said
     assert said.startswith("The model call failed (MemoryError)")
     assert "not valid JSON" in explain_model_error(json.JSONDecodeError("x", "<html>", 0), config)
+
+
+# -- llama-cpp-python's stream, through the real OpenAI client --------------------------------------------------------
+def llama_cpp_stream(name: str, arguments: str, token_chars: int = 3) -> bytes:
+    """A constrained tool call streamed as llama-cpp-python's server streams it (its chat-format code, 0.3.x).
+
+    A blank first chunk, then one chunk per token repeating the call's id and name
+    (and the legacy ``function_call``), then a chunk finishing with ``tool_calls``.
+    """
+    envelope = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gemma3"}
+    blank = {"role": "assistant", "content": None, "function_call": None, "tool_calls": None}
+    events = [{**envelope, "choices": [{"index": 0, "finish_reason": None, "logprobs": None, "delta": blank}]}]
+    for start in range(0, len(arguments), token_chars):
+        text = arguments[start : start + token_chars]
+        call = {
+            "index": 0,
+            "id": f"call__0_{name}_1",
+            "type": "function",
+            "function": {"name": name, "arguments": text},
+        }
+        delta = {
+            "role": None,
+            "content": None,
+            "function_call": {"name": name, "arguments": text},
+            "tool_calls": [call],
+        }
+        events.append({**envelope, "choices": [{"index": 0, "finish_reason": None, "logprobs": None, "delta": delta}]})
+    end = {"role": None, "content": None, "function_call": None, "tool_calls": None}
+    events.append(
+        {**envelope, "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None, "delta": end}]}
+    )
+    return b"".join(b"data: " + json.dumps(event).encode() + b"\r\n\r\n" for event in events) + b"data: [DONE]\r\n\r\n"
+
+
+def through_chat_openai(body: bytes) -> AIMessage:
+    """``body`` served in 37-byte pieces to ChatOpenAI through the plugin's transport; the reply the graph reads."""
+    import asyncio
+
+    import httpx2
+    import openai
+    from langchain_openai import ChatOpenAI
+
+    from geogpt_qgis.agent.providers import StreamRepairTransport
+    from geogpt_qgis.agent.reply import stream_reply
+
+    async def pieces():
+        for start in range(0, len(body), 37):
+            yield body[start : start + 37]
+
+    def serve(request):
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=pieces())
+
+    client = openai.DefaultAsyncHttpxClient(transport=StreamRepairTransport(httpx2.MockTransport(serve)))
+    model = ChatOpenAI(model="gemma3", base_url="http://127.0.0.1:9/v1", api_key="x", http_async_client=client)
+    return unparsed_as_invalid(asyncio.run(stream_reply(model, [("user", "go")], 100)).message)
+
+
+def test_a_call_streamed_as_llama_cpp_python_streams_it_reaches_the_graph_whole_and_bounded():
+    name = "Nordby " * 85  # 595 characters, in about 200 chunks
+    reply = through_chat_openai(llama_cpp_stream("describe_layer", json.dumps({"layer": name})))
+    assert reply.tool_calls[0]["name"] == "describe_layer" and reply.tool_calls[0]["args"] == {"layer": name}
+    deep = json.dumps({"layer": json.loads("[" * 40 + "1" + "]" * 40)})
+    refused = through_chat_openai(llama_cpp_stream("describe_layer", deep, token_chars=1)).tool_calls[0]["args"]
+    assert (
+        refused[REFUSED_ARGUMENTS].startswith("layer[0]") and "nested more than 32 levels" in refused[REFUSED_ARGUMENTS]
+    )
+    long = through_chat_openai(llama_cpp_stream("run_sql", json.dumps({"sql": "SELECT 1 " * 5_000}), 200))
+    assert long.tool_calls[0]["args"] == {REFUSED_ARGUMENTS: "sql is 45,000 characters; at most 20,000 are read"}
