@@ -161,3 +161,23 @@ def test_a_count_and_a_text_length_carry_no_unit(bare):
     bare.project.addMapLayer(polygon_layer("EPSG:2229", FEET_SQUARE, "parcels"))
     text, value, artifact = calculate(bare, "parcels", "length('abc') + \"id\"", "parcels_plain")
     assert value == 4 and not artifact.figures and "Measures" not in text
+
+
+def test_an_aggregate_of_areas_says_its_unit_and_a_count_does_not(bare):
+    """native:aggregate: sum($area) is m² on the ellipsoid (pyproj), its count has no unit."""
+    bare.project.addMapLayer(polygon_layer("EPSG:4326", DEGREES_SQUARE, "zone"))
+    aggregates = [
+        {"aggregate": "sum", "input": "$area", "name": "total", "type": 6, "length": 20, "precision": 3},
+        {"aggregate": "count", "input": "$area", "name": "n", "type": 2, "length": 10, "precision": 0},
+    ]
+    text = call_in_thread(
+        ProcessingTools(bare).run_algorithm,
+        "native:aggregate",
+        {"INPUT": "zone", "GROUP_BY": "NULL", "AGGREGATES": aggregates},
+        "zone_total",
+    )
+    assert [f.what for f in text.artifact.figures] == ["AGGREGATES 'total': $area"], text
+    read = call_in_thread(ProjectTools(bare).read_features, "zone_total", ["total", "n"])
+    assert "| total (m², ellipsoidal on WGS 84) | n |" in read, read
+    total = float(read.splitlines()[3].strip("|").split("|")[0])
+    assert total == pytest.approx(geod_area(DEGREES_SQUARE, "EPSG:4326", "WGS84", "EPSG:4326"), abs=0.001)
