@@ -55,6 +55,7 @@ from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
 from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, short
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import python_value, resolve_vector_layer
+from geogpt_qgis.tools.measures import WGS84_ELLIPSOID, crs_name, ellipsoidal_method
 from geogpt_qgis.tools.processing.compat import GEOMETRY_POLYGON
 from geogpt_qgis.tools.raster_sample import LABEL_FIELDS, resolve_raster
 from geogpt_qgis.tools.rasters import has_mask, number, plan_raster_read, scaled
@@ -89,6 +90,7 @@ class ZonalPlan:
     crs: Any = field(default=None)  # the raster's CRS (zones are transformed into it)
     integer: bool = False  # an integer band: its majority means something
     crs_note: str = ""  # how the zones met the raster's CRS, said in the table's heading
+    method: str = ""  # how its areas are measured: "planar in EPSG:25832", "ellipsoidal on WGS 84"
 
     def statistics(self) -> list[str]:
         """The zonal statistics asked for, in the table's order."""
@@ -124,6 +126,9 @@ def _plan(project: QgsProject, raster_ref: str, zones_ref: str) -> ZonalPlan:
         area_unit=unit,
         integer=integer,
         crs_note=_crs_note(zones.crs(), raster.crs()),
+        method=ellipsoidal_method(raster.crs().ellipsoidAcronym() or WGS84_ELLIPSOID)
+        if geographic
+        else f"planar in {crs_name(raster.crs())}",
     )
     path = ""
     if raster.providerType() == "gdal":
@@ -396,9 +401,9 @@ def _table(
     if not plan.categorical:
         basis = f"pixels of {plan.pixel_area:g} {plan.area_unit}2" if plan.pixel_area else "geographic raster"
     elif plan.pixel_area:
-        basis = f"areas from pixel counts x {plan.pixel_area:g} {plan.area_unit}2"
+        basis = f"areas from pixel counts x {plan.pixel_area:g} {plan.area_unit}2, {plan.method}"
     elif areas is not None:
-        basis = "geographic raster: areas sum the ellipsoidal area of each pixel"
+        basis = f"geographic raster: areas sum the area of each pixel, {plan.method}"
     else:
         basis = "geographic raster: pixel shares only, its pixel areas could not be read"
 

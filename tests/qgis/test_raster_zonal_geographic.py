@@ -114,7 +114,7 @@ def _reported(text: str, zone: str) -> dict[int, tuple[float, float]]:
 def test_class_areas_of_a_geographic_raster_are_geodesic(tool_ctx, geographic_cover):
     text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "cover_wgs84", "zones_wgs84")
     assert text.startswith("native:zonalhistogram finished."), text
-    assert "geographic raster" in text and "ellipsoidal area of each pixel" in text, text
+    assert "geographic raster" in text and "area of each pixel, ellipsoidal on WGS 84" in text, text
     expected = _expected_areas(geographic_cover)
     for zone, areas in expected.items():
         reported = _reported(text, zone)
@@ -154,7 +154,7 @@ def test_class_counts_of_a_projected_grid_with_oblong_pixels(tool_ctx, demo_proj
     zones.dataProvider().addFeatures([zone])
     demo_project.addMapLayers([QgsRasterLayer(str(path), "oblong"), zones])
     text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "oblong", "oblong_zones")
-    assert "(areas from pixel counts x 200 m2)" in text, text
+    assert "(areas from pixel counts x 200 m2, planar in EPSG:" in text, text
     # Pixel centres in the box: columns 10-59 (x 560,210-561,190), rows 10-59 (y 6,205,895-6,205,405).
     inside = np.zeros(cover.shape, dtype=bool)
     inside[10:60, 10:60] = True

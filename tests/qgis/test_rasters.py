@@ -235,7 +235,7 @@ def test_land_cover_shares_per_district_with_labels_and_hectares(tools, demo_pro
     text = call_in_thread(tools.describe_layer, "landcover", "districts")
     cover, _ = _array(demo_project, "landcover")
     labels = {1: "Water", 2: "Grass", 3: "Forest", 4: "Farmland", 5: "Residential", 6: "Commercial", 7: "Industrial"}
-    assert "(areas from pixel counts x 100 m2)" in text
+    assert "(areas from pixel counts x 100 m2, planar in EPSG:" in text
     for name, mask in _district_masks(demo_project, cover.shape).items():
         line = next(row for row in text.splitlines() if row.startswith(f"| {name} |"))
         codes, counts = np.unique(cover[mask], return_counts=True)
