@@ -143,10 +143,10 @@ bench: setup postgis llama  ## benchmarks: start-up, responsiveness, processing,
 bench-quick: setup postgis llama  ## every benchmark on small sizes: fails if one errors, not on timings
 	$(PYTHON) -m bench --quick
 
-lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, mypy, Bandit, Qt 6 checker, docs, wheels for Windows/macOS
+lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, mypy, plugins.qgis.org's upload scan (Bandit, detect-secrets) on the zip, Qt 6 checker, docs, wheels
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m mypy
-	$(PYTHON) -m bandit -q -r geogpt_qgis --severity-level high
+	$(PYTHON) scripts/upload_gate.py
 	$(PYTHON) scripts/qt6_checker.py check --python $(QT6_PYTHON) --checker $(QT6_CHECKER) geogpt_qgis tests bench evals scripts
 	$(MAKE) --no-print-directory docs
 	$(PYTHON) scripts/check_wheels.py

@@ -1,8 +1,9 @@
 """What plugins.qgis.org checks on upload, checked before the zip leaves the machine.
 
-The rules follow the repository's validator (QGIS-Django ``plugins/validator.py``)
-and its security scan (Bandit over the extracted plugin, medium and high
-findings reported): one top-level folder with a PEP 8 name, ``__init__.py``,
+The rules follow the repository's validator (QGIS-Plugins-Website, formerly
+QGIS-Django, ``plugins/validator.py``) and its security scan (Bandit with the
+site's enabled tests and detect-secrets over the extracted zip: any finding
+blocks the version, see ``BANDIT_MANDATORY``): one top-level folder with a PEP 8 name, ``__init__.py``,
 ``metadata.txt`` with the required keys spelled exactly (the server reads them
 case-sensitively), ``LICENSE``, no ``__pycache__``/``.git``/``__MACOSX``, no
 ``.pyc``, no path tricks, 25 MB at most.  On top of that: no binaries of any
@@ -208,10 +209,37 @@ def check_archive(archive: Path, max_bytes: int = MAX_BYTES) -> list[str]:
     return problems
 
 
+# plugins.qgis.org's upload scan, from qgis/QGIS-Plugins-Website (commit 73c20fa9, 2026-07-23):
+# qgis-app/plugins/security_scanner.py runs ``bandit -r <extracted zip> -f json --quiet -t <enabled tests>``
+# (every severity) and ``detect-secrets scan --all-files --exclude-files metadata\.txt
+# --exclude-files \.secrets\.baseline --disable-plugin <disabled> .``; the rules are
+# management/commands/data/bandit_rules.json and secrets_rules.json.  A finding of a mandatory test
+# (``can_be_skipped: false``) blocks the version; one of a skippable test blocks it until the uploader
+# waives it on the form.  Update these lists together when the site changes its rules.
+BANDIT_MANDATORY = (
+    "B102", "B103", "B105", "B106", "B107", "B111", "B201", "B202", "B301", "B302", "B304", "B305", "B306",
+    "B307", "B312", "B321", "B323", "B401", "B402", "B412", "B413", "B501", "B502", "B503", "B505", "B506",
+    "B507", "B601", "B602", "B604", "B605", "B609", "B610", "B611", "B612", "B613", "B615", "B701",
+)  # fmt: skip
+BANDIT_SKIPPABLE = (
+    "B101", "B104", "B108", "B110", "B112", "B113", "B303", "B308", "B310", "B311", "B313", "B314", "B315",
+    "B316", "B317", "B318", "B319", "B320", "B324", "B403", "B405", "B406", "B407", "B408", "B409", "B504",
+    "B508", "B509", "B603", "B606", "B607", "B608", "B614", "B702", "B703", "B704",
+)  # fmt: skip
+BANDIT_DISABLED = ("B109", "B404", "B410", "B411")  # in the site's list, "enabled": false
+SECRETS_DISABLED = ("IPPublicDetector",)  # every other detect-secrets plugin runs
+SECRETS_EXCLUDED = (r"metadata\.txt", r"\.secrets\.baseline")
+# A waiver in the code: ``# nosec B603 # why`` -- the test id, then the reason after a second ``#`` (Bandit
+# reads the words between ``nosec`` and the next ``#`` as test names, so the reason goes after it).
+NOSEC = re.compile(r"#\s*nosec\b")
+NOSEC_WITH_REASON = re.compile(r"#\s*nosec\s+B\d{3}(\s*,\s*B\d{3})*\s*#\s*\S.{9,}")
+
+
 def bandit_findings(plugin_dir: Path) -> list[dict]:
-    """The repository's scan: ``bandit -r <plugin> -f json -q -ll`` (medium and high findings)."""
+    """The site's scan: ``bandit -r <plugin> -f json -q -t <the site's enabled tests>``, every severity."""
+    tests = ",".join((*BANDIT_MANDATORY, *BANDIT_SKIPPABLE))
     done = subprocess.run(
-        [sys.executable, "-m", "bandit", "-r", str(plugin_dir), "-f", "json", "-q", "-ll"],
+        [sys.executable, "-m", "bandit", "-r", str(plugin_dir), "-f", "json", "-q", "-t", tests],
         capture_output=True,
         text=True,
         check=False,
@@ -221,14 +249,57 @@ def bandit_findings(plugin_dir: Path) -> list[dict]:
         report = json.loads(done.stdout)
     except ValueError as exc:
         raise RuntimeError(f"bandit failed (exit {done.returncode}): {done.stderr[-2000:]}") from exc
+    if report.get("errors"):
+        raise RuntimeError(f"bandit could not scan: {report['errors'][:5]}")
     return report.get("results", [])
 
 
-def check_bandit(plugin_dir: Path) -> tuple[list[str], list[str]]:
-    """High-severity findings (problems) and medium ones (warnings, as the repository lists them)."""
-    problems, warnings = [], []
-    for finding in bandit_findings(plugin_dir):
-        where = f"{Path(finding['filename']).relative_to(plugin_dir).as_posix()}:{finding['line_number']}"
-        text = f"bandit {finding['test_id']} ({finding['issue_severity'].lower()}) {where}: {finding['issue_text']}"
-        (problems if finding["issue_severity"] == "HIGH" else warnings).append(text)
-    return problems, warnings
+def describe_bandit(finding: dict, plugin_dir: Path) -> str:
+    """One finding as a line: test, severity, whether the site lets the uploader waive it, where, what."""
+    relative = Path(finding["filename"]).resolve().relative_to(plugin_dir.resolve()).as_posix()
+    where = f"{relative}:{finding['line_number']}"
+    kind = "mandatory" if finding["test_id"] in BANDIT_MANDATORY else "skippable"
+    return f"bandit {finding['test_id']} ({finding['issue_severity'].lower()}, {kind}) {where}: {finding['issue_text']}"
+
+
+def check_bandit(plugin_dir: Path) -> list[str]:
+    """Every finding of the site's enabled tests: each one blocks the upload (a skippable one until waived)."""
+    return [describe_bandit(finding, plugin_dir) for finding in bandit_findings(plugin_dir)]
+
+
+def secrets_findings(plugin_dir: Path) -> list[str]:
+    """The site's ``detect-secrets scan --all-files``, run in the folder that holds the plugin folder."""
+    root = plugin_dir.parent
+    command = [sys.executable, "-m", "detect_secrets", "scan", "--all-files"]
+    for pattern in SECRETS_EXCLUDED:
+        command += ["--exclude-files", pattern]
+    for plugin in SECRETS_DISABLED:
+        command += ["--disable-plugin", plugin]
+    done = subprocess.run([*command, "."], cwd=root, capture_output=True, text=True, check=False, timeout=600)
+    try:
+        results = json.loads(done.stdout)["results"]
+    except (ValueError, KeyError) as exc:
+        raise RuntimeError(f"detect-secrets failed (exit {done.returncode}): {done.stderr[-2000:]}") from exc
+    return [
+        f"detect-secrets {secret['type']} {path}:{secret['line_number']}"
+        for path, secrets in sorted(results.items())
+        for secret in secrets
+    ]
+
+
+def nosec_lines(plugin_dir: Path) -> tuple[int, list[str]]:
+    """How many lines waive a Bandit test, and those that do not name the test and a reason."""
+    count, problems = 0, []
+    for path in sorted(plugin_dir.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if NOSEC.search(line):
+                count += 1
+                if not NOSEC_WITH_REASON.search(line):
+                    where = f"{path.relative_to(plugin_dir).as_posix()}:{number}"
+                    problems.append(f"{where}: a nosec must name its test and say why (# nosec B603 # why)")
+    return count, problems
+
+
+def upload_scan(plugin_dir: Path) -> list[str]:
+    """Everything the site's scan would report (each blocks the version), and every nosec without its why."""
+    return check_bandit(plugin_dir) + secrets_findings(plugin_dir) + nosec_lines(plugin_dir)[1]

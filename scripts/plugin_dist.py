@@ -7,7 +7,8 @@ The installed or zipped folder is what QGIS expects: the package with
 ``metadata.txt``, ``resources/``, ``i18n/`` (compiled translations), the
 licence and ``requirements.txt`` (read by the in-plugin installer and by qpip)
 inside, no caches, no tests.  ``package`` refuses to write a zip the plugin
-repository would refuse (``package_checks``), and runs its Bandit scan.
+repository would refuse (``package_checks``), its upload scan (Bandit with the repository's tests,
+detect-secrets) included.
 """
 
 from __future__ import annotations
@@ -140,10 +141,7 @@ def package(
             prepare(folder)
         problems = package_checks.check_metadata(folder) + package_checks.check_files(folder)
         if bandit:
-            high, medium = package_checks.check_bandit(folder)
-            problems += high
-            for warning in medium:
-                print(f"warning: {warning}", file=sys.stderr)
+            problems += package_checks.upload_scan(folder)
         if problems:
             raise PackageError(problems)
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:

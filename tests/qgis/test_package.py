@@ -146,7 +146,65 @@ def test_a_high_severity_bandit_finding_is_refused(tmp_path):
 
     with pytest.raises(PackageError) as raised:
         package(tmp_path, prepare=plant)
-    assert any(p.startswith("bandit B602 (high) danger.py:5") for p in raised.value.problems), raised.value.problems
+    problems = raised.value.problems
+    assert any(p.startswith("bandit B602 (high, mandatory) danger.py:5") for p in problems), problems
+
+
+def test_what_the_repository_blocks_until_waived_is_refused_too(tmp_path):
+    """Skippable tests (an assert, SQL text from an f-string, a silent except), a secret, a nosec without its why."""
+
+    def plant(folder: Path) -> None:
+        (folder / "careless.py").write_text(
+            "import subprocess\n\n\n"
+            "def count(cursor, table: str) -> int:\n"
+            "    assert table\n"
+            "    cursor.execute(f'SELECT count(*) FROM {table}')\n"
+            "    try:\n"
+            "        subprocess.run(['true'], check=True)  # nosec\n"
+            "    except Exception:\n"
+            "        pass\n"
+            "    return cursor.fetchone()[0]\n"
+        )
+        (folder / "keys.txt").write_text("aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n")
+
+    with pytest.raises(PackageError) as raised:
+        package(tmp_path, prepare=plant)
+    problems = "\n".join(raised.value.problems)
+    assert "bandit B101 (low, skippable) careless.py:5" in problems
+    assert "bandit B608 (medium, skippable) careless.py:6" in problems
+    assert "bandit B110 (low, skippable) careless.py:9" in problems
+    assert "detect-secrets AWS Access Key geogpt_qgis/keys.txt:1" in problems
+    assert "careless.py:8: a nosec must name its test and say why" in problems
+    assert list(tmp_path.glob("*.zip")) == []
+
+
+def test_a_waiver_with_its_test_and_reason_passes_and_is_counted(tmp_path):
+    def plant(folder: Path) -> None:
+        (folder / "waived.py").write_text(
+            "import subprocess\n\n\n"
+            "def run() -> None:\n"
+            "    subprocess.run(['/bin/true'], check=True)  # nosec B603 # fixed argv, no shell\n"
+        )
+
+    folder = tmp_path / "geogpt_qgis"
+    folder.mkdir()
+    plant(folder)
+    (folder / "__init__.py").write_text("# nosec B101 # too short\n")  # a reason of fewer than ten characters
+    unexplained = "__init__.py:1: a nosec must name its test and say why (# nosec B603 # why)"
+    assert package_checks.upload_scan(folder) == [unexplained]  # B603 waived with its reason: no finding
+    assert package_checks.nosec_lines(folder) == (2, [unexplained])
+
+
+def test_the_upload_gate_passes_on_the_zip_and_prints_its_counts():
+    """What make lint runs: the site's Bandit tests and detect-secrets on the built zip, 0 findings."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "upload_gate.py")], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "38 mandatory and 36 skippable tests" in done.stdout
+    assert "0 mandatory, 0 skippable findings" in done.stdout
+    assert "detect-secrets --all-files (metadata.txt excluded): 0 findings" in done.stdout
+    assert "# nosec lines: " in done.stdout and "(0 without their test id and a reason)" in done.stdout
 
 
 def test_the_shipped_metadata_passes():
