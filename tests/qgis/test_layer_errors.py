@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -60,7 +61,7 @@ def test_failed_providers_of_every_kind_are_read_without_a_crash(refusing):
         capture_output=True,
         text=True,
         timeout=180,
-        env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"},
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -11: QGIS crashed reading an error
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -136,6 +137,17 @@ def test_load_data_of_a_web_map_qgis_cannot_open_is_a_clear_error(refusing, tool
     host = refusing.split("//")[1]
     assert str(caught.value) == f"QGIS could not open WMS layer 'roads' at {host}: its wms provider gave no reason"
     assert set(demo_project.mapLayers()) == before
+
+
+def test_load_data_of_a_collection_on_a_server_that_refuses_qgis_copies_it_without_qgis_provider(refusing, tool_ctx):
+    """load_data reads a collection with the plugin's client and copies it: QGIS's OAPIF provider is never made."""
+    loader = DataLoading(tool_ctx)
+    url = f"{refusing}{REFUSE_QGIS}oapi/collections/wells"
+    loader.notice_user_text(url)
+    result = call_in_thread(loader.load_data, url)
+    (layer,) = tool_ctx.project.mapLayersByName(result.artifact.added[0].name)
+    assert layer.providerType() == "ogr" and layer.featureCount() == WELLS
+    assert f"{WELLS} features" in result.text
 
 
 @pytest.mark.postgis
