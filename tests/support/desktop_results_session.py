@@ -46,7 +46,7 @@ def start() -> None:
             return
         panel = dock.panel
         state["panel"] = panel
-        panel.run_finished.connect(lambda status: QTimer.singleShot(300, lambda: save(status)))
+        panel.run_finished.connect(save)  # the turn is complete then: its result layer is in the project
         panel.input.setPlainText(os.environ["GEOGPT_DESKTOP_QUESTION"])
         panel.composer.send_current()
     except Exception:  # noqa: BLE001 - reported to the test
