@@ -135,7 +135,7 @@ def input_notes(plan: InputPlan, cancel: CancelToken) -> list[str]:
     if plan.points is not None and plan.zones is not None:
         notes += _boundary_notes(plan.points, plan.zones, cancel)
     if plan.mean_source is not None:
-        notes += _weighted_mean_notes(plan, cancel)
+        notes += _weighted_mean_notes(plan, plan.mean_source, cancel)
     return notes
 
 
@@ -176,13 +176,12 @@ def _boundary_notes(
     ]
 
 
-def _weighted_mean_notes(plan: InputPlan, cancel: CancelToken) -> list[str]:
-    assert plan.mean_source is not None  # noqa: S101 - the caller checked
+def _weighted_mean_notes(plan: InputPlan, source: QgsVectorLayerFeatureSource, cancel: CancelToken) -> list[str]:
     request = QgsFeatureRequest()
     request.setFlags(QgsFeatureRequest.Flag.NoGeometry)
     request.setLimit(MAX_ROWS)
     rows = []
-    for index, feature in enumerate(plan.mean_source.getFeatures(request)):
+    for index, feature in enumerate(source.getFeatures(request)):
         if index % 1000 == 0:
             cancel.raise_if_cancelled()
         rows.append([python_value(feature[name]) for name in (plan.mean_field, *plan.weight_fields)])
