@@ -155,8 +155,9 @@ def test_no_python_found(tmp_path, tiny_requirements):
 
 
 def test_cancel_stops_the_install_at_once(tmp_path, tiny_requirements):
-    slow = tmp_path / "python3"
-    slow.write_text("#!/bin/sh\nsleep 60\n")  # a shell whose child holds the output pipe, like a wheel build
+    slow, running = tmp_path / "python3", tmp_path / "running"
+    # A shell whose child holds the output pipe, like a wheel build; it says when it runs.
+    slow.write_text(f"#!/bin/sh\ntouch '{running}'\nsleep 60\n")
     slow.chmod(0o755)
     plan = make_plan(tmp_path / "data", tiny_requirements)
     plan.pythons = (slow,)
@@ -171,7 +172,10 @@ def test_cancel_stops_the_install_at_once(tmp_path, tiny_requirements):
 
     thread = threading.Thread(target=run)
     thread.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 60
+    while not running.exists():  # cancelled while the child runs, however late it starts on a loaded machine
+        assert thread.is_alive() and time.monotonic() < deadline, errors
+        time.sleep(0.01)
     started = time.monotonic()
     installer.cancel()
     thread.join(10)
