@@ -8,7 +8,9 @@ and those features, or not at all (a layer renamed or replaced meanwhile, or
 other features matching, is refused).  Changes to a layer kept in a file or a
 database go into the layer's edit buffer and are left there: nothing reaches
 the user's data until they save the layer's edits in QGIS, and discarding them
-undoes the change.  Only a temporary memory layer is changed at once.
+undoes the change.  Only a temporary memory layer is changed at once, and so
+is every layer headless (the command line, the stdio MCP server), where no one
+could save the buffer: the card says which.
 """
 
 from __future__ import annotations
@@ -59,12 +61,14 @@ def _source_label(layer: QgsVectorLayer) -> str:
     return f"{provider}: {source.split('|')[0]}"
 
 
-def _undo_note(layer: QgsVectorLayer) -> str:
-    """How the change can be undone, for the card."""
+def _undo_note(layer: QgsVectorLayer, buffered: bool) -> str:
+    """How the change can be undone, for the card (``buffered``: left in the edit buffer, in a QGIS window)."""
     if layer.isEditable():
         return "The change goes into your open edit session: save or discard it in QGIS."
     if layer.providerType() == "memory":
         return "A temporary layer: the change is made at once."
+    if not buffered:
+        return f"No QGIS window to save or discard it from: the change is saved to {_source_label(layer)} at once."
     return BUFFERED
 
 
@@ -117,7 +121,7 @@ class EditTools(ToolFamily):
                 f"with an expression that {effects.summary()}",
                 details=f"In {vector.name()!r}, {doing} the features where {expression}\n"
                 "The features were not counted: the expression is evaluated only if you approve.\n"
-                + "\n".join([*problems, _undo_note(vector)]),
+                + "\n".join([*problems, _undo_note(vector, self._buffered)]),
                 affected=[f"layer {vector.name()!r} ({_source_label(vector)})", *effects.lines()],
                 effects=list(dict.fromkeys([*kinds, *(kind.value for kind in effects.kinds)])),
                 targets=[target],
@@ -125,10 +129,11 @@ class EditTools(ToolFamily):
         vector, ids = self._matching(layer, expression)
         stored = f"{len(ids):,} of {feature_count_label(vector)} features, stored in {_source_label(vector)}."
         target = self.ctx.on_main(layer_target, vector, ops, features_state(ids))
+        undo = _undo_note(vector, self._buffered)
         if delete:
             return ApprovalRequest(
                 action=f"Delete {len(ids):,} features from {vector.name()!r}",
-                details=f"In {vector.name()!r}, delete the features where {expression}\n{stored}\n{_undo_note(vector)}",
+                details=f"In {vector.name()!r}, delete the features where {expression}\n{stored}\n{undo}",
                 affected=[f"layer {vector.name()!r} ({_source_label(vector)})"],
                 effects=kinds,
                 targets=[target],
@@ -137,7 +142,7 @@ class EditTools(ToolFamily):
         return ApprovalRequest(
             action=f"Change {field!r} on {len(ids):,} features of {vector.name()!r}",
             details=f"In {vector.name()!r}, set {field} to {value} on the features where {expression}\n{stored}\n"
-            + _undo_note(vector),
+            + undo,
             affected=[f"layer {vector.name()!r} ({_source_label(vector)}), field {field!r}"],
             effects=kinds,
             targets=[target],
@@ -252,6 +257,14 @@ class EditTools(ToolFamily):
             raise ToolError("the layer was removed from the project meanwhile")
         return vector
 
+    @property
+    def _buffered(self) -> bool:
+        """Whether edits wait in the layer's edit buffer: in QGIS's window, where the user saves or discards them.
+
+        Headless (the command line, the stdio MCP server) no one could save them: they are saved at once.
+        """
+        return self.ctx.iface is not None
+
     def _in_edit_session(self, vector: QgsVectorLayer, change: Callable[[], bool], what: str) -> str:
         """Apply ``change`` into the layer's edit buffer, left open for the user (a memory layer: saved at once)."""
         if vector.isEditable():
@@ -260,7 +273,7 @@ class EditTools(ToolFamily):
             return f"In {vector.name()!r}, {what} in your open edit session: save or discard it in QGIS."
         if not vector.startEditing():
             raise ToolError(f"{vector.name()!r} cannot be edited (read-only source?)")
-        if vector.providerType() != "memory":
+        if vector.providerType() != "memory" and self._buffered:
             if not change():
                 vector.rollBack()
                 raise ToolError(f"QGIS refused the change to {vector.name()!r}; nothing was changed")

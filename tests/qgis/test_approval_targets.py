@@ -422,3 +422,19 @@ def test_always_for_an_insert_does_not_cover_a_drop(notes_table, demo_project, w
     status, _ = run_to_end(recorder, worker.resume({"action": REJECT}, config))
     assert status == "finished"
     assert notes() == ["one", "two", "three", "four", "four"]
+
+
+def test_headless_an_approved_delete_is_saved_at_once_and_the_card_says_so(demo_project, bridge):
+    """The command line and the stdio MCP server have no window to save an edit buffer from."""
+    from geogpt_qgis.tools.base import ToolContext
+
+    path = gpkg_of(demo_project)
+    before = stored_counts(path)
+    tools = EditTools(ToolContext(project=demo_project, bridge=bridge, iface=None))
+    args = {"layer": "schools", "expression": PRIMARY, "delete": True}
+    request = call_in_thread(tools.preview_edit_features, **args)
+    assert "saved to ogr: " in request.details and "at once" in request.details
+    deleted = int(request.action.split()[1])
+    result = run_approved(tools.edit_features, request, **args)
+    assert "saved to" in result.text and not layer(demo_project, "schools").isEditable()
+    assert stored_counts(path) == {**before, "schools": before["schools"] - deleted}  # the parks untouched
