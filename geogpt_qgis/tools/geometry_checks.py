@@ -25,6 +25,7 @@ from geogpt_qgis.core.geometry_findings import inspect, notes
 
 MAX_CHECKED = 2_000
 CANCEL_CHECK_EVERY = 200
+REMOTE_PROVIDERS = frozenset({"OAPIF", "WFS", "arcgisfeatureserver"})
 
 
 @dataclass
@@ -41,6 +42,8 @@ class GeometryCheckPlan:
 def plan_geometry_check(layer: QgsMapLayer | None) -> GeometryCheckPlan | None:
     """A snapshot of a spatial vector layer (main thread); ``None`` for anything else."""
     if not isinstance(layer, QgsVectorLayer) or not layer.isValid() or not layer.isSpatial():
+        return None
+    if layer.providerType() in REMOTE_PROVIDERS:  # each read would be a download: checked where they are copied
         return None
     crs = layer.crs()
     units = QgsUnitTypes.toAbbreviatedString(crs.mapUnits()) if crs.isValid() else ""
