@@ -6,8 +6,9 @@ own front doors: JSON-RPC on the MCP server's stdin, tool calls in a model
 server's replies to ``python -m geogpt_qgis ask``.  Their settings are saved
 where they read them, the user's default QGIS profile under ``$XDG_DATA_HOME``
 (``cli.user_profile_folder``): written by a child QGIS that opens that profile
-as the command does (``python -m tests.support.process_fuzz --data-home ...``),
-so PostgreSQL connections are stored the way each QGIS version stores them.
+as the command does (``python -m tests.support.process_fuzz --ogc-url URL
+--postgis`` with ``$XDG_DATA_HOME`` set), so PostgreSQL connections are stored
+the way each QGIS version stores them.
 """
 
 from __future__ import annotations
