@@ -42,16 +42,13 @@ COPIED = "so the fetched features were copied instead of linked."
 
 
 @pytest.fixture(scope="module")
-def refusing():
+def refusing(tmp_path_factory):
     """A static server: ``/noqgis/oapi`` (OGC API Features, wells) and ``/noqgis/wms`` refuse QGIS itself."""
-    import tempfile
-
-    root = Path(tempfile.mkdtemp(prefix="refusing-"))
+    root = tmp_path_factory.mktemp("refusing")
     write_oapif(root, REFUSE_QGIS.rstrip("/"))
     shutil.copy(MAPS_DATA / "wms_capabilities.xml", root / "wms")
     with file_server(root) as url:
         yield url
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_failed_providers_of_every_kind_are_read_without_a_crash(refusing):
