@@ -31,11 +31,11 @@ from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.targets import LAYER, Target
+from geogpt_qgis.core.text import counted
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import (
     VectorReadPlan,
     collect_matching_ids,
-    feature_count_label,
     plan_vector_read,
     resolve_vector_layer,
 )
@@ -127,12 +127,12 @@ class EditTools(ToolFamily):
                 targets=[target],
             )
         vector, ids = self._matching(layer, expression)
-        stored = f"{len(ids):,} of {feature_count_label(vector)} features, stored in {_source_label(vector)}."
+        stored = f"{len(ids):,} of {counted(vector.featureCount(), 'feature')}, stored in {_source_label(vector)}."
         target = self.ctx.on_main(layer_target, vector, ops, features_state(ids))
         undo = _undo_note(vector, self._buffered)
         if delete:
             return ApprovalRequest(
-                action=f"Delete {len(ids):,} features from {vector.name()!r}",
+                action=f"Delete {counted(len(ids), 'feature')} from {vector.name()!r}",
                 details=f"In {vector.name()!r}, delete the features where {expression}\n{stored}\n{undo}",
                 affected=[f"layer {vector.name()!r} ({_source_label(vector)})"],
                 effects=kinds,
@@ -140,7 +140,7 @@ class EditTools(ToolFamily):
             )
         self.ctx.on_main(self._check_update, vector.id(), field, value)
         return ApprovalRequest(
-            action=f"Change {field!r} on {len(ids):,} features of {vector.name()!r}",
+            action=f"Change {field!r} on {counted(len(ids), 'feature')} of {vector.name()!r}",
             details=f"In {vector.name()!r}, set {field} to {value} on the features where {expression}\n{stored}\n"
             + undo,
             affected=[f"layer {vector.name()!r} ({_source_label(vector)}), field {field!r}"],
@@ -203,7 +203,9 @@ class EditTools(ToolFamily):
         vector = self._vector(layer_id)
         if bound is not None:
             self._check_binding(bound, bound.ident)
-        return self._in_edit_session(vector, lambda: vector.deleteFeatures(ids), f"deleted {len(ids):,} features")
+        return self._in_edit_session(
+            vector, lambda: vector.deleteFeatures(ids), f"deleted {counted(len(ids), 'feature')}"
+        )
 
     def _check_update(self, layer_id: str, field: str, value: str) -> None:
         vector = self._vector(layer_id)
@@ -235,7 +237,7 @@ class EditTools(ToolFamily):
         def apply() -> bool:
             return all(vector.changeAttributeValue(fid, index, new) for fid, new in changes.items())
 
-        return self._in_edit_session(vector, apply, f"changed {field!r} on {len(changes):,} features")
+        return self._in_edit_session(vector, apply, f"changed {field!r} on {counted(len(changes), 'feature')}")
 
     # -- shared --------------------------------------------------------------------
     def _matching(self, ref: str, expression: str, approved: bool = False) -> tuple[QgsVectorLayer, list[int]]:

@@ -95,7 +95,7 @@ def test_collections_and_hospitals_in_the_centre_district(model_server, worker, 
     ]
     assert all(r.ok for r in results), [r.result for r in results if not r.ok]
     assert "- hospitals — 'Hospitals': Hospitals with beds and emergency departments." in results[0].result
-    assert "Added layer 'centre' (fetched features, in the project's GeoPackage): 1 features" in results[1].result
+    assert "Added layer 'centre' (fetched features, in the project's GeoPackage): 1 feature from" in results[1].result
 
     # The layers landed in the project, and the last one holds exactly the hospitals of the district.
     (centre,) = demo_project.mapLayersByName("centre")

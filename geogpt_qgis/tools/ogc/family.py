@@ -12,6 +12,7 @@ from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, wit
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.fuzzy import did_you_mean
+from geogpt_qgis.core.text import counted
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import add_result_layer
@@ -258,7 +259,7 @@ def summary_text(
     extent: tuple[float, float, float, float] | None,
 ) -> str:
     """Count, extent, fields, paging and limits: what the model needs, never the features."""
-    lines = [f"Added layer {name!r} ({kind}): {len(fetched.features):,} features from {source}."]
+    lines = [f"Added layer {name!r} ({kind}): {counted(len(fetched.features), 'feature')} from {source}."]
     if extent:
         digits = 6 if crs == "EPSG:4326" else 1
         lines.append(f"Extent ({crs}): " + ", ".join(f"{v:.{digits}f}" for v in extent))

@@ -14,6 +14,7 @@ from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, wit
 from geogpt_qgis.core.bounds import Sql
 from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.targets import TABLE, Target, broken_contract
+from geogpt_qgis.core.text import counted
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import add_result_layer
@@ -175,7 +176,6 @@ class PostgisTools(ToolFamily):
             read = replace(read, added=(added,))
         return ToolResult(text, read)
 
-
     def _add_copy(self, path: Path, base: str) -> AddedLayer:
         """The query's copy added to the project (main thread)."""
         layer = result_layer(path, base)
@@ -208,6 +208,6 @@ def layer_summary(name: str, result: QueryResult) -> str:
     box = ", ".join(f"{v:.1f}" for v in result.extent) if result.extent else "unknown"
     kind = QgsWkbTypes.displayString(QgsWkbTypes.parseType(result.geometry.wkb_type))
     return (
-        f"Added layer {name!r}: {kind}, {result.total:,} features, EPSG:{result.geometry.srid}, extent {box}, "
+        f"Added layer {name!r}: {kind}, {counted(result.total, 'feature')}, EPSG:{result.geometry.srid}, extent {box}, "
         f"fields: {fields} (a copy of the query's result)."
     )
