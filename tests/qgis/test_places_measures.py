@@ -41,7 +41,7 @@ def find(tool_ctx, project, crs: str, name: str) -> str:
     from qgis.core import QgsCoordinateReferenceSystem
 
     project.setCrs(QgsCoordinateReferenceSystem(crs))
-    text = str(call_in_thread(InsightTools(tool_ctx).find_places, [name]))
+    text = call_in_thread(InsightTools(tool_ctx).find_places, [name])  # a str with its artifact
     assert text.startswith("Found 1 of 1 place:"), text
     return text
 

@@ -20,7 +20,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qgis.core import (
@@ -38,6 +38,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, merged, with_place
+from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.measures import crs_name, ellipsoidal_method
 from geogpt_qgis.tools.places import postgis_tables
@@ -285,7 +286,7 @@ class PlaceFinder:
             if not point.isNull():
                 xy = point.asPoint()
                 candidate.location = (xy.x(), xy.y())
-            candidate.geometry_label = self.ctx.on_main(_geometry_label, geometries, snap)
+            candidate.geometry_label, candidate.figure = self.ctx.on_main(_geometry_label, geometries, snap)
         return Located(candidate, geometries, sql, native, native_crs)
 
     # -- the answer ------------------------------------------------------------------------------
@@ -384,9 +385,11 @@ def _worth_scoring(query: PlaceQuery, name: str) -> bool:
 def _place_artifact(candidate: Candidate, layer_name: str) -> ToolArtifact:
     """A place added as ``layer_name``, found in a project layer or a database table."""
     added = (AddedLayer(layer_name),)
+    measured = candidate.figure
+    figures = (replace(measured, what=f"{measured.what} of {layer_name!r}"),) if measured is not None else ()
     if candidate.kind == "table":
-        return ToolArtifact(tables=(with_place(candidate.source, candidate.connection),), added=added)
-    return ToolArtifact(layers=(candidate.source,), added=added)
+        return ToolArtifact(tables=(with_place(candidate.source, candidate.connection),), added=added, figures=figures)
+    return ToolArtifact(layers=(candidate.source,), added=added, figures=figures)
 
 
 def _where(candidate: Candidate) -> str:
@@ -496,19 +499,21 @@ def _in_lonlat(geometries: list[QgsGeometry], crs: QgsCoordinateReferenceSystem)
     return found
 
 
-def _geometry_label(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> str:
-    """``polygon, 6.35 km²`` (main thread: it transforms and measures)."""
+def _geometry_label(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> tuple[str, Figure | None]:
+    """``polygon, 6.35 km² (ellipsoidal on WGS 84)`` and its figure in m² or m (main thread: it measures)."""
     kind = geometries[0].type()
     count = f"{len(geometries)} " if len(geometries) > 1 else ""
     if kind == QgsWkbTypes.GeometryType.PolygonGeometry:
         area = _measured(geometries, snap, area=True)
         size = f", {area[0] / 1e6:.2f} km² ({area[1]})" if area is not None else ""
-        return f"{count}polygon{'s' if count else ''}{size}"
+        figure = Figure("area", area[0], "m²", area[1]) if area is not None else None
+        return f"{count}polygon{'s' if count else ''}{size}", figure
     if kind == QgsWkbTypes.GeometryType.LineGeometry:
         length = _measured(geometries, snap, area=False)
         size = f", {length[0] / 1000:.2f} km long ({length[1]})" if length is not None else ""
-        return f"{count}line{'s' if count else ''}{size}"
-    return f"{count}point{'s' if count else ''}"
+        figure = Figure("length", length[0], "m", length[1]) if length is not None else None
+        return f"{count}line{'s' if count else ''}{size}", figure
+    return f"{count}point{'s' if count else ''}", None
 
 
 def _layer_sql(layer: LayerSnapshot, name: str) -> str:

@@ -176,6 +176,7 @@ class Candidate:
     source_size: int = 0  # features in the whole layer (prefers originals over derived copies)
     location: tuple[float, float] | None = None
     geometry_label: str = ""
+    figure: Any = None  # its area or length (core.figures.Figure), for the artifact
     also_in: list[str] = field(default_factory=list)
     ref: Any = None  # whatever the searcher needs to fetch the features again (opaque here)
 
