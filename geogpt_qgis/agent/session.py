@@ -319,10 +319,11 @@ class AgentSession:
         """
         config = self._config(thread_id=thread_id)
         state = await graph.aget_state(config)
-        messages = (state.values or {}).get("messages") or []
         waiting = pending_request(state) is not None
-        last, done, _ = current_reply(messages)
-        if waiting != paused or not (waiting or state.next) or last is None:
+        last, done, _ = current_reply(await self._stored_messages(config))
+        if waiting != paused or last is None:
+            return False
+        if not (waiting or state.next or done < len(last.tool_calls) + len(last.invalid_tool_calls)):
             return False
         answered = [  # the reply's calls that ran are answered already (each runs before the next is asked)
             ToolMessage(answer, tool_call_id=tool_call_id(call, index), name=call.get("name") or "", status="error")
@@ -332,6 +333,16 @@ class AgentSession:
         if answered:
             await graph.aupdate_state(config, {"messages": answered}, as_node="tools")
         return True
+
+    async def _stored_messages(self, config: dict[str, Any]) -> list[Any]:
+        """The messages of the conversation's last checkpoint, without the writes of a step cut by a stop.
+
+        A stop can land just after a tool step finished: its answer is then kept
+        as a pending write that ``aget_state`` shows but a state update drops.
+        Steps are answered from this view (a finished one from the run's record).
+        """
+        saved = await self.checkpointer.aget_tuple(config)
+        return list(saved.checkpoint["channel_values"].get("messages", [])) if saved is not None else []
 
     async def _keep_cut_answer(self, graph: Any, shown: str) -> None:
         """Store the part of an answer the user saw before the model call failed (a server that died mid-answer).
@@ -355,15 +366,14 @@ class AgentSession:
         """
         config = self._config()
         state = await graph.aget_state(config)
-        messages = (state.values or {}).get("messages") or []
-        if not state.next or not messages or pending_request(state) is not None:
-            return  # the run had ended (or waits for approval): nothing was cut
+        messages = await self._stored_messages(config)
         last, done, _ = current_reply(messages)
-        if last is not None and (last.tool_calls or last.invalid_tool_calls):
-            calls = [*last.tool_calls, *last.invalid_tool_calls]
-            answers = [_stopped_step(call, index, tracker) for index, call in enumerate(calls) if index >= done]
-            if answers:
-                await graph.aupdate_state(config, {"messages": answers}, as_node="tools")
+        calls = [*last.tool_calls, *last.invalid_tool_calls] if last is not None else []
+        if not (state.next or done < len(calls)) or not messages or pending_request(state) is not None:
+            return  # the run had ended (or waits for approval): nothing was cut
+        answers = [_stopped_step(call, index, tracker) for index, call in enumerate(calls) if index >= done]
+        if answers:
+            await graph.aupdate_state(config, {"messages": answers}, as_node="tools")
         shown = tracker.shown.rstrip()
         text = f"{shown}\n\n{STOPPED_ANSWER}" if shown.strip() else STOPPED_ANSWER
         stopped = AIMessage(content=text, additional_kwargs={KIND: STOPPED})
