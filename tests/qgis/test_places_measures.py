@@ -91,6 +91,9 @@ def test_areas_and_lengths_are_measured_on_the_ellipsoid_in_any_crs(tool_ctx, de
     assert reported, text
     assert float(reported.group(1)) == pytest.approx(area, abs=0.006), (crs, area, text)
     assert reported.group(2) in ("WGS 84", "GRS 1980"), text
+    (figure,) = text.artifact.figures  # typed: m², with the method the text names
+    assert figure.unit == "m²" and figure.method == f"ellipsoidal on {reported.group(2)}"
+    assert figure.value / 1e6 == pytest.approx(area, abs=0.006)
     roads = named(demo_project, "roads", "Harbour Avenue")
     length = sum(GEOD.geometry_length(transform(TO_LONLAT.transform, g)) for g in roads) / 1000
     text = find(tool_ctx, demo_project, crs, "Harbour Avenue")
