@@ -341,7 +341,7 @@ class AgentSession:
         as a pending write that ``aget_state`` shows but a state update drops.
         Steps are answered from this view (a finished one from the run's record).
         """
-        saved = await self.checkpointer.aget_tuple(config)
+        saved = await self.checkpointer.aget_tuple({"configurable": dict(config["configurable"])})
         return list(saved.checkpoint["channel_values"].get("messages", [])) if saved is not None else []
 
     async def _keep_cut_answer(self, graph: Any, shown: str) -> None:
