@@ -213,7 +213,9 @@ def zonal_summary(ctx: ToolContext, raster: str, zones: str) -> ToolResult:
             ctx.on_main(_rewrite_class_fields, ctx.project, added, areas)
     table = ctx.on_main(_table, ctx.project, plan, added, areas)
     artifact = ToolArtifact(layers=(plan.raster, plan.zones), added=run.artifact.added)
-    return ToolResult(run.text.splitlines()[0] + "\n" + table, artifact)
+    # What the run found in the zones or the raster (invalid or overlapping zones, two georeferencings) stays said.
+    notes = [line for line in run.text.splitlines() if line.startswith("Note: input ")]
+    return ToolResult("\n".join([run.text.splitlines()[0], table, *notes]), artifact)
 
 
 def _zone_geometries(project: QgsProject, plan: ZonalPlan, layer_id: str) -> list[tuple[int, bytes]] | None:

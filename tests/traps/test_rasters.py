@@ -213,3 +213,29 @@ def test_land_cover_classes_after_reprojection(s: Session, defect: bool) -> Figu
         return Figure(found <= {10, 20, 30}, True)
     inside = values[values > 0]
     return Figure(float(inside.mean()), float(cover.mean()), rel=0.02)
+
+
+@trap("invalid geometry", warns=r"invalid|self-intersect")
+def test_zonal_mean_in_a_self_crossing_zone(s: Session, defect: bool) -> Figure:
+    """The mean of a DEM in a zone drawn as a bowtie: over the pixels whose centre is in the zone made valid."""
+    from osgeo import ogr
+    from shapely import make_valid
+    from shapely.geometry import Point, Polygon
+
+    from tests.traps.data import write_vector
+
+    dem = np.arange(400, dtype=np.float32).reshape(20, 20)
+    write_raster(s.tmp / "dem.tif", dem, 25832, (X0, 10, 0, Y0, 0, -10))
+    bowtie = Polygon([(X0, Y0), (X0 + 200, Y0 - 120), (X0 + 200, Y0), (X0, Y0 - 160), (X0, Y0)])
+    zone = bowtie if defect else make_valid(bowtie)
+    write_vector(s.tmp / "zones.gpkg", 25832, [zone.wkt], [{"name": "z"}], ogr.wkbUnknown)
+    inside = [
+        dem[row, col]
+        for row in range(20)
+        for col in range(20)
+        if make_valid(bowtie).contains(Point(X0 + 10 * col + 5, Y0 - 10 * row - 5))
+    ]
+    s.load(s.tmp / "dem.tif", name="dem")
+    s.load(s.tmp / "zones.gpkg", name="zones")
+    rows = table(s.call("describe_layer", layer="dem", at="zones"))
+    return Figure(number(rows[0].get("mean", "")) if rows else None, float(np.mean(inside)), rel=1e-4)
