@@ -6,6 +6,7 @@ to the project or the map canvas is handed to the main thread.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from qgis.core import (
@@ -70,6 +71,8 @@ from geogpt_qgis.tools.safety.expressions import expression_request, require_saf
 from geogpt_qgis.tools.safety.targets import layer_target
 
 SAMPLE_SIZE = 5000
+# An expression that measures geometries: the layer's geometry checks come with its answer.
+MEASURING = re.compile(r"\$(area|length|perimeter)\b|\b(area|length|perimeter|distance)\s*\(", re.IGNORECASE)
 MAX_READ_ROWS = 50
 NEEDS_APPROVAL = "this changes the user's data and needs their approval"
 
@@ -205,6 +208,7 @@ class ProjectTools(ToolFamily):
         approved = approval_granted()  # read here: the decision lives in this call's context
         plan, request, columns, units = self.ctx.on_main(self._prepare_read, layer, fields or [], expression, approved)
         request.setLimit(limit + 1)
+        notes = "".join(f"\n{note}" for note in self._measure_notes(layer, expression))
         rows = read_rows(plan, request, columns, self.ctx.cancel)
         more = len(rows) > limit
         rows = rows[:limit]
@@ -212,7 +216,7 @@ class ProjectTools(ToolFamily):
         read = ToolArtifact(layers=(plan.layer_name,), figures=figures)
         if not rows:
             where = f" where {expression}." if expression else "."
-            return ToolResult(f"No features in {plan.layer_name!r}{where}", read)
+            return ToolResult(f"No features in {plan.layer_name!r}{where}{notes}", read)
         where = f" where {expression}" if expression else ""
         if more:
             first = counted(limit, "feature")
@@ -224,7 +228,7 @@ class ProjectTools(ToolFamily):
         headers = [header_with_unit(name, units.get(name)) for name in columns]
         warnings = [f"\nNote: {figure.label}" for figure in figures if figure.warning]
         table = markdown_table(headers, [[_cell(v) for v in row] for row in rows])
-        return ToolResult(head + "\n" + table + "".join(warnings), read)
+        return ToolResult(head + "\n" + table + "".join(warnings) + notes, read)
 
     def _prepare_read(
         self, ref: str, fields: list[str], expression: str, approved: bool = False
@@ -256,8 +260,17 @@ class ProjectTools(ToolFamily):
         if not expression.strip():
             return self.ctx.on_main(self._clear_selection, layer)
         plan, request = self.ctx.on_main(self._prepare_selection, layer, expression, approval_granted())
+        notes = self._measure_notes(layer, expression)
         ids = collect_matching_ids(plan, request, self.ctx.cancel)
-        return self.ctx.on_main(self._apply_selection, plan.layer_id, ids, expression, plan.feature_count)
+        done = self.ctx.on_main(self._apply_selection, plan.layer_id, ids, expression, plan.feature_count)
+        return ToolResult("\n".join([done, *notes]), done.artifact) if notes else done
+
+    def _measure_notes(self, layer: str, expression: str) -> list[str]:
+        """A filter that measures geometries ($area, length()...): what in them changes its figures (issue 31)."""
+        if not MEASURING.search(expression or ""):
+            return []
+        checks = self.ctx.on_main(lambda: plan_checks(resolve_layer(self.ctx.project, layer)))
+        return [f"Note: {line}" for line in check_notes(checks, self.ctx.cancel)]
 
     def _clear_selection(self, ref: str) -> ToolResult:
         vector = resolve_vector_layer(self.ctx.project, ref)
