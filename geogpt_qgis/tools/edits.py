@@ -131,8 +131,9 @@ class EditTools(ToolFamily):
         target = self.ctx.on_main(layer_target, vector, ops, features_state(ids))
         undo = _undo_note(vector, self._buffered)
         if delete:
+            action = f"Delete {counted(len(ids), 'feature')} from {vector.name()!r}"  # nosec B608 # prose, not SQL
             return ApprovalRequest(
-                action=f"Delete {counted(len(ids), 'feature')} from {vector.name()!r}",
+                action=action,
                 details=f"In {vector.name()!r}, delete the features where {expression}\n{stored}\n{undo}",
                 affected=[f"layer {vector.name()!r} ({_source_label(vector)})"],
                 effects=kinds,
