@@ -29,6 +29,8 @@ from qgis.core import (
     QgsEllipsoidUtils,
     QgsExpression,
     QgsExpressionContextScope,
+    QgsExpressionNode,
+    QgsExpressionNodeFunction,
     QgsFields,
     QgsMapLayer,
     QgsProcessingContext,
@@ -36,9 +38,11 @@ from qgis.core import (
     QgsUnitTypes,
     QgsVectorLayer,
 )
+from qgis.PyQt import sip
 
 from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, enum_member
+from geogpt_qgis.tools.safety.expression_size import children
 
 WGS84_ELLIPSOID = "EPSG:7030"
 UNITS_PROPERTY = "geogpt/field_units"  # a layer's custom property: {field: {"unit": ..., "method": ..., ...}}
@@ -48,6 +52,10 @@ PLANAR_AREA = frozenset({"area"})
 PLANAR_LENGTH = frozenset({"length", "perimeter", "distance", "length3D"})
 MEASURES = ELLIPSOIDAL_AREA | ELLIPSOIDAL_LENGTH | PLANAR_AREA | PLANAR_LENGTH
 ORIGIN_EXPRESSION = enum_member((Qgis, "FieldOrigin", "Expression"), (QgsFields, "FieldOrigin", "OriginExpression"))
+# Functions whose value keeps its first argument's unit (an aggregate of areas is an area).
+KEEP_UNIT = frozenset(
+    {"round", "abs", "coalesce", "to_real", "sum", "mean", "median", "minimum", "maximum", "aggregate"}
+)
 TAKE_AREA_INSTEAD = "$area measures it on the ellipsoid in m²"
 TAKE_LENGTH_INSTEAD = "$length measures it on the ellipsoid in m"
 
@@ -181,6 +189,24 @@ def expression_figures(
     return figures
 
 
+def whole_measure(text: str) -> bool:
+    """Whether ``text``'s value *is* a measure (``$area``, ``round($area, 1)``), not one derived from it.
+
+    ``"population" / ($area / 1000000)`` uses ``$area`` but is people per km²: its field gets no unit.
+    """
+    parsed = QgsExpression(text)
+    node = parsed.rootNode() if not parsed.hasParserError() else None
+    while node is not None and node.nodeType() == QgsExpressionNode.NodeType.ntFunction:
+        kids = children(node) or []
+        name = QgsExpression.Functions()[sip.cast(node, QgsExpressionNodeFunction).fnIndex()].name()
+        if name in MEASURES:
+            return True
+        if name not in KEEP_UNIT or not kids:
+            return False
+        node = kids[0]
+    return False
+
+
 def field_units(layer: QgsMapLayer) -> dict[str, Figure]:
     """The fields of ``layer`` whose unit is known: recorded when a tool wrote them, or from expression fields."""
     known: dict[str, Figure] = {}
@@ -204,7 +230,7 @@ def field_units(layer: QgsMapLayer) -> dict[str, Figure]:
         # QGIS measures an expression field on the project's ellipsoid, or planar without one.
         text = layer.expressionField(index)
         found = expression_figures(text, f"field {field.name()!r}", layer.crs(), ellipsoid or "NONE")
-        if found:
+        if found and whole_measure(text):
             known[field.name()] = _bare_project(found[0], layer.crs()) if not has_ellipsoid(ellipsoid) else found[0]
     return known
 

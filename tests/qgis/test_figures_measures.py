@@ -181,3 +181,17 @@ def test_an_aggregate_of_areas_says_its_unit_and_a_count_does_not(bare):
     assert "| total (m², ellipsoidal on WGS 84) | n |" in read, read
     total = float(read.splitlines()[3].strip("|").split("|")[0])
     assert total == pytest.approx(geod_area(DEGREES_SQUARE, "EPSG:4326", "WGS84", "EPSG:4326"), abs=0.001)
+
+
+def test_a_value_derived_from_an_area_is_not_labelled_as_one(bare):
+    """people / ($area / 1e6) is people per km²: the field gets no m², the note still names $area's method."""
+    layer = polygon_layer("EPSG:4326", DEGREES_SQUARE, "zone")
+    bare.project.addMapLayer(layer)
+    text, value, _ = calculate(bare, "zone", '"id" * 500 / ($area / 1000000)', "zone_density")
+    expected = 500 / (geod_area(DEGREES_SQUARE, "EPSG:4326", "WGS84", "EPSG:4326") / 1e6)
+    assert value == pytest.approx(expected, rel=1e-5)
+    assert "$area: m², ellipsoidal on WGS 84" in text  # what it used, and how that was measured
+    read = call_in_thread(ProjectTools(bare).read_features, "zone_density", ["a"])
+    assert "| a |" in read and "m²" not in read, read
+    calculate(bare, "zone", "round($area, 1)", "zone_rounded")  # still an area: labelled
+    assert "a (m², ellipsoidal on WGS 84)" in call_in_thread(ProjectTools(bare).read_features, "zone_rounded", ["a"])

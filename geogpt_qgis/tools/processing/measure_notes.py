@@ -24,7 +24,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.core.figures import Figure
-from geogpt_qgis.tools.measures import expression_figures, field_units, use_ellipsoid
+from geogpt_qgis.tools.measures import expression_figures, field_units, use_ellipsoid, whole_measure
 
 # Statistics of a field that keep its unit (counts, variances and the like do not).
 MEASURE_STATISTICS = frozenset(
@@ -66,7 +66,7 @@ def plan_measures(
         if kind == "expression" and isinstance(value, str):
             found = expression_figures(value, name, layer_crs, ellipsoid)
             measures.figures += found
-            if found and isinstance(target_field, str) and target_field:
+            if found and isinstance(target_field, str) and target_field and whole_measure(value):
                 measures.fields[target_field] = replace(found[0], what=f"field {target_field!r}")
         elif kind in ("aggregates", "fields_mapping") and isinstance(value, list):
             for item in value:
@@ -77,7 +77,7 @@ def plan_measures(
                 aggregate = str(item.get("aggregate") or "")
                 found = expression_figures(text, f"{name} {out!r}", layer_crs, ellipsoid, aggregate)
                 measures.figures += found
-                if found and out:
+                if found and out and whole_measure(text):
                     measures.fields[out] = replace(found[0], what=f"field {out!r}")
     return measures
 
