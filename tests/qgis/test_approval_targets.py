@@ -438,3 +438,19 @@ def test_headless_an_approved_delete_is_saved_at_once_and_the_card_says_so(demo_
     result = run_approved(tools.edit_features, request, **args)
     assert "saved to" in result.text and not layer(demo_project, "schools").isEditable()
     assert stored_counts(path) == {**before, "schools": before["schools"] - deleted}  # the parks untouched
+
+
+def test_the_export_itself_checks_the_path_just_before_writing(demo_project, tool_ctx, tmp_path):
+    """The second lock: a link made after the toolkit's check still writes nothing (checked before the write)."""
+    from geogpt_qgis.tools.maps.export import ExportPart
+
+    precious = tmp_path / "figure.pdf"
+    precious.write_bytes(b"%PDF-1.4 the user's own figure\n")
+    kept = digest(precious)
+    target = tmp_path / "town.pdf"
+    tools = ExportPart(tool_ctx)
+    request = call_in_thread(tools.preview_export_map, path=str(target), title="Elvbury")
+    target.symlink_to(precious)
+    with pytest.raises(ToolError, match="Nothing was written"):
+        run_approved(tools.export_map, request, path=str(target), title="Elvbury")
+    assert digest(precious) == kept

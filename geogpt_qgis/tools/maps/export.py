@@ -14,13 +14,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
+from geogpt_qgis.core import targets
+from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, approved_targets, gated
 from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
 from geogpt_qgis.core.effects import CallEffects, Effect, Found
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFunction
 from geogpt_qgis.tools.maps.export_target import Page, Target, check_dpi, check_pixels, parse_page, resolve_target
 from geogpt_qgis.tools.maps.map_view import MapView, current_view
-from geogpt_qgis.tools.safety.targets import file_target
+from geogpt_qgis.tools.safety.targets import file_target, require_approved_file
 
 NEEDS_APPROVAL = "writing a file needs the user's approval"
 DEFAULT_PAGE = "A4 landscape"
@@ -123,13 +124,15 @@ class ExportPart:
         artifact = ToolArtifact(
             layers=tuple(layer.name() for layer in plan.view.layers), files=(str(plan.target.path),)
         )
+        approved = approved_targets(targets.FILE)  # read here: the approval lives in this call's context
         if plan.page.canvas:
-            return ToolResult(self._canvas(plan), artifact)
-        return ToolResult(self.ctx.on_main(self._layout, plan, title), artifact)
+            return ToolResult(self._canvas(plan, approved), artifact)
+        return ToolResult(self.ctx.on_main(self._layout, plan, title, approved), artifact)
 
-    def _canvas(self, plan: ExportPlan) -> str:
+    def _canvas(self, plan: ExportPlan, approved: list[targets.Target]) -> str:
         from geogpt_qgis.tools.maps.canvas_image import render_png
 
+        require_approved_file(approved, str(plan.target.path), ("write",), "export_map")
         failed = render_png(self.ctx, plan.view, plan.dpi, plan.target.path)
         text = f"Saved {plan.what()} to {plan.target.path} (showing {plan.view.source})."
         if failed:
@@ -137,13 +140,14 @@ class ExportPart:
             text += f" These layers failed to draw: {', '.join(names)}."
         return text
 
-    def _layout(self, plan: ExportPlan, title: str) -> str:
+    def _layout(self, plan: ExportPlan, title: str, approved: list[targets.Target]) -> str:
         """Make the layout and export it (main thread: QGIS layouts are not thread-safe)."""
         from geogpt_qgis.tools.maps.layout import build_layout, export_layout, keep_layout
 
         started = time.monotonic()
         made = build_layout(self.ctx.project, plan.view, plan.page, title)
         built = time.monotonic()
+        require_approved_file(approved, str(plan.target.path), ("write",), "export_map")  # still where approved
         export_layout(made.layout, plan.target.path, plan.target.format, plan.dpi)
         keep_layout(self.ctx.project, made)
         self.timings = (built - started, time.monotonic() - built)

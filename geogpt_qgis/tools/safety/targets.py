@@ -14,7 +14,8 @@ from collections.abc import Iterable
 
 from qgis.core import QgsMapLayer
 
-from geogpt_qgis.core.targets import FILE, LAYER, Target
+from geogpt_qgis.core.targets import FILE, LAYER, Target, broken_contract
+from geogpt_qgis.tools.base import ToolError
 
 
 def layer_source(layer: QgsMapLayer) -> str:
@@ -47,3 +48,20 @@ def file_target(path: str, ops: Iterable[str]) -> Target:
     """``path`` by where it really leads (symbolic links and ``..`` resolved) and its state there."""
     real = os.path.realpath(os.path.expanduser(path))
     return Target(FILE, path, real, "", file_state(real), tuple(ops))
+
+
+def require_approved_file(approved: list[Target], path: str, ops: Iterable[str], tool: str) -> None:
+    """Refuse to write ``path`` unless it still leads where ``approved`` said (call just before writing).
+
+    ``approved`` is ``approved_targets(FILE)`` read on the call's own thread (the
+    approval lives in its context).  Nothing to check when the call was
+    approved without file targets (an edited call, or a caller that is not the agent).
+    """
+    if not approved:
+        return
+    problem = broken_contract(approved, [file_target(path, ops)])
+    if problem is not None:
+        raise ToolError(
+            f"not run: {problem}. Nothing was written. If it is still wanted, call {tool} again: "
+            "the user will be asked about it as it is now."
+        )
