@@ -11,8 +11,20 @@ from tests.support.qgis_fixtures import *  # noqa: F403 - the QGIS fixtures (pyt
 from tests.support.runs import RunRecorder
 
 
+@pytest.fixture(scope="session")
+def agent_stack(qgis_app) -> None:
+    """The agent's imports (LangChain, LangGraph), paid once in set-up rather than in a test's first run.
+
+    A run's first step imports them on the agent's thread: 2 s of CPU, and 9.3 s of wall time at load 13 on
+    2 cores, enough to overrun a test's bounded wait for its first answer when the machine is busy.
+    """
+    from geogpt_qgis.agent.worker import preload_agent_stack
+
+    preload_agent_stack()
+
+
 @pytest.fixture
-def worker(tool_ctx, tmp_path) -> Iterator:
+def worker(tool_ctx, tmp_path, agent_stack) -> Iterator:
     """An agent worker on the demo project, keeping conversations in a fresh store."""
     from geogpt_qgis.agent.conversation import Conversation
 
@@ -27,7 +39,7 @@ def recorder(worker) -> RunRecorder:
 
 
 @pytest.fixture
-def panel(qgis_iface, demo_project, tmp_path, model_server) -> Iterator:
+def panel(qgis_iface, demo_project, tmp_path, model_server, agent_stack) -> Iterator:
     """The chat panel of a shown dock; ``panel.statuses`` collects how runs ended."""
     configure(model_server)
     dock = open_dock(qgis_iface, demo_project, tmp_path / "store.sqlite")
