@@ -392,8 +392,9 @@ async def run_tools(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
         call_id = tool_call_id(calls[index], index)
         results.append(_tool_message(cap_message(index, allowed), call_id, calls[index]["name"], False, not_run=True))
     if answered <= len(calls):
-        for bad in reply.invalid_tool_calls:
-            results.append(_answer_malformed(setup.toolkit, bad, bad.get("id") or f"call_{len(results)}", writer))
+        for offset, bad in enumerate(reply.invalid_tool_calls):  # ids made up as the session makes them
+            call_id = bad.get("id") or f"call_{len(calls) + offset}"
+            results.append(_answer_malformed(setup.toolkit, bad, call_id, writer))
     return {"messages": results}
 
 
