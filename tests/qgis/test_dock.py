@@ -38,7 +38,7 @@ def test_a_typed_question_streams_an_answer_with_tool_steps(panel, model_server,
     type_and_send(panel, "Which schools are primary?")
     assert panel.input.toPlainText() == ""
     assert panel.send_button.text() == "Stop"
-    wait_until(lambda: panel.statuses == ["finished"], 20)
+    wait_until(lambda: panel.statuses == ["finished"], 120)
     assert panel.send_button.text() == "Send"
     assert panel.status.text() == "Done."
 
@@ -103,7 +103,7 @@ def test_stop_button_ends_a_streaming_answer_and_the_next_message_works(panel, m
     type_and_send(panel, "Write a long essay")
     wait_until(
         lambda: bool(items_of(panel, MarkdownView)) and "token" in items_of(panel, MarkdownView)[0].toPlainText(),
-        10,
+        120,
     )
     pressed = time.monotonic()
     QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
@@ -117,21 +117,21 @@ def test_stop_button_ends_a_streaming_answer_and_the_next_message_works(panel, m
     assert items_of(panel, MarkdownView)[0].source_text == partial  # nothing more arrives
     model_server.script([Turn(text="Short.")])
     type_and_send(panel, "Short answer please")
-    wait_until(lambda: panel.statuses == ["cancelled", "finished"], 10)
+    wait_until(lambda: panel.statuses == ["cancelled", "finished"], 120)
     assert items_of(panel, MarkdownView)[-1].source_text == "Short."
 
 
 def test_a_dead_server_is_reported_and_the_dock_stays_usable(panel, model_server):
     PlgOptionsManager.set_value("ollama_url", f"http://127.0.0.1:{free_port()}")
     type_and_send(panel, "Hello?")
-    wait_until(lambda: panel.statuses == ["failed"], 10)
+    wait_until(lambda: panel.statuses == ["failed"], 120)
     errors = [w.text() for w in items_of(panel, QLabel) if w.property("level") == "error"]
     assert len(errors) == 1 and errors[0].startswith("Cannot reach the Ollama server at http://127.0.0.1:")
     assert panel.send_button.text() == "Send" and panel.input.isEnabled()
     PlgOptionsManager.set_value("ollama_url", model_server.url)
     model_server.script([Turn(text="I am here.")])
     type_and_send(panel, "Hello again")
-    wait_until(lambda: panel.statuses == ["failed", "finished"], 10)
+    wait_until(lambda: panel.statuses == ["failed", "finished"], 120)
     assert items_of(panel, MarkdownView)[-1].source_text == "I am here."
 
 
@@ -160,11 +160,11 @@ def test_shift_enter_adds_a_line_instead_of_sending(panel, model_server):
 def test_new_conversation_clears_the_view_and_the_memory(panel, model_server):
     model_server.script([Turn(text="Hello, Ann."), Turn(text="Hi.")])
     type_and_send(panel, "My name is Ann")
-    wait_until(lambda: panel.statuses == ["finished"], 10)
+    wait_until(lambda: panel.statuses == ["finished"], 120)
     QTest.mouseClick(panel.new_button, Qt.MouseButton.LeftButton)
-    wait_until(lambda: not panel.chat.items())
+    wait_until(lambda: not panel.chat.items(), 120)
     type_and_send(panel, "Who am I?")
-    wait_until(lambda: panel.statuses == ["finished", "finished"], 10)
+    wait_until(lambda: panel.statuses == ["finished", "finished"], 120)
     sent = [m["content"] for m in model_server.chat_requests()[-1].body["messages"][1:]]
     # Only the new question, which carries the project's state ahead of it (the first of a conversation does).
     assert len(sent) == 1 and "Ann" not in sent[0]
@@ -182,16 +182,16 @@ def test_missing_packages_are_named_and_nothing_runs(panel, model_server, monkey
 def test_model_bar_lists_models_tests_the_connection_and_saves_choices(panel, model_server):
     bar = panel.model_bar
     bar.refresh_models()
-    wait_until(lambda: bar.model_combo.count() == 2, 5)
+    wait_until(lambda: bar.model_combo.count() == 2, 120)
     assert [bar.model_combo.itemText(i) for i in range(2)] == ["llama3.2:3b", "qwen3:8b"]
     bar.model_combo.setCurrentText("llama3.2:3b")
     assert PlgOptionsManager.get_plg_settings().ollama_model == "llama3.2:3b"
     bar.test_connection()
-    wait_until(lambda: bar.status_label.text().startswith("Connected"), 5)
+    wait_until(lambda: bar.status_label.text().startswith("Connected"), 120)
     assert bar.status_label.text() == "Connected: 2 models available."
     model_server.capabilities = ("completion",)
     bar.model_combo.setCurrentText("qwen3:8b")
-    wait_until(lambda: "cannot call tools" in bar.status_label.text(), 5)
+    wait_until(lambda: "cannot call tools" in bar.status_label.text(), 120)
 
 
 def test_api_keys_go_to_the_keychain_never_to_settings(panel, model_server):
@@ -209,7 +209,7 @@ def test_api_keys_go_to_the_keychain_never_to_settings(panel, model_server):
     assert bar.key_edit.text() == ""
     # Stored in the background: the keychain may be slow or ask to be unlocked.
     account = account_for(model_server.url + "/v1")
-    wait_until(lambda: keyring.get_password(SERVICE, account) == "sk-planted-secret-123", 10)
+    wait_until(lambda: keyring.get_password(SERVICE, account) == "sk-planted-secret-123", 120)
     settings = QgsSettings()
     settings.sync()
     with open(settings.fileName(), encoding="utf-8", errors="replace") as handle:
@@ -217,5 +217,5 @@ def test_api_keys_go_to_the_keychain_never_to_settings(panel, model_server):
     model_server.api_key = "sk-planted-secret-123"
     model_server.script([Turn(text="authorised")])
     type_and_send(panel, "hi")
-    wait_until(lambda: panel.statuses == ["finished"], 10)
+    wait_until(lambda: panel.statuses == ["finished"], 120)
     assert model_server.chat_requests()[-1].headers["authorization"] == "Bearer sk-planted-secret-123"
