@@ -31,7 +31,7 @@ def schools(project) -> int:
 
 
 def paused_card(panel, runs: int) -> ApprovalCard:
-    wait_until(lambda: len(panel.statuses) >= runs, 30)
+    wait_until(lambda: len(panel.statuses) >= runs, 120)
     assert panel.statuses[-1] == "paused", panel.statuses
     card = panel.runs.awaiting
     assert isinstance(card, ApprovalCard) and card.pending
@@ -44,8 +44,8 @@ def keys(card: ApprovalCard, key: Qt.Key, modifiers: Qt.KeyboardModifier) -> Non
     window.activateWindow()
     QApplication.setActiveWindow(window)
     card.editor.setFocus()
-    wait_until(lambda: QGuiApplication.focusWindow() is window.windowHandle(), 10)
-    wait_until(lambda: QApplication.focusWidget() is card.editor, 10)
+    wait_until(lambda: QGuiApplication.focusWindow() is window.windowHandle(), 120)
+    wait_until(lambda: QApplication.focusWidget() is card.editor, 120)
     QTest.keyClick(card.editor, key, modifiers)
 
 
@@ -68,7 +68,7 @@ def test_always_for_a_tool_skips_its_next_card_but_not_a_wider_call_nor_another_
     assert card.outcome.text() == "Approved (always for edit_features in this conversation)"
     assert not card.body.isVisible()
     # The folded card's one line reads the decision first (before, it was squeezed to no width at all).
-    wait_until(lambda: card.outcome.width() >= card.outcome.fontMetrics().horizontalAdvance("Approved (always"), 5)
+    wait_until(lambda: card.outcome.width() >= card.outcome.fontMetrics().horizontalAdvance("Approved (always"), 120)
     assert card.outcome.x() < card.title.x() and card.outcome.toolTip() == card.outcome.text()
 
     wider = paused_card(panel, 2)  # the second delete ran without a card; the third asks
@@ -80,7 +80,7 @@ def test_always_for_a_tool_skips_its_next_card_but_not_a_wider_call_nor_another_
     assert any("you chose always for edit_features in this conversation" in text for text in notices), notices
     keys(wider, Qt.Key.Key_Backspace, Qt.KeyboardModifier.ControlModifier)
     assert wider.outcome.text() == "Rejected"
-    wait_until(lambda: len(panel.statuses) == 3, 30)
+    wait_until(lambda: len(panel.statuses) == 3, 120)
     assert panel.statuses[-1] == "finished"
     assert "Not done: the user rejected" in model_server.chat_requests()[3].tool_messages()[-1]["content"]
     assert schools(demo_project) < before
@@ -89,7 +89,7 @@ def test_always_for_a_tool_skips_its_next_card_but_not_a_wider_call_nor_another_
     other = paused_card(panel, 4)
     assert other.request.tool == "set_layer"
     QTest.mouseClick(other.reject_button, Qt.MouseButton.LeftButton)
-    wait_until(lambda: len(panel.statuses) == 5, 30)
+    wait_until(lambda: len(panel.statuses) == 5, 120)
     assert "parks" in [layer.name() for layer in demo_project.mapLayers().values()]
     assert len(model_server.chat_requests()) == 6
 
@@ -109,28 +109,28 @@ def test_the_menu_a_new_and_a_reopened_conversation_ask_again(panel, model_serve
     )
     type_and_send(panel, "delete the largest schools")
     QTest.mouseClick(paused_card(panel, 1).always_button, Qt.MouseButton.LeftButton)
-    wait_until(lambda: len(panel.statuses) == 2, 30)
+    wait_until(lambda: len(panel.statuses) == 2, 120)
     panel.conversation_bar.forget_always_action.trigger()
-    wait_until(lambda: "edit_features" in panel.status.text(), 10)
+    wait_until(lambda: "edit_features" in panel.status.text(), 120)
     assert panel.status.text() == "Steps of edit_features will ask for approval again."
 
     type_and_send(panel, "and the next ones")
     card = paused_card(panel, 3)
     keys(card, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)  # Ctrl+Enter: approve once
     assert card.outcome.text() == "Approved"
-    wait_until(lambda: len(panel.statuses) == 4, 30)
+    wait_until(lambda: len(panel.statuses) == 4, 120)
 
     QTest.mouseClick(panel.new_button, Qt.MouseButton.LeftButton)
     type_and_send(panel, "delete some more")
     QTest.mouseClick(paused_card(panel, 5).always_button, Qt.MouseButton.LeftButton)
-    wait_until(lambda: len(panel.statuses) == 6, 30)
+    wait_until(lambda: len(panel.statuses) == 6, 120)
 
     panel.view.open_conversation(panel.runs.thread_id())
-    wait_until(lambda: not items_of(panel, ApprovalCard) and "And more." in _answers(panel), 20)
+    wait_until(lambda: not items_of(panel, ApprovalCard) and "And more." in _answers(panel), 120)
     type_and_send(panel, "and the last ones")
     card = paused_card(panel, 7)
     QTest.mouseClick(card.reject_button, Qt.MouseButton.LeftButton)
-    wait_until(lambda: len(panel.statuses) == 8, 30)
+    wait_until(lambda: len(panel.statuses) == 8, 120)
     assert panel.statuses[-1] == "finished" and len(model_server.chat_requests()) == 8
 
 
