@@ -21,7 +21,9 @@ def layer_names(project) -> list[str]:
 
 
 def shown_card(panel) -> ApprovalCard:
-    wait_until(lambda: panel.statuses[-1:] == ["paused"] or bool(panel.statuses and panel.statuses[-1] != "paused"), 30)
+    wait_until(
+        lambda: panel.statuses[-1:] == ["paused"] or bool(panel.statuses and panel.statuses[-1] != "paused"), 120
+    )
     assert panel.statuses[-1] == "paused", panel.statuses
     cards = items_of(panel, ApprovalCard)
     assert cards and cards[-1] is panel.runs.awaiting
@@ -51,7 +53,7 @@ def test_the_card_shows_the_code_highlighted_and_approving_an_edit_runs_the_edit
 
     card.editor.setPlainText(CODE.replace("green_spaces", "parks_and_gardens"))
     click(card.approve_button)
-    wait_until(lambda: panel.statuses[-1] == "finished", 30)
+    wait_until(lambda: panel.statuses[-1] == "finished", 120)
     assert "parks_and_gardens" in layer_names(demo_project) and "green_spaces" not in layer_names(demo_project)
     assert card.outcome.text() == "Approved (edited)"
     assert not card.approve_button.isEnabled() and card.editor.isReadOnly()
@@ -70,7 +72,7 @@ def test_rejecting_with_a_reason_tells_the_model(panel, model_server, demo_proje
     assert card.editor.isReadOnly()  # nothing to edit in a removal
     QTest.keyClicks(card.reason, "the parks are needed for the report")
     click(card.reject_button)
-    wait_until(lambda: panel.statuses[-1] == "finished", 30)
+    wait_until(lambda: panel.statuses[-1] == "finished", 120)
     assert "parks" in layer_names(demo_project)
     assert card.outcome.text() == "Rejected: the parks are needed for the report"
     told = model_server.chat_requests()[-1].tool_messages()[-1]["content"]
@@ -89,12 +91,12 @@ def test_approve_all_switches_the_policy_to_trust_until_a_new_conversation(panel
     )
     type_and_send(panel, "remove parks and land use")
     click(shown_card(panel).trust_button)
-    wait_until(lambda: panel.statuses[-1] == "finished", 30)
+    wait_until(lambda: panel.statuses[-1] == "finished", 120)
     assert panel.policy.currentData() == POLICY_TRUST
     assert PlgOptionsManager.get_plg_settings().approval_policy == POLICY_TRUST
     assert "parks" not in layer_names(demo_project) and "landuse" not in layer_names(demo_project)
     type_and_send(panel, "and the roads")
-    wait_until(lambda: len(panel.statuses) == 3, 30)
+    wait_until(lambda: len(panel.statuses) == 3, 120)
     assert panel.statuses[-1] == "finished" and "roads" not in layer_names(demo_project)
     assert len(items_of(panel, ApprovalCard)) == 1
     click(panel.new_button)
@@ -111,7 +113,7 @@ def test_the_never_policy_from_the_picker_refuses_without_a_card(panel, model_se
         ]
     )
     type_and_send(panel, "remove the parks")
-    wait_until(lambda: panel.statuses == ["finished"], 30)
+    wait_until(lambda: panel.statuses == ["finished"], 120)
     assert items_of(panel, ApprovalCard) == [] and "parks" in layer_names(demo_project)
 
 
@@ -125,7 +127,7 @@ def test_drop_gives_up_the_step_and_the_conversation_goes_on(panel, model_server
     assert card.outcome.text() == "Dropped" and panel.runs.awaiting is None
     assert panel.status.text() == "Dropped the step."
     type_and_send(panel, "how many layers?")
-    wait_until(lambda: panel.statuses[-1:] == ["finished"], 30)
+    wait_until(lambda: panel.statuses[-1:] == ["finished"], 120)
     assert "parks" in layer_names(demo_project)
     sent = model_server.chat_requests()[-1].body["messages"]
     assert sent[-2]["content"] == "Not done: the user dropped this step."
@@ -148,14 +150,14 @@ def test_a_pending_approval_is_shown_again_after_a_restart(qgis_iface, demo_proj
     second = open_dock(qgis_iface, demo_project, store)
     try:
         panel = second.panel
-        wait_until(lambda: panel.runs.awaiting is not None, 30)
+        wait_until(lambda: panel.runs.awaiting is not None, 120)
         card = panel.runs.awaiting
         assert card.title.text() == "Approval needed: Remove layer 'parks' from the project"
         assert panel.status.text() == "Waiting for your approval."
         assert any("waiting for your approval" in label.text() for label in items_of(panel, QLabel))
         assert "parks" in layer_names(demo_project)
         click(card.approve_button)
-        wait_until(lambda: panel.statuses[-1:] == ["finished"], 30)
+        wait_until(lambda: panel.statuses[-1:] == ["finished"], 120)
         assert "parks" not in layer_names(demo_project)
         assert panel.chat.answer_text() == "Removed the parks."
     finally:
@@ -179,7 +181,7 @@ def test_a_restored_approval_whose_layer_is_gone_says_so_and_offers_to_discard(
     second = open_dock(qgis_iface, demo_project, store)
     try:
         panel = second.panel
-        wait_until(lambda: panel.runs.awaiting is not None, 30)
+        wait_until(lambda: panel.runs.awaiting is not None, 120)
         card = panel.runs.awaiting
         assert card.layer_names() == ["parks"]
         assert card.warning.text() == "'parks' is no longer in the project: this step can no longer run as asked."
