@@ -35,7 +35,7 @@ def test_an_openai_server_without_a_key_gets_a_calm_hint_and_send_says_why(
     dock = open_dock(qgis_iface, demo_project, tmp_path / "store.sqlite")
     panel, card = dock.panel, dock.panel.first_run
     try:
-        wait_until(lambda: panel.model_bar.state.status == ServerStatus.NEEDS_KEY, 10)
+        wait_until(lambda: panel.model_bar.state.status == ServerStatus.NEEDS_KEY, 120)
         hint = f"Enter the API key for {REMOTE}, or pick a local server."
         assert card.state_label.text() == hint
         assert card.state_label.property("status") == "checking"  # grey, not the red bold of a fault
@@ -55,13 +55,13 @@ def test_a_local_server_that_refuses_without_a_key_asks_for_one_and_is_ready_onc
     configure(model_server, provider="openai")
     page = make_page()
     picker = page.picker
-    wait_until(lambda: picker.state.status == ServerStatus.NEEDS_KEY, 10)
+    wait_until(lambda: picker.state.status == ServerStatus.NEEDS_KEY, 120)
     url = model_server.url + "/v1"
     assert picker.model_status.text() == f"Enter the API key for {url}, or pick a local server."
     assert picker.model_status.styleSheet() == ""  # not red
     picker.key_edit.setText("sk-polish")
     picker.key_edit.editingFinished.emit()  # the key typed in the page's draft: the server is asked again with it
-    wait_until(lambda: picker.state.status == ServerStatus.READY, 10)
+    wait_until(lambda: picker.state.status == ServerStatus.READY, 120)
     assert picker.model_status.text() == "" and picker.model_combo.count() == 2
 
 
@@ -133,7 +133,7 @@ def test_renaming_and_exporting_from_the_bar_use_the_conversations_title(panel, 
     model_server.script([Turn(text="Hello!")])
     done = len(panel.statuses)
     type_and_send(panel, "Schools near rivers?")
-    wait_until(lambda: len(panel.statuses) > done, 30)
+    wait_until(lambda: len(panel.statuses) > done, 120)
     thread = panel.runs.thread_id()
     assert panel.conversation_bar.current_title == "Schools near rivers?"
 
@@ -145,7 +145,7 @@ def test_renaming_and_exporting_from_the_bar_use_the_conversations_title(panel, 
     seen = _answer_modal(rename)
     panel.conversation_bar.rename_action.trigger()
     assert len(seen) == 1 and isinstance(seen[0], RenameDialog)
-    wait_until(lambda: panel.conversation_bar.title.text() == "Schools / rivers: near?", 20)
+    wait_until(lambda: panel.conversation_bar.title.text() == "Schools / rivers: near?", 120)
 
     folder = tmp_path / "exports"
     folder.mkdir()
@@ -161,7 +161,7 @@ def test_renaming_and_exporting_from_the_bar_use_the_conversations_title(panel, 
     panel.view.ask_export(thread)
     today = datetime.date.today().isoformat()
     assert proposed == [str(folder / f"{today} Schools rivers near.md")]  # /, : and ? are not for file names
-    wait_until((tmp_path / "elsewhere" / "mine.md").exists, 20)
+    wait_until((tmp_path / "elsewhere" / "mine.md").exists, 120)
     assert PlgOptionsManager.get_plg_settings().last_export_folder == str(tmp_path / "elsewhere")  # remembered
 
 
