@@ -10,7 +10,7 @@ with an error that blamed the server.  So each line of a chat stream is
 checked here, in the HTTP transport under the clients
 (``providers.StreamRepairTransport``), before a client sees it:
 
-- arguments beyond the bounds of ``core.bounds`` (``CALL_TEXT_CHARS`` per
+- arguments beyond the bounds of ``core.call_bounds`` (``CALL_TEXT_CHARS`` per
   text, ``CALL_CHARS`` in all, ``CALL_DEPTH`` levels, ``CALL_DIGITS`` per
   integer) are replaced by ``{REFUSED_ARGUMENTS: why}``; the toolkit answers
   that call with a tool error giving the size and the bound, and the run goes on;
@@ -32,7 +32,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from geogpt_qgis.core.bounds import CALL_CHARS, CALL_DEPTH, CALL_TEXT_CHARS, REFUSED_ARGUMENTS, arguments_problem
+from geogpt_qgis.core.call_bounds import CALL_CHARS, CALL_DEPTH, CALL_TEXT_CHARS, REFUSED_ARGUMENTS, arguments_problem
 
 # Key under which an Ollama tool call's unparsable argument string travels to the graph.
 UNPARSED_ARGUMENTS = "__geogpt_unparsed_arguments__"

@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 from geogpt_qgis.agent.aliases import ALIASES, routed
 from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_approval, current_decision
 from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, content_and_artifact
-from geogpt_qgis.core.bounds import REFUSED_ARGUMENTS, bounded, check_text
+from geogpt_qgis.core.bounds import bounded, check_text
+from geogpt_qgis.core.call_bounds import REFUSED_ARGUMENTS
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
 from geogpt_qgis.core.secrets_scrub import scrub, scrub_value

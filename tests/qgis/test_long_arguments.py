@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from geogpt_qgis.core.bounds import CALL_TEXT_CHARS, REFUSED_ARGUMENTS
+from geogpt_qgis.core.call_bounds import CALL_TEXT_CHARS, REFUSED_ARGUMENTS
 from tests.support.demo import copy_demo
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import ask

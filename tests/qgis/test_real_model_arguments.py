@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from geogpt_qgis.core.bounds import CALL_DEPTH
+from geogpt_qgis.core.call_bounds import CALL_DEPTH
 from tests.support.demo import copy_demo
 from tests.support.llama_server import MODEL_ALIAS, ShapingProxy, streamed_deltas, streamed_text
 

@@ -23,7 +23,7 @@ from geogpt_qgis.agent.call_arguments import (
 )
 from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.providers import explain_model_error
-from geogpt_qgis.core.bounds import CALL_CHARS, CALL_DEPTH, CALL_TEXT_CHARS, REFUSED_ARGUMENTS, arguments_problem
+from geogpt_qgis.core.call_bounds import CALL_CHARS, CALL_DEPTH, CALL_TEXT_CHARS, REFUSED_ARGUMENTS, arguments_problem
 
 WORDS = " ".join(["school"] * 1_600)  # Python's parser raises MemoryError on this (ast.literal_eval)
 PATHOLOGICAL = [WORDS, "[" * 1_000, "- " * 5_000, "{'a': " * 200, "not " * 3_000]
