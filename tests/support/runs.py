@@ -46,7 +46,7 @@ def ask(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
     )
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> float:
+def wait_until(predicate: Callable[[], bool], timeout: float = 120.0) -> float:
     """Process Qt events until ``predicate()`` holds; return the seconds waited, fail on timeout."""
     started = time.monotonic()
     while not predicate():
@@ -136,7 +136,7 @@ class RunRecorder:
             self.finished[run_id] = event
             self.finished_at[run_id] = time.monotonic()
 
-    def wait(self, run_id: int, timeout: float = 20.0) -> RunFinished:
+    def wait(self, run_id: int, timeout: float = 120.0) -> RunFinished:
         wait_until(lambda: run_id in self.finished, timeout)
         return self.finished[run_id]
 
