@@ -53,3 +53,16 @@ def temp_dir() -> Path:
     folder = profile_data_dir() / "tmp"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def edit_copies_dir(create: bool = True) -> Path:
+    """Where an edit saved at once (headless: no window to discard it from) first keeps the features it changes.
+
+    ``create=False`` only names it (an approval card describes, it makes no folder).
+    """
+    from qgis.core import QgsApplication
+
+    folder = Path(QgsApplication.qgisSettingsDirPath()) / PLUGIN_ID / "edit-copies"
+    if create:
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -10,18 +10,24 @@ database go into the layer's edit buffer and are left there: nothing reaches
 the user's data until they save the layer's edits in QGIS, and discarding them
 undoes the change.  Only a temporary memory layer is changed at once, and so
 is every layer headless (the command line, the stdio MCP server), where no one
-could save the buffer: the card says which.
+could save the buffer: there the features the change touches are first copied,
+as they are, into a GeoPackage in the profile's ``edit-copies`` folder, so the
+change can still be undone.  The card says which.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 from qgis.core import (
     QgsExpression,
     QgsExpressionContext,
     QgsExpressionContextUtils,
     QgsFeatureRequest,
+    QgsVectorFileWriter,
     QgsVectorLayer,
 )
 
@@ -32,6 +38,7 @@ from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.targets import LAYER, Target
 from geogpt_qgis.core.text import counted
+from geogpt_qgis.toolbelt.paths import edit_copies_dir
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import (
     VectorReadPlan,
@@ -68,8 +75,37 @@ def _undo_note(layer: QgsVectorLayer, buffered: bool) -> str:
     if layer.providerType() == "memory":
         return "A temporary layer: the change is made at once."
     if not buffered:
-        return f"No QGIS window to save or discard it from: the change is saved to {_source_label(layer)} at once."
+        return (
+            f"No QGIS window to save or discard it from: the change is saved to {_source_label(layer)} at once, "
+            f"after the features it changes are copied, as they are now, to a GeoPackage in {edit_copies_dir(create=False)} "
+            "(to undo it from)."
+        )
     return BUFFERED
+
+
+def _keep_copy(vector: QgsVectorLayer, ids: list[int]) -> Path:
+    """Copy the features ``ids`` of ``vector``, as they are, into a new GeoPackage (main thread, before a change).
+
+    The undo of an edit saved at once: every field and the geometry, ids kept when the source's own FID field
+    comes along (a GeoPackage's ``fid``).  Raises ``ToolError`` (nothing changed yet) if the copy fails.
+    """
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", vector.name()).strip("_")[:60] or "layer"
+    target = edit_copies_dir() / f"{stem}-{time.strftime('%Y%m%dT%H%M%S')}-{time.monotonic_ns() % 10**6:06d}.gpkg"
+    options = QgsVectorFileWriter.SaveVectorOptions()
+    options.driverName = "GPKG"
+    options.layerName = stem
+    writer = QgsVectorFileWriter.create(
+        str(target), vector.fields(), vector.wkbType(), vector.crs(), vector.transformContext(), options
+    )
+    try:
+        if writer.hasError() != QgsVectorFileWriter.WriterError.NoError:
+            raise ToolError(f"could not keep a copy of the features before the change: {writer.errorMessage()}")
+        for feature in vector.getFeatures(QgsFeatureRequest().setFilterFids(ids)):
+            if not writer.addFeature(feature):
+                raise ToolError(f"could not keep a copy of the features before the change: {writer.errorMessage()}")
+    finally:
+        del writer  # closes the file
+    return target
 
 
 def _bound_layer(targets: list[Target]) -> Target | None:
@@ -205,7 +241,7 @@ class EditTools(ToolFamily):
         if bound is not None:
             self._check_binding(bound, bound.ident)
         return self._in_edit_session(
-            vector, lambda: vector.deleteFeatures(ids), f"deleted {counted(len(ids), 'feature')}"
+            vector, lambda: vector.deleteFeatures(ids), f"deleted {counted(len(ids), 'feature')}", ids
         )
 
     def _check_update(self, layer_id: str, field: str, value: str) -> None:
@@ -238,7 +274,9 @@ class EditTools(ToolFamily):
         def apply() -> bool:
             return all(vector.changeAttributeValue(fid, index, new) for fid, new in changes.items())
 
-        return self._in_edit_session(vector, apply, f"changed {field!r} on {counted(len(changes), 'feature')}")
+        return self._in_edit_session(
+            vector, apply, f"changed {field!r} on {counted(len(changes), 'feature')}", list(changes)
+        )
 
     # -- shared --------------------------------------------------------------------
     def _matching(self, ref: str, expression: str, approved: bool = False) -> tuple[QgsVectorLayer, list[int]]:
@@ -268,8 +306,11 @@ class EditTools(ToolFamily):
         """
         return self.ctx.iface is not None
 
-    def _in_edit_session(self, vector: QgsVectorLayer, change: Callable[[], bool], what: str) -> str:
-        """Apply ``change`` into the layer's edit buffer, left open for the user (a memory layer: saved at once)."""
+    def _in_edit_session(self, vector: QgsVectorLayer, change: Callable[[], bool], what: str, ids: list[int]) -> str:
+        """Apply ``change`` into the layer's edit buffer, left open for the user (a memory layer: saved at once).
+
+        Headless, a file or database layer is saved at once, after the features ``ids`` are copied aside.
+        """
         if vector.isEditable():
             if not change():
                 raise ToolError(f"QGIS refused the change to {vector.name()!r}")
@@ -284,8 +325,15 @@ class EditTools(ToolFamily):
                 f"In {vector.name()!r}, {what} in the layer's edit buffer; not saved to {_source_label(vector)} "
                 "until the user saves the layer's edits in QGIS (discarding them undoes it)."
             )
+        kept = ""
+        if vector.providerType() != "memory":
+            try:
+                kept = f" The features as they were are kept in {_keep_copy(vector, ids)}."
+            except ToolError:
+                vector.rollBack()
+                raise
         if not change() or not vector.commitChanges():
             errors = "; ".join(vector.commitErrors()) or "the change was refused"
             vector.rollBack()
             raise ToolError(f"could not save the change to {vector.name()!r}: {errors}")
-        return f"In {vector.name()!r}, {what}; saved to {_source_label(vector)}."
+        return f"In {vector.name()!r}, {what}; saved to {_source_label(vector)}.{kept}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,17 @@ def stored_counts(path: str) -> dict[str, int]:
     counts = {source.GetLayer(i).GetName(): source.GetLayer(i).GetFeatureCount() for i in range(source.GetLayerCount())}
     source = None
     return counts
+
+
+def stored_features(path: str, table: str | None = None, where: str = "") -> dict[int, tuple[dict, bytes]]:
+    """Each feature's fields and geometry by id, read by GDAL (``table`` None: the file's only table)."""
+    source = ogr.Open(path)
+    found = source.GetLayerByName(table) if table else source.GetLayer(0)
+    if where:
+        found.SetAttributeFilter(where)
+    features = {f.GetFID(): (f.items(), bytes(f.GetGeometryRef().ExportToWkb())) for f in found}
+    source = None
+    return features
 
 
 def stored_pupils(path: str) -> list[int]:
@@ -435,9 +447,15 @@ def test_headless_an_approved_delete_is_saved_at_once_and_the_card_says_so(demo_
     request = call_in_thread(tools.preview_edit_features, **args)
     assert "saved to ogr: " in request.details and "at once" in request.details
     deleted = int(request.action.split()[1])
+    assert "copied, as they are now, to a GeoPackage in" in request.details
+    originals = stored_features(path, "schools", "type = 'primary'")
     result = run_approved(tools.edit_features, request, **args)
     assert "saved to" in result.text and not layer(demo_project, "schools").isEditable()
     assert stored_counts(path) == {**before, "schools": before["schools"] - deleted}  # the parks untouched
+    # The undo: the deleted features, every field as it was, in the copy the result names.
+    copy = re.search(r"kept in (\S+\.gpkg)", result.text)
+    assert copy is not None and len(originals) == deleted
+    assert stored_features(copy.group(1)) == originals
 
 
 def test_the_export_itself_checks_the_path_just_before_writing(demo_project, tool_ctx, tmp_path):
