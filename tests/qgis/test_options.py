@@ -94,10 +94,10 @@ def test_the_model_list_comes_from_the_server_with_a_warning_for_models_without_
     configure(model_server)
     model_server.capabilities = ("completion",)  # /api/show: this model cannot call tools
     page = make_page()
-    wait_until(lambda: page.picker.model_combo.count() == 2, 10)
+    wait_until(lambda: page.picker.model_combo.count() == 2, 120)
     assert [page.picker.model_combo.itemText(i) for i in range(2)] == ["llama3.2:3b", "qwen3:8b"]
     assert page.picker.model_combo.currentText() == "qwen3:8b"
-    wait_until(lambda: "cannot call tools" in page.picker.model_status.text(), 10)
+    wait_until(lambda: "cannot call tools" in page.picker.model_status.text(), 120)
     assert page.picker.model_status.text() == (
         "This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1)."
     )
@@ -105,7 +105,7 @@ def test_the_model_list_comes_from_the_server_with_a_warning_for_models_without_
     assert shows[-1] == "qwen3:8b"
     model_server.capabilities = ("completion", "tools")
     page.picker.model_combo.setCurrentIndex(0)  # llama3.2:3b, checked after a short pause in typing
-    wait_until(lambda: page.picker.model_status.text() == "✓ This model can call tools.", 10)
+    wait_until(lambda: page.picker.model_status.text() == "✓ This model can call tools.", 120)
     assert [r.body.get("model") for r in model_server.requests if r.path == "/api/show"][-1] == "llama3.2:3b"
 
 
@@ -114,13 +114,13 @@ def test_the_connection_test_reports_success_or_what_to_fix(make_page, model_ser
     configure(model_server)
     page = make_page()
     page.picker.test_connection()
-    wait_until(lambda: page.picker.test_label.text().startswith("Connected"), 10)
+    wait_until(lambda: page.picker.test_label.text().startswith("Connected"), 120)
     assert page.picker.test_label.text() == "Connected: 2 models available."
 
     dead = f"http://127.0.0.1:{free_port()}"
     page.picker.url_edit.setText(dead)
     page.picker.test_connection()
-    wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 10)
+    wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 120)
     assert page.picker.test_label.text() == (  # the command shown as code, not between backticks
         f"Connection failed: Cannot reach the Ollama server at {dead}. Is Ollama running? "
         "Start it (<code>ollama serve</code>) or correct the server URL."
@@ -130,7 +130,7 @@ def test_the_connection_test_reports_success_or_what_to_fix(make_page, model_ser
     with silent_server() as silent:
         page.picker.url_edit.setText(silent)
         page.picker.test_connection()
-        wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 15)
+        wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 120)
     assert page.picker.test_label.text().startswith(
         f"Connection failed: The model server at {silent} did not answer within"
     )
@@ -140,19 +140,19 @@ def test_the_connection_test_reports_success_or_what_to_fix(make_page, model_ser
     _choose(page.picker.provider_combo, "openai")
     page.picker.url_edit.setText(model_server.url + "/v1")
     page.picker.test_connection()
-    wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 10)
+    wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 120)
     # No key typed, stored or in $OPENAI_API_KEY: the refusal asks for one.
     assert f"Enter the API key for {model_server.url}/v1" in page.picker.test_label.text()
     page.picker.key_edit.setText("sk-wrong")
     page.picker.test_connection()
-    wait_until(lambda: "refused the API key (HTTP 401)" in page.picker.test_label.text(), 10)
+    wait_until(lambda: "refused the API key (HTTP 401)" in page.picker.test_label.text(), 120)
     page.picker.key_edit.setText("sk-test-options")
     page.picker.test_connection()
-    wait_until(lambda: page.picker.test_label.text().startswith("Connected"), 10)
+    wait_until(lambda: page.picker.test_label.text().startswith("Connected"), 120)
     assert page.picker.test_label.text() == "Connected: 2 models available."
     page.picker.url_edit.setText(model_server.url)  # the OpenAI API lives under /v1
     page.picker.test_connection()
-    wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 10)
+    wait_until(lambda: page.picker.test_label.text().startswith("Connection failed"), 120)
     assert "has no model list there (HTTP 404)" in page.picker.test_label.text()
 
 
@@ -160,7 +160,7 @@ def test_the_dock_follows_what_the_options_page_saved(panel, model_server, make_
     bar = panel.model_bar
     assert bar.provider_combo.currentData() == "ollama"
     page = make_page()
-    wait_until(lambda: page.picker.model_combo.count() == 2, 10)
+    wait_until(lambda: page.picker.model_combo.count() == 2, 120)
     page.picker.model_combo.setEditText("llama3.2:3b")
     _choose(page.policy_combo, "never")
     page.apply()
@@ -176,4 +176,4 @@ def test_the_dock_follows_what_the_options_page_saved(panel, model_server, make_
     assert not bar.key_edit.isHidden()
     config = bar.current_config()
     assert (config.provider, config.base_url, config.model) == ("openai", model_server.url + "/v1", "qwen3:8b")
-    wait_until(lambda: any(r.path == "/v1/models" for r in model_server.requests), 10)  # the bar reloaded its list
+    wait_until(lambda: any(r.path == "/v1/models" for r in model_server.requests), 120)  # the bar reloaded its list
