@@ -69,12 +69,12 @@ def test_a_planted_key_is_used_everywhere_and_written_nowhere(
         page.picker.url_edit.editingFinished.emit()
         page.picker.key_edit.setText(key)
         page.picker.test_connection()
-        wait_until(lambda: page.picker.test_label.text() == "Connected: 2 models available.", 10)
+        wait_until(lambda: page.picker.test_label.text() == "Connected: 2 models available.", 120)
         page.picker.model_combo.setEditText("qwen3:8b")
         page.debug_check.setChecked(True)
         page.apply()
         assert page.picker.key_edit.text() == ""
-        wait_until(lambda: page.picker.key_status.text() == "API key saved in the system keychain.", 10)
+        wait_until(lambda: page.picker.key_status.text() == "API key saved in the system keychain.", 120)
         assert keyring.get_password(SERVICE, account_for(url)) == key
         page.deleteLater()  # as when the options dialog closes
         assert logger.level == logging.DEBUG
@@ -86,11 +86,11 @@ def test_a_planted_key_is_used_everywhere_and_written_nowhere(
         bar.key_edit.setText(key)
         bar.key_edit.editingFinished.emit()
         assert bar.key_edit.text() == ""
-        wait_until(lambda: keyring.get_password(SERVICE, account_for(url)) == key, 10)
+        wait_until(lambda: keyring.get_password(SERVICE, account_for(url)) == key, 120)
         # The status line says where the key went before it reports the connection test.
-        wait_until(lambda: bar.status_label.text() == "API key saved in the system keychain.", 10)
+        wait_until(lambda: bar.status_label.text() == "API key saved in the system keychain.", 120)
         bar.test_connection()
-        wait_until(lambda: bar.status_label.text() == "Connected: 2 models available.", 10)
+        wait_until(lambda: bar.status_label.text() == "Connected: 2 models available.", 120)
 
         # A conversation with a tool call, over the OpenAI protocol, with the key in every request.
         model_server.script(
@@ -100,7 +100,7 @@ def test_a_planted_key_is_used_everywhere_and_written_nowhere(
             ]
         )
         type_and_send(panel, "How many schools are there?")
-        wait_until(lambda: panel.statuses == ["finished"], 30)
+        wait_until(lambda: panel.statuses == ["finished"], 120)
         chats = model_server.chat_requests()
         assert [r.path for r in chats] == ["/v1/chat/completions"] * 2
         assert all(r.headers["authorization"] == f"Bearer {key}" for r in chats)
@@ -113,10 +113,10 @@ def test_a_planted_key_is_used_everywhere_and_written_nowhere(
         exported = tmp_path / "exports" / "chat.md"
         exported.parent.mkdir()
         panel.view.export_conversation(panel.runs.thread_id(), str(exported))
-        wait_until(exported.exists, 20)
+        wait_until(exported.exists, 120)
         assert "31 schools" in exported.read_text(encoding="utf-8")
         panel.view.show_run_log()
-        wait_until(lambda: bool(panel.view.dialogs), 20)
+        wait_until(lambda: bool(panel.view.dialogs), 120)
         run_log = panel.view.dialogs[-1]
         assert "describe_layer" in run_log.markdown
         assert key not in run_log.markdown and key not in run_log.browser.toPlainText()
@@ -153,7 +153,7 @@ def test_the_environment_variable_is_used_when_no_key_is_stored(panel, model_ser
     assert get_api_key(url) == "sk-from-the-environment"
     model_server.script([Turn(text="authorised")])
     type_and_send(panel, "hi")
-    wait_until(lambda: panel.statuses == ["finished"], 20)
+    wait_until(lambda: panel.statuses == ["finished"], 120)
     assert model_server.chat_requests()[-1].headers["authorization"] == "Bearer sk-from-the-environment"
     # A stored key wins over the environment; deleting it brings the environment back.
     assert set_api_key(url, "sk-stored") == "keychain"
