@@ -60,13 +60,13 @@ def test_a_finished_answer_offers_copy_and_retry(panel, model_server):
 
     model_server.script([Turn(text=ANSWER), Turn(text="Again: **ten**.")])
     type_and_send(panel, "How many big schools?")
-    wait_until(lambda: panel.statuses == ["finished"], 20)
+    wait_until(lambda: panel.statuses == ["finished"], 120)
     actions = items_of(panel, AnswerActions)
     assert len(actions) == 1 and actions[0].answer == ANSWER
     QTest.mouseClick(actions[0].copy_button, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == ANSWER
     QTest.mouseClick(actions[0].retry_button, Qt.MouseButton.LeftButton)
-    wait_until(lambda: panel.statuses == ["finished", "finished"], 20)
+    wait_until(lambda: panel.statuses == ["finished", "finished"], 120)
     asked = [r.body["messages"][-1]["content"] for r in model_server.chat_requests()]
     assert asked[-1].endswith("How many big schools?") and len(asked) == 2
     assert [a.answer for a in items_of(panel, AnswerActions)] == [ANSWER, "Again: **ten**."]
