@@ -48,7 +48,7 @@ def answer_with_a_tool(panel, model_server, question: str = QUESTION) -> None:
         ]
     )
     type_and_send(panel, question)
-    wait_until(lambda: panel.statuses == ["finished"], 30)
+    wait_until(lambda: panel.statuses == ["finished"], 120)
 
 
 def drawable(button) -> bool:
@@ -89,7 +89,7 @@ def test_a_thumbs_up_keeps_the_run_with_placeholders_and_find_examples_offers_it
 def test_an_answer_without_tool_calls_gets_no_thumbs_up(panel, model_server, library):
     model_server.script([Turn(text="Hello! Ask me about your layers.")])
     type_and_send(panel, "hello")
-    wait_until(lambda: panel.statuses == ["finished"], 20)
+    wait_until(lambda: panel.statuses == ["finished"], 120)
     assert items_of(panel, LikeButton) == []
     assert not library.exists()
 
