@@ -100,7 +100,7 @@ def test_unload_during_a_run_stops_it_cleanly(real_iface, tmp_path, monkeypatch,
     statuses: list[str] = []
     panel.run_finished.connect(statuses.append)
     panel.runs.send("write slowly")
-    wait_until(lambda: len(model_server.chat_requests()) == 1, 10)
+    wait_until(lambda: len(model_server.chat_requests()) == 1, 120)
     worker = panel.conversation.worker
     plugin.unload()
     assert not worker.isRunning()
