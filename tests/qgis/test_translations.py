@@ -87,7 +87,7 @@ def test_the_dock_speaks_norwegian(nb_translator, qgis_iface, demo_project, mode
         bar = panel.conversation_bar
         assert bar.new_button.toolTip() == "Ny samtale"  # the full label, also when the row is short of room
         dock.resize(900, 700)  # room for the full labels (a narrow dock shows "+", gui/responsive.py)
-        wait_until(lambda: not bar.compact, 5)
+        wait_until(lambda: not bar.compact, 120)
         assert bar.new_button.text() == "Ny samtale"
         assert bar.list_button.toolTip() == nb("Your conversations: resume, rename, delete, export")
         assert bar.more_button.toolTip() == nb("More for this conversation")
