@@ -184,7 +184,7 @@ def test_a_chart_in_a_conversation_is_saved_with_it_and_exported(model_server, w
     assert path.parent == profile / "charts" / worker.thread_id
     assert data["title"] == "School types"
     future = worker.export_conversation(worker.thread_id)
-    wait_until(future.done, 30)
+    wait_until(future.done, 120)
     exported = future.result()
     assert f"![chart](<{path}>)" in exported
     assert "- Charts: `" + str(path) in exported
@@ -206,5 +206,5 @@ def test_the_dock_shows_the_chart_inline_and_again_when_restored(panel, model_se
     target = view.save_to(str(Path(view.path).with_name("copy")))
     assert target.read_bytes() == Path(view.path).read_bytes()
     panel.view.open_conversation(panel.runs.thread_id())
-    wait_until(lambda: len(items_of(panel, ChartView)) == 1 and items_of(panel, ChartView)[0] is not view, 20)
+    wait_until(lambda: len(items_of(panel, ChartView)) == 1 and items_of(panel, ChartView)[0] is not view, 120)
     assert items_of(panel, ChartView)[0].path == view.path
