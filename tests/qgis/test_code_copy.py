@@ -50,7 +50,7 @@ def settle(view: MarkdownView) -> None:
         same, last[0] = now == last[0], now
         return view.isVisible() and same
 
-    wait_until(still, 10)
+    wait_until(still, 120)
 
 
 def click_copies(view: MarkdownView) -> list[str]:
@@ -64,7 +64,7 @@ def click_copies(view: MarkdownView) -> list[str]:
         # The clipboard changes on the click (a platform may tell its owner later): wait for that, briefly; a click
         # that copied nothing leaves "before", which the caller's assertion shows.
         with contextlib.suppress(AssertionError):
-            wait_until(lambda: QApplication.clipboard().text() != "before", 5)
+            wait_until(lambda: QApplication.clipboard().text() != "before", 120)
         copied.append(QApplication.clipboard().text())
     return copied
 
