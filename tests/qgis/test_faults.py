@@ -426,13 +426,13 @@ def test_the_dock_shows_a_dropped_answer_in_the_users_words_and_stays_usable(pan
 
     model_server.script([Turn(text=ANSWER, fault="drop", fault_after=5)])
     type_and_send(panel, "Where are the schools?")
-    wait_until(lambda: panel.statuses == ["failed"], 10)
+    wait_until(lambda: panel.statuses == ["failed"], 120)
     errors = [w.text() for w in items_of(panel, QLabel) if w.property("level") == "error"]
     assert len(errors) == 1 and DROPPED in errors[0] and "Is Ollama running" not in errors[0]
     assert panel.send_button.text() == "Send" and panel.input.isEnabled()
     model_server.script([Turn(text="In the north.")])
     type_and_send(panel, "Where are the schools?")
-    wait_until(lambda: panel.statuses == ["failed", "finished"], 10)
+    wait_until(lambda: panel.statuses == ["failed", "finished"], 120)
     assert items_of(panel, MarkdownView)[-1].source_text == "In the north."
 
 
