@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO))
 report: dict = {"errors": [], "measures": [], "shots": [], "held": []}
 POLL_MS = 50
 SETTLE_S = 0.4  # after a resize: QGIS lays the dock area out over a few turns of the event loop
+STEADY_POLLS = 4  # ... and the layout counts as settled once it stays the same this many polls in a row
 
 Wait = Callable[[], bool]
 
@@ -48,6 +49,27 @@ def pause(seconds: float) -> Wait:
     return lambda: time.monotonic() >= until
 
 
+def settled(dock: QDockWidget) -> Wait:
+    """True once SETTLE_S has passed and the dock's layout has stayed the same for STEADY_POLLS polls.
+
+    Each poll is a turn of the event loop, so on a loaded machine (fewer turns per second) it waits longer,
+    rather than measuring a layout QGIS has not finished.
+    """
+    until = time.monotonic() + SETTLE_S
+    seen: list[tuple[int, ...]] = []
+
+    def shape() -> tuple[int, ...]:
+        panel = dock.panel
+        return (dock.width(), panel.width(), panel.chat.viewport().width(), iface.mainWindow().width())
+
+    def done() -> bool:
+        seen.append(shape())
+        steady = len(seen) >= STEADY_POLLS and len(set(seen[-STEADY_POLLS:])) == 1
+        return steady and time.monotonic() >= until
+
+    return done
+
+
 def measure(dock: QDockWidget, stage: str, shot_width: int | None = None) -> Iterator[Wait]:
     """Dock at each width, let it settle, record what sticks out; save pictures when asked."""
     from tests.support.layout_check import chat_overflow, sticking_out
@@ -56,7 +78,7 @@ def measure(dock: QDockWidget, stage: str, shot_width: int | None = None) -> Ite
     panel = dock.panel
     for width in WIDTHS:
         iface.mainWindow().resizeDocks([dock], [width], Qt.Orientation.Horizontal)
-        yield pause(SETTLE_S)
+        yield settled(dock)
         report["measures"].append(
             {
                 "stage": stage,
@@ -83,7 +105,7 @@ def ask(dock: QDockWidget, question: str) -> Iterator[Wait]:
     from tests.support.layout_tour import WIDTHS
 
     iface.mainWindow().resizeDocks([dock], [WIDTHS[0]], Qt.Orientation.Horizontal)
-    yield pause(SETTLE_S)
+    yield settled(dock)
     report["held"].append([question, WIDTHS[0], dock.width()])
     dock.panel.input.setPlainText(question)
     dock.panel.composer.send_current()
@@ -171,4 +193,4 @@ def time_out() -> None:
 
 
 QTimer.singleShot(1500, lambda: drive(tour()))
-QTimer.singleShot(int(os.environ.get("GEOGPT_DESKTOP_TIMEOUT_MS", "120000")), time_out)
+QTimer.singleShot(int(os.environ.get("GEOGPT_DESKTOP_TIMEOUT_MS", "240000")), time_out)
