@@ -19,7 +19,7 @@ def run_qgis_session(
     project: Path,
     settings: dict[str, str],
     env: dict[str, str],
-    timeout: float = 150,
+    timeout: float = 270,
     size: str = "1500x950",
     session: Path = SESSION,
 ) -> dict:
