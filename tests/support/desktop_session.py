@@ -32,7 +32,7 @@ REPO = Path(os.environ["GEOGPT_REPO"])
 OUT = Path(os.environ["GEOGPT_DESKTOP_OUT"])
 report: dict[str, object] = {"errors": []}
 state: dict[str, object] = {}
-UNLOAD_SETTLE_S = 10.0  # how long deletions after unloading may take to settle on a loaded machine
+UNLOAD_SETTLE_S = 60.0  # how long deletions after unloading may take to settle on a loaded machine
 
 
 def finish(code: int = 0) -> None:
@@ -149,4 +149,4 @@ def start_scripted_server() -> None:
 
 start_scripted_server()
 QTimer.singleShot(int(os.environ.get("GEOGPT_DESKTOP_DELAY_MS", "1500")), start)
-QTimer.singleShot(int(os.environ.get("GEOGPT_DESKTOP_TIMEOUT_MS", "90000")), lambda: fail("timed out"))
+QTimer.singleShot(int(os.environ.get("GEOGPT_DESKTOP_TIMEOUT_MS", "240000")), lambda: fail("timed out"))
