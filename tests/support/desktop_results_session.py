@@ -73,4 +73,4 @@ def save(status: str) -> None:
 
 
 QTimer.singleShot(int(os.environ.get("GEOGPT_DESKTOP_DELAY_MS", "1500")), start)
-QTimer.singleShot(int(os.environ.get("GEOGPT_DESKTOP_TIMEOUT_MS", "90000")), lambda: fail("timed out"))
+QTimer.singleShot(int(os.environ.get("GEOGPT_DESKTOP_TIMEOUT_MS", "240000")), lambda: fail("timed out"))
