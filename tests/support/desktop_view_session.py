@@ -15,7 +15,7 @@ from qgis.utils import iface
 
 OUT = Path(os.environ["GEOGPT_DESKTOP_OUT"])
 report: dict[str, object] = {"errors": []}
-tries = {"left": 120}
+tries = {"left": 480}  # polled every 250 ms: up to 120 s for QGIS to open the project
 
 
 def report_extent() -> None:
