@@ -18,7 +18,7 @@ def test_the_demo_project_opens_showing_the_whole_town(tmp_path):
     script = REPO / "scripts" / "make_demo_data.py"
     subprocess.run([sys.executable, str(script), str(demo)], check=True, capture_output=True, cwd=REPO)
     session = REPO / "tests" / "support" / "desktop_view_session.py"
-    report = run_qgis_session(tmp_path, demo / "elvbury.qgz", {}, {}, timeout=90, session=session)
+    report = run_qgis_session(tmp_path, demo / "elvbury.qgz", {}, {}, timeout=270, session=session)
     assert report["errors"] == [] and report["layers"] == 9, report
     assert report["canvas_crs"] == "EPSG:25832"
     canvas = QgsRectangle(*report["canvas"])
