@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from qgis.PyQt.QtCore import Qt
 from qgis.PyQt.QtTest import QTest
-from qgis.PyQt.QtWidgets import QApplication
+from qgis.PyQt.QtWidgets import QApplication, QLabel
 
 from geogpt_qgis.core.approval import ApprovalRequest
 from geogpt_qgis.gui.approval_card import ApprovalCard
-from tests.support.dock import type_and_send
+from tests.support.dock import items_of, type_and_send
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import wait_until
 
@@ -60,17 +60,19 @@ def test_an_algorithms_parameters_become_facts_and_long_values_are_left_out(qgis
 def test_ctrl_enter_approves_and_the_decided_card_folds_to_one_line(panel, model_server, demo_project):
     code = "layer = project.mapLayersByName('parks')[0]\nlayer.setName('green_spaces')"
     model_server.script([Turn(tool_calls=[ToolCall("run_pyqgis", {"code": code})]), Turn(text="Renamed.")])
+    before = len(panel.statuses)
     type_and_send(panel, "rename the parks layer")
-    wait_until(lambda: panel.statuses[-1:] == ["paused"], 20)
+    wait_until(lambda: len(panel.statuses) > before, 120)  # however the run stops, the failure says how
+    assert panel.statuses[-1:] == ["paused"], (panel.statuses, [w.text() for w in items_of(panel, QLabel)])
     card = panel.runs.awaiting
     open_height = card.height()
     QApplication.setActiveWindow(card.window())  # shortcuts go to the active window (offscreen has none by itself)
     card.editor.setFocus()
     QTest.keyClick(card.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
-    wait_until(lambda: panel.statuses[-1] == "finished", 20)
+    wait_until(lambda: panel.statuses[-1] == "finished", 120)
     assert card.outcome.text() == "Approved" and card.title.text() == "Run PyQGIS code"
     assert not card.body.isVisible() and card.outcome.isVisible()
-    wait_until(lambda: card.height() < open_height / 2, 5)
+    wait_until(lambda: card.height() < open_height / 2, 120)
     assert card.height() < 3 * card.fontMetrics().lineSpacing() + 30
     assert "green_spaces" in [layer.name() for layer in demo_project.mapLayers().values()]
     QTest.mouseClick(card.reject_button, Qt.MouseButton.LeftButton)  # decided: nothing more happens
