@@ -90,15 +90,15 @@ def test_a_rejection_in_the_dock_returns_the_reason_and_changes_nothing(chat, se
     server = serve_with(DockApprovals(lambda: chat, "ask", progress_every=0.2))
     outcome: dict = {}
     thread = call_in_background(server.url, "set_layer", {"layer": "schools", "remove": True}, outcome)
-    wait_until(lambda: len(cards(chat)) == 1, 30)
+    wait_until(lambda: len(cards(chat)) == 1, 120)
     card = cards(chat)[0]
     assert CLIENT in card.title.text() and "(MCP)" in card.title.text()
     assert not card.trust_button.isVisibleTo(card) and not card.drop_button.isVisibleTo(card)
-    wait_until(lambda: len(outcome.get("progress", [])) >= 2, 20)  # the client hears that it waits
+    wait_until(lambda: len(outcome.get("progress", [])) >= 2, 120)  # the client hears that it waits
     assert "Waiting for approval in QGIS" in outcome["progress"][0]
     card.reason.setText("keep the schools")
     card.reject_button.click()
-    wait_until(lambda: not thread.is_alive(), 30)
+    wait_until(lambda: not thread.is_alive(), 120)
     assert "error" not in outcome, outcome.get("error")
     result = outcome["result"]
     assert result.is_error and "rejected" in texts(result) and "keep the schools" in texts(result)
@@ -111,9 +111,9 @@ def test_an_approval_in_the_dock_lets_the_step_run(chat, serve_with, tool_ctx):
     server = serve_with(DockApprovals(lambda: chat, "ask"))
     outcome: dict = {}
     thread = call_in_background(server.url, "set_layer", {"layer": "schools", "remove": True}, outcome)
-    wait_until(lambda: len(cards(chat)) == 1, 30)
+    wait_until(lambda: len(cards(chat)) == 1, 120)
     cards(chat)[0].approve_button.click()
-    wait_until(lambda: not thread.is_alive(), 30)
+    wait_until(lambda: not thread.is_alive(), 120)
     assert not outcome["result"].is_error, texts(outcome["result"])
     assert "schools" not in layer_names(tool_ctx.project)
 
@@ -128,7 +128,7 @@ def test_the_policy_and_a_missing_dock_refuse_without_a_card(chat, serve_with, t
     server = serve_with(DockApprovals(lambda: chat if chat_there else None, policy))
     outcome: dict = {}
     thread = call_in_background(server.url, "set_layer", {"layer": "schools", "remove": True}, outcome)
-    wait_until(lambda: not thread.is_alive(), 30)
+    wait_until(lambda: not thread.is_alive(), 120)
     assert outcome["result"].is_error and expected in texts(outcome["result"])
     assert cards(chat) == [] and "schools" in layer_names(tool_ctx.project)
 
@@ -151,13 +151,13 @@ def test_every_call_is_in_the_run_log_with_the_clients_name(chat, tool_ctx, tmp_
         for name, arguments in (("describe_layer", {}), ("remove_layer", {"layer": "schools"})):
             outcome: dict = {}
             thread = call_in_background(server.url, name, arguments, outcome)
-            wait_until(lambda: not thread.is_alive(), 30)  # noqa: B023 - waited for within the loop
+            wait_until(lambda: not thread.is_alive(), 120)  # noqa: B023 - waited for within the loop
             assert "result" in outcome, outcome
     finally:
         server.stop()
     assert not server.running
     # The log's SQLite connection is closed: its worker thread ends (a moment after the close, under load).
-    wait_until(lambda: not [t for t in threading.enumerate() if "_connection_worker_thread" in t.name], 10)
+    wait_until(lambda: not [t for t in threading.enumerate() if "_connection_worker_thread" in t.name], 120)
     with sqlite3.connect(store) as db:
         title = db.execute("SELECT title FROM geogpt_conversations WHERE thread_id = ?", (client_thread_id(CLIENT),))
         assert title.fetchone() == (f"MCP: {CLIENT}",)
