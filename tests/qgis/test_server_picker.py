@@ -32,7 +32,7 @@ def _background_queries_done() -> bool:
 
 def _deliver_late_answers() -> None:
     """Let every background query end, then hand their queued answers to the widgets."""
-    wait_until(_background_queries_done, 10)
+    wait_until(_background_queries_done, 120)
     deadline = time.monotonic() + 0.3
     while time.monotonic() < deadline:
         QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
@@ -47,10 +47,10 @@ def servers():
 
 
 def _switch_and_release(picker, first, second) -> None:
-    wait_until(lambda: any(r.path == "/api/tags" for r in first.requests), 10)  # asked, held back
+    wait_until(lambda: any(r.path == "/api/tags" for r in first.requests), 120)  # asked, held back
     picker.url_edit.setText(second.url)
     picker.url_edit.editingFinished.emit()
-    wait_until(lambda: _listed(picker) == list(SECOND_MODELS), 10)
+    wait_until(lambda: _listed(picker) == list(SECOND_MODELS), 120)
     first.list_gate.set()  # the first server answers now, late
     _deliver_late_answers()
     assert sum(r.path == "/api/tags" for r in first.requests) >= 1
