@@ -129,7 +129,7 @@ def test_the_run_log_records_calls_tools_and_how_each_run_ended(model_server, tm
         assert recorder.wait(worker.submit("How many schools?", config), 30).status == "finished"
         model_server.script([Turn(text="slow", delay_first=30)])
         slow = worker.submit("and now slowly", config)
-        wait_until(lambda: len(model_server.chat_requests()) == 4, 20)
+        wait_until(lambda: len(model_server.chat_requests()) == 4, 120)
         worker.cancel(slow)
         assert recorder.wait(slow, 10).status == "cancelled"
         dead = ModelConfig(model="qwen3:8b", base_url="http://127.0.0.1:9", timeout=5)
