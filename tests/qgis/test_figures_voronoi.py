@@ -1,6 +1,6 @@
 """Voronoi on two points: QGIS 3.22 refuses; the error gives a way forward that answers the same question.
 
-Trap: two points.  The refusal (QGIS 3.22) now names nearest-neighbour assignment (native:joinbynearest)
+Trap: two points.  The refusal (QGIS 3.22 while running, 3.34+ before starting) names nearest-neighbour assignment (native:joinbynearest)
 and the perpendicular bisector; following it, each location goes to its nearer point (checked
 with shapely).  Clean twin: three points make three cells, with no hint.
 """
@@ -36,7 +36,7 @@ def test_two_points_get_a_way_forward_that_answers(tool_ctx, demo_project):
     tools = ProcessingTools(tool_ctx)
     try:
         call_in_thread(tools.run_algorithm, "qgis:voronoipolygons", {"INPUT": "sites"}, "cells")
-    except ToolError as refused:  # QGIS 3.22 (later versions build the two half-planes)
+    except ToolError as refused:  # 3.22 fails while running, 3.34+ (native) before it starts: both say the way
         message = str(refused)
         assert "native:joinbynearest" in message and "perpendicular bisector" in message, message
     else:

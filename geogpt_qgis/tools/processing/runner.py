@@ -344,7 +344,9 @@ class ProcessingRunner:
         if not ok:
             raise ToolError(f"{algorithm_id} refused the parameters: {message}")
         if not algorithm.prepare(values, plan.context, plan.feedback):
-            raise ToolError(f"{algorithm_id} could not start.{_log_tail(plan.feedback)}")
+            # QGIS 3.34+'s native Voronoi refuses two points here, in its log, where 3.22's Python one raised.
+            log = _log_tail(plan.feedback)
+            raise ToolError(f"{algorithm_id} could not start.{log}{way_forward(algorithm_id, log)}")
         return algorithm
 
     # -- one algorithm ---------------------------------------------------------
