@@ -1,8 +1,8 @@
-"""Voronoi on two points: QGIS 3.22 refuses; the error gives a way forward that answers the same question.
+"""Voronoi on two points: QGIS refuses; the error gives a way forward that answers the same question.
 
-Trap: two points.  The refusal (QGIS 3.22 while running, 3.34+ before starting) names nearest-neighbour assignment (native:joinbynearest)
-and the perpendicular bisector; following it, each location goes to its nearer point (checked
-with shapely).  Clean twin: three points make three cells, with no hint.
+Trap: two points.  The refusal (QGIS 3.22 while running, 3.34+ before starting) names nearest-neighbour
+assignment (native:joinbynearest) and the perpendicular bisector; following it, each location goes to its
+nearer point (checked with shapely).  Clean twin: three points make three cells, with no hint.
 """
 
 from __future__ import annotations
