@@ -35,7 +35,8 @@ MAX_POINTS = 50_000
 MAX_ZONES = 5_000
 MAX_ROWS = 100_000
 COUNT_POINTS = "native:countpointsinpolygon"
-MEAN_ALGORITHMS = {"qgis:basicstatisticsforfields": ("INPUT_LAYER", "FIELD_NAME")}
+# By name without the provider: QGIS 3.40 runs the renamed native:basicstatisticsforfields (same parameters).
+MEAN_ALGORITHMS = {"basicstatisticsforfields": ("INPUT_LAYER", "FIELD_NAME")}
 # GDAL tools that copy or move pixels keep a band's scale/offset with them; the others compute on stored numbers.
 GDAL_KEEPS_SCALING = frozenset(
     {
@@ -87,8 +88,11 @@ def plan_inputs(project: QgsProject, algorithm_id: str, prepared: PreparedParame
         points, zones = _layer(project, input_names.get("POINTS", "")), _layer(project, input_names.get("POLYGONS", ""))
         if isinstance(points, QgsVectorLayer) and isinstance(zones, QgsVectorLayer) and points.crs() == zones.crs():
             plan.points, plan.zones = QgsVectorLayerFeatureSource(points), QgsVectorLayerFeatureSource(zones)
-    if algorithm_id in MEAN_ALGORITHMS:
-        layer_param, field_param = MEAN_ALGORITHMS[algorithm_id]
+    mean_parameters = (
+        MEAN_ALGORITHMS.get(algorithm_id.split(":", 1)[-1]) if algorithm_id.startswith(("qgis:", "native:")) else None
+    )
+    if mean_parameters is not None:
+        layer_param, field_param = mean_parameters
         layer = _layer(project, input_names.get(layer_param, ""))
         if isinstance(layer, QgsVectorLayer):
             field_name = values.get(field_param)
