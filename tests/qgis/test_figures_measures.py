@@ -18,7 +18,6 @@ from collections.abc import Iterator
 import pytest
 from pyproj import Geod, Transformer
 from qgis.core import QgsFeature, QgsField, QgsGeometry, QgsProject, QgsVectorLayer
-from qgis.PyQt.QtCore import QVariant
 from shapely import wkt as shapely_wkt
 
 from geogpt_qgis.tools.base import ToolContext
@@ -148,7 +147,9 @@ def test_an_expression_field_in_a_bare_project_says_how_qgis_measured_it(bare):
     """QGIS measures a layer's expression fields on the project's ellipsoid: none here, so it is said."""
     layer = polygon_layer("EPSG:4326", DEGREES_SQUARE, "zone")
     bare.project.addMapLayer(layer)
-    layer.addExpressionField("$area", QgsField("area_m2", QVariant.Double))
+    real = QgsField(QgsVectorLayer("None?field=x:double", "types", "memory").fields()[0])  # a Real, Qt 5 and 6
+    real.setName("area_m2")
+    layer.addExpressionField("$area", real)
     read = call_in_thread(ProjectTools(bare).read_features, "zone", ["area_m2"])
     assert "area_m2 (m², planar in EPSG:4326 (the project has no ellipsoid))" in read, read
     assert "not a true measure" in read
