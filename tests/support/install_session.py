@@ -67,9 +67,9 @@ def protected_now() -> dict[str, dict[str, object]]:
 def install_from_zip(archive: str) -> None:
     """Plugins > Manage and Install Plugins > Install from ZIP, as QGIS's own installer code does it."""
     import pyplugin_installer
-    import qgis.utils
 
-    folder = Path(qgis.utils.home_plugin_path) / "geogpt_qgis"
+    # The profile's python/plugins, where Install from ZIP unpacks (qgis.utils.home_plugin_path is gone in 3.40).
+    folder = Path(QgsApplication.qgisSettingsDirPath()) / "python" / "plugins" / "geogpt_qgis"
     report["zip_plugin_before"] = {"folder": folder.exists(), "active": "geogpt_qgis" in active_plugins}
     pyplugin_installer.instance().installFromZipFile(archive)
     report["zip_plugin_after"] = {
