@@ -395,7 +395,7 @@ def _answer_approvals(
     """
     while approver is not None and renderer.status == "paused" and renderer.pending is not None and go_on():
         try:
-            with _paused(deadline):  # the time a person takes to answer is not the model's
+            with _paused(deadline), _interruptible():  # the time a person takes to answer is not the model's
                 decision = approver.decide(renderer.pending)
         except KeyboardInterrupt:
             err.write("\n")
@@ -421,6 +421,20 @@ def _approval_front(policy: str, err: TextIO) -> tuple[str, TerminalApprover | N
         err.write(NO_TERMINAL)
         return POLICY_NEVER, None
     return POLICY_ASK, TerminalApprover(sys.stdin, err)
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl+C at the question raises ``KeyboardInterrupt`` at once: Python's own handler, whatever was there.
+
+    No Qt loop runs while the terminal is read, so nothing would act on a handler that only takes note
+    (``CtrlC``'s, or one QGIS 3.40 installs), and the blocked read would wait on after Ctrl+C.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager
