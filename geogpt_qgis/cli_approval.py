@@ -13,6 +13,9 @@ of code from the person deciding.  Qt-free; the streams are passed in.
 
 from __future__ import annotations
 
+import io
+import os
+import select
 import unicodedata
 from typing import Any, TextIO
 
@@ -111,6 +114,7 @@ class TerminalApprover:
         self.answers = answers
         self.out = out
         self.closed = False
+        self._unread = b""  # read from the terminal past the last answer's line (a pasted second line)
 
     def decide(self, request: ApprovalRequest) -> dict[str, Any]:
         self.out.write("\n" + preview(request))
@@ -120,7 +124,7 @@ class TerminalApprover:
         while True:
             self.out.write(question(request))
             self.out.flush()
-            line = self.answers.readline()
+            line = self._read_line()
             if not line:
                 self.out.write("\n")
                 self.closed = True
@@ -144,6 +148,29 @@ class TerminalApprover:
                 self.out.write("'always' is not offered for code: answer y or n.\n")
             else:
                 self.out.write("Please answer y, n or always.\n" if can_stand else "Please answer y or n.\n")
+
+    def _read_line(self) -> str:
+        """One answer line, "" at the end of input; Ctrl+C raises ``KeyboardInterrupt`` while it waits.
+
+        A blocking read could wait on after Ctrl+C: QGIS runs many threads, and the kernel may hand the signal
+        to one of them, so the main thread's read is never interrupted and Python never runs its handler.
+        Waiting in short ``select`` steps gives Python that chance between steps.  Without a file descriptor
+        (a test's text stream) it is a plain ``readline``.
+        """
+        try:
+            descriptor = self.answers.fileno()
+        except (AttributeError, OSError, io.UnsupportedOperation):
+            return self.answers.readline()
+        while b"\n" not in self._unread:
+            if not select.select([descriptor], [], [], 0.2)[0]:
+                continue
+            chunk = os.read(descriptor, 4096)
+            if not chunk:  # end of input: what came before it is the last answer
+                line, self._unread = self._unread, b""
+                return line.decode("utf-8", "replace")
+            self._unread += chunk
+        line, _, self._unread = self._unread.partition(b"\n")
+        return line.decode("utf-8", "replace") + "\n"
 
     def _refuse(self, request: ApprovalRequest, said: str) -> dict[str, Any]:
         self.out.write(said + "\n")
