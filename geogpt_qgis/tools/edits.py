@@ -75,9 +75,10 @@ def _undo_note(layer: QgsVectorLayer, buffered: bool) -> str:
     if layer.providerType() == "memory":
         return "A temporary layer: the change is made at once."
     if not buffered:
+        copies = edit_copies_dir(create=False)
         return (
             f"No QGIS window to save or discard it from: the change is saved to {_source_label(layer)} at once, "
-            f"after the features it changes are copied, as they are now, to a GeoPackage in {edit_copies_dir(create=False)} "
+            f"after the features it changes are copied, as they are now, to a GeoPackage in {copies} "
             "(to undo it from)."
         )
     return BUFFERED
