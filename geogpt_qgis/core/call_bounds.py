@@ -7,6 +7,7 @@ loads them in environments that have no pydantic (the Qt 6 smoke test's venv).  
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 CODE_CHARS = 20_000  # a PyQGIS snippet or SQL statement (~5,000 tokens: more than any model writes in one call)
@@ -51,6 +52,9 @@ def arguments_problem(arguments: Any) -> str | None:
             pending.extend((value, depth + 1, f"{where}[{index}]") for index, value in enumerate(item))
         elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**CALL_DIGITS:
             return f"{_path(where)} is an integer of {_digits(item)} digits; at most {CALL_DIGITS} are read"
+        elif isinstance(item, float) and not math.isfinite(item):
+            # Python's JSON reads Infinity and NaN; the next request to the model could not be written with them.
+            return f"{_path(where)} is {item}; only finite numbers are read"
         else:
             total += 8  # a number, true, false or null
         if total > CALL_CHARS:

@@ -106,6 +106,10 @@ def test_arguments_problem_names_the_place_the_size_and_the_bound():
     # An integer past 64 bits cannot be stored with the conversation (msgpack): the whole run ended there.
     assert arguments_problem({"limit": 10**18 - 1, "n": -(10**17)}) is None
     assert arguments_problem({"p": {"N": [2**70]}}) == "p.N[0] is an integer of 22 digits; at most 18 are read"
+    # Found by the process fuzzer: Infinity in one call ended the run when the next request was written.
+    assert arguments_problem(json.loads('{"size": Infinity}')) == "size is inf; only finite numbers are read"
+    assert arguments_problem({"p": [float("nan")]}) == "p[0] is nan; only finite numbers are read"
+    assert arguments_problem({"size": 1e300}) is None
     many = {f"k{i}": "v" * 1000 for i in range(CALL_CHARS // 1000 + 1)}
     assert arguments_problem(many) == (
         f"the arguments are more than {CALL_CHARS:,} characters in all; at most {CALL_CHARS:,} are read"
