@@ -66,8 +66,13 @@ def test_ctrl_enter_approves_and_the_decided_card_folds_to_one_line(panel, model
     assert panel.statuses[-1:] == ["paused"], (panel.statuses, [w.text() for w in items_of(panel, QLabel)])
     card = panel.runs.awaiting
     open_height = card.height()
-    QApplication.setActiveWindow(card.window())  # shortcuts go to the active window (offscreen has none by itself)
-    card.editor.setFocus()
+
+    def editor_focused() -> bool:  # shortcuts go to the active window's focus (offscreen has none by itself)
+        QApplication.setActiveWindow(card.window())
+        card.editor.setFocus()
+        return QApplication.focusWidget() is card.editor
+
+    wait_until(editor_focused, 30)
     QTest.keyClick(card.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     wait_until(lambda: panel.statuses[-1] == "finished", 120)
     assert card.outcome.text() == "Approved" and card.title.text() == "Run PyQGIS code"

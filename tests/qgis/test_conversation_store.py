@@ -32,6 +32,18 @@ def config_for(server) -> ModelConfig:
     return ModelConfig(model="qwen3:8b", base_url=server.url, timeout=30)
 
 
+def stored_bytes(store: Path, needle: bytes) -> bool:
+    """Whether a checkpoint or pending write in ``store`` holds ``needle`` (read beside the writing process)."""
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        found = [
+            db.execute(f"SELECT count(*) FROM {table} WHERE instr({column}, ?) > 0", (needle,)).fetchone()[0]
+            for table, column in (("checkpoints", "checkpoint"), ("writes", "value"))
+            if table in tables
+        ]
+    return any(found)
+
+
 def stored_worker(tool_ctx, store: Path) -> Conversation:
     return Conversation(tool_ctx, store_path=store)
 
@@ -62,7 +74,8 @@ def test_a_process_killed_mid_run_loses_only_the_step_in_flight(model_server, tm
             assert process.poll() is None, "the command ended before it could be killed"
             assert time.monotonic() < deadline, "the run never reached its third model call"
             time.sleep(0.05)
-        time.sleep(0.3)
+        # Checkpoints are written beside the next step: wait until the describe_layer result is stored.
+        wait_until(lambda: stored_bytes(store, b"31 features"), 90)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(10)

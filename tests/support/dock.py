@@ -22,7 +22,7 @@ def configure(server: Any, provider: str = "ollama") -> None:
     else:
         PlgOptionsManager.set_value("openai_base_url", server.url + "/v1")
         PlgOptionsManager.set_value("openai_model", "qwen3:8b")
-    PlgOptionsManager.set_value("request_timeout", 10.0)
+    PlgOptionsManager.set_value("request_timeout", 60.0)  # a loaded machine can stall a local reply for seconds
 
 
 def open_dock(iface: Any, project: Any, store: Path) -> ChatDock:
