@@ -12,6 +12,15 @@ from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA, PROVIDER_OPENAI, P
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 
+# How the model is asked for tool calls: the server's own tool calling (native), a reply constrained by a JSON
+# schema that admits exactly one offered call or an answer (guided), or chosen per server and model (auto).
+TOOL_CALLS_AUTO, TOOL_CALLS_NATIVE, TOOL_CALLS_GUIDED = "auto", "native", "guided"
+TOOL_CALL_MODES = (TOOL_CALLS_AUTO, TOOL_CALLS_NATIVE, TOOL_CALLS_GUIDED)
+# Which tools a conversation is offered: all of them (full), at most 8 for small models (compact), or chosen
+# from what the server says of the model (auto); fixed for a conversation once chosen.
+PROFILE_AUTO, PROFILE_FULL, PROFILE_COMPACT = "auto", "full", "compact"
+TOOL_PROFILES = (PROFILE_AUTO, PROFILE_FULL, PROFILE_COMPACT)
+
 
 class ModelSetupError(ValueError):
     """The model settings cannot work; the message tells the user what to change."""
@@ -31,6 +40,8 @@ class ModelConfig:
     max_steps: int = 15
     # The most tokens one model reply may have (sent as num_predict / max_tokens): a looping model stops there.
     max_tokens: int = 1024
+    tool_calls: str = TOOL_CALLS_AUTO
+    tool_profile: str = PROFILE_AUTO
 
     def validate(self) -> None:
         """Raise ``ModelSetupError`` for settings that cannot work."""
@@ -47,6 +58,12 @@ class ModelConfig:
             raise ModelSetupError("The step limit must be at least 1.")
         if self.max_tokens < 64:
             raise ModelSetupError("The answer length limit must be at least 64 tokens.")
+        if self.tool_calls not in TOOL_CALL_MODES:
+            modes = ", ".join(TOOL_CALL_MODES)
+            raise ModelSetupError(f"Unknown tool-call mode {self.tool_calls!r}; use one of: {modes}.")
+        if self.tool_profile not in TOOL_PROFILES:
+            profiles = ", ".join(TOOL_PROFILES)
+            raise ModelSetupError(f"Unknown tool profile {self.tool_profile!r}; use one of: {profiles}.")
 
     def with_key(self, api_key: str | None) -> ModelConfig:
         return replace(self, api_key=api_key)
