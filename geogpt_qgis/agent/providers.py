@@ -58,12 +58,17 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What an Ollama server says about a model (``/api/show``)."""
+    """What a server says about a model (Ollama ``/api/show``; llama.cpp's ``/v1/models``).
+
+    ``parameter_count`` (weights, e.g. 135_000_000) chooses the tool profile
+    (``agent.profiles``); ``None`` where the server does not say.
+    """
 
     name: str
     context_length: int | None
     supports_tools: bool | None
     supports_thinking: bool = False
+    parameter_count: int | None = None
 
 
 class ServerError(RuntimeError):
@@ -130,10 +135,51 @@ def ollama_model_info(base_url: str, model: str, timeout: float = CONNECT_TIMEOU
         if key.endswith(".context_length") and isinstance(value, int):
             context_length = value
             break
+    parameters = _ollama_parameter_count(payload)
     capabilities = payload.get("capabilities")
     if not isinstance(capabilities, list):  # an older Ollama: tool support unknown
-        return ModelInfo(model, context_length, None, False)
-    return ModelInfo(model, context_length, "tools" in capabilities, "thinking" in capabilities)
+        return ModelInfo(model, context_length, None, False, parameters)
+    return ModelInfo(model, context_length, "tools" in capabilities, "thinking" in capabilities, parameters)
+
+
+def _ollama_parameter_count(payload: dict[str, Any]) -> int | None:
+    """The model's weights: ``model_info`` ``general.parameter_count``, else ``details.parameter_size`` ("3.2B")."""
+    count = (payload.get("model_info") or {}).get("general.parameter_count")
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return count
+    return parameter_size(str((payload.get("details") or {}).get("parameter_size") or ""))
+
+
+_SIZE_UNITS = {"K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+
+def parameter_size(text: str) -> int | None:
+    """``"3.2B"`` -> 3_200_000_000, ``"135M"`` -> 135_000_000; ``None`` for anything else."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMBT])\s*", text.upper())
+    return round(float(match.group(1)) * _SIZE_UNITS[match.group(2)]) if match else None
+
+
+def openai_model_info(
+    base_url: str, model: str, api_key: str | None = None, timeout: float = CONNECT_TIMEOUT
+) -> ModelInfo | None:
+    """What an OpenAI-compatible server's ``/models`` says of ``model`` (``None``: not listed).
+
+    llama.cpp's llama-server adds ``meta`` to each entry (``n_params``,
+    ``n_ctx_train``); llama-cpp-python, vLLM, LM Studio and OpenAI do not: the
+    size is then unknown.  Tool support is never said here (``None``).
+    """
+    payload = _http_json(f"{base_url.rstrip('/')}/models", None, timeout, api_key)
+    entries = payload.get("data") if isinstance(payload, dict) else None
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and entry.get("id") == model:
+            meta = entry.get("meta")
+            meta = meta if isinstance(meta, dict) else {}
+            return ModelInfo(model, _positive(meta.get("n_ctx_train")), None, False, _positive(meta.get("n_params")))
+    return None
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def effective_context(config: ModelConfig, info: ModelInfo | None) -> int:
