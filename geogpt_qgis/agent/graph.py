@@ -30,6 +30,7 @@ module only wires them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,8 @@ def build_graph(
     checkpointer: BaseCheckpointSaver | None = None,
     calibration: TokenCalibration | None = None,
     max_tokens: int = 1024,
+    fallback: BaseChatModel | None = None,
+    on_fallback: Callable[[], None] | None = None,
 ) -> Any:
     """Compile the graph; ``system_prompt`` opens every model call, the same text each time.
 
@@ -92,10 +95,20 @@ def build_graph(
     ``calibration`` carries what earlier calls taught about the server's token
     counts (it only ever makes estimates larger).  ``max_tokens`` is the bound
     on a reply the model was built with (``ModelConfig.max_tokens``), for the
-    message when a reply reaches it.
+    message when a reply reaches it.  ``fallback`` is the model asked for guided
+    tool calls from the first call whose native calls the server refuses
+    (``on_fallback`` is then called).
     """
     setup = NodeSetup(
-        model, toolkit, system_prompt, max_steps, context_tokens, max_tokens, calibration or TokenCalibration()
+        model,
+        toolkit,
+        system_prompt,
+        max_steps,
+        context_tokens,
+        max_tokens,
+        calibration or TokenCalibration(),
+        fallback,
+        on_fallback,
     )
     graph = StateGraph(AgentState)
     graph.add_node("model", partial(call_model, setup=setup))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -119,6 +120,20 @@ class NodeSetup:
     context_tokens: int
     max_tokens: int = 1024
     calibration: TokenCalibration = field(default_factory=TokenCalibration)
+    # The same model asked for guided calls, used from the first call whose native tool calls the server
+    # refuses (auto mode); ``on_fallback`` is told, so the session asks guided from the start next time.
+    fallback: BaseChatModel | None = None
+    on_fallback: Callable[[], None] | None = None
+
+    def use_fallback(self) -> bool:
+        """Switch to the guided model for the rest of this graph's life; whether there was one."""
+        if self.fallback is None:
+            return False
+        self.model, self.fallback = self.fallback, None
+        self.__dict__.pop("bound_model", None)  # bound again, to the guided model, on next use
+        if self.on_fallback is not None:
+            self.on_fallback()
+        return True
 
     @property
     def reserve(self) -> int:
@@ -144,20 +159,18 @@ def step_cap_message(max_steps: int) -> str:
 
 async def call_model(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
     """Send the system prompt and the history that fits the context; stream the reply back."""
-    bound = setup.bound_model
     writer = get_stream_writer()
     calls = state.get("model_calls", 0) + 1
     prompt, estimated = _prompt(state, setup, writer)
     started = time.perf_counter()
     try:
-        # A busy or failing server is asked again (Retry-After honoured); undecodable arguments of an
-        # Ollama tool call become invalid tool calls, answered as on the OpenAI protocol.  The reply
-        # streams through a loop detector: a model that repeats itself is stopped (``agent.reply``).
-        answer = await with_retries(
-            lambda: stream_reply(bound, prompt, setup.max_tokens),
-            lambda text: writer(Notice(text, "warning")),
-            retryable=lambda exc: unparsable_tool_call(exc) is None,
-        )
+        try:
+            answer = await _ask(setup, prompt, writer)
+        except Exception as exc:
+            if not (native_calls_refused(exc) and setup.use_fallback()):
+                raise
+            writer(Notice(GUIDED_FALLBACK_NOTICE, "info"))
+            answer = await _ask(setup, prompt, writer)
         reply = clean_reply(unparsed_as_invalid(answer.message))  # no lone surrogate reaches the store or model
     except Exception as exc:
         problem = unparsable_tool_call(exc)
@@ -171,6 +184,44 @@ async def call_model(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
         return {"messages": retry, "model_calls": calls, "decisions": FORGET, "reviews": FORGET}
     _report_reply(answer, reply, estimated, started, setup.calibration, writer)
     return {"messages": [reply], "model_calls": calls, "decisions": FORGET, "reviews": FORGET}
+
+
+async def _ask(setup: NodeSetup, prompt: list[Any], writer: StreamWriter) -> Reply:
+    """One reply of the model, streamed.
+
+    A busy or failing server is asked again (Retry-After honoured); undecodable
+    arguments of an Ollama tool call become invalid tool calls, answered as on
+    the OpenAI protocol.  The reply streams through a loop detector: a model
+    that repeats itself is stopped (``agent.reply``).
+    """
+    bound = setup.bound_model
+    return await with_retries(
+        lambda: stream_reply(bound, prompt, setup.max_tokens),
+        lambda text: writer(Notice(text, "warning")),
+        retryable=lambda exc: unparsable_tool_call(exc) is None and not native_calls_refused(exc),
+    )
+
+
+GUIDED_FALLBACK_NOTICE = (
+    "The model server refused tool calls for this model, so GeoGPT asks it for guided tool calls instead "
+    "(replies constrained to one offered tool call or an answer). Settings > GeoGPT > Tool calls chooses."
+)
+
+
+def native_calls_refused(exc: BaseException) -> bool:
+    """Whether the server refused the request because of its tools (not a failure of the call itself).
+
+    Ollama: "... does not support tools" (HTTP 400); llama.cpp's server
+    without ``--jinja``: "tools param requires --jinja flag"; vLLM without
+    ``--enable-auto-tool-choice``: "auto" tool choice requires ...
+    """
+    if unparsable_tool_call(exc) is not None:
+        return False
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    text = f"{getattr(exc, 'error', '') or ''} {getattr(exc, 'body', '') or ''} {exc}".lower()
+    return isinstance(status, int) and 400 <= status < 600 and "tool" in text
 
 
 def _prompt(state: AgentState, setup: NodeSetup, writer: StreamWriter) -> tuple[list[Any], int]:

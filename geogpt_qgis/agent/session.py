@@ -14,16 +14,25 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
 
-from geogpt_qgis.agent.config import PROVIDER_OLLAMA, ModelConfig, ModelSetupError
+from geogpt_qgis.agent.config import (
+    PROVIDER_OLLAMA,
+    TOOL_CALLS_AUTO,
+    TOOL_CALLS_GUIDED,
+    TOOL_CALLS_NATIVE,
+    ModelConfig,
+    ModelSetupError,
+)
 from geogpt_qgis.agent.graph import build_graph, pending_request, recursion_limit, tool_call_id
+from geogpt_qgis.agent.guided import guided_chat_model
 from geogpt_qgis.agent.memory import KIND, PROJECT_STATE, STATE_NOTE, STOPPED, kind_of
 from geogpt_qgis.agent.nodes import current_reply
-from geogpt_qgis.agent.prompts import build_system_prompt, project_state
+from geogpt_qgis.agent.profiles import ModelSize, ProfileKeeper, offered_names, system_prompt
+from geogpt_qgis.agent.prompts import project_state
 from geogpt_qgis.agent.providers import (
     ModelInfo,
     ServerError,
@@ -32,12 +41,14 @@ from geogpt_qgis.agent.providers import (
     effective_context,
     explain_model_error,
     ollama_model_info,
+    openai_model_info,
 )
 from geogpt_qgis.agent.store import ConversationStore
 from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest, StandingApprovals, current_standing
 from geogpt_qgis.core.cancel import RunCancelled, current_conversation
 from geogpt_qgis.core.events import ApprovalRequested, Event, ReasoningDelta, RunFinished, TextDelta
+from geogpt_qgis.core.guided_schema import Vocabulary
 from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.stopped_run import STOPPED_ANSWER, STOPPED_STEP, RunTracker
 from geogpt_qgis.core.think import ThinkTagSplitter
@@ -100,6 +111,11 @@ class AgentSession:
         self.session_id = uuid.uuid4().hex  # a conversation taken up by another session is told the project again
         self.families: list[ToolFamily] = build_families(ctx)
         self._model_info: dict[tuple[str, str], ModelInfo] = {}
+        self._listed: dict[tuple[str, str], ModelInfo | None] = {}  # what OpenAI-compatible /models says
+        # The tool profile of each conversation (``agent.profiles``), fixed at its start.
+        self.profiles = ProfileKeeper(lambda: [tool.__name__ for family in self.families for tool in family.tools()])
+        # (server, model) whose native tool calls the server refused in this session: asked guided from then on.
+        self._guided_models: set[tuple[str, str]] = set()
         self._calibrations: dict[tuple[str, str], TokenCalibration] = {}
         self._toolkits: dict[tuple, Toolkit] = {}
         # "Always for this tool" answers per conversation, for this session only (see StandingApprovals).
@@ -116,6 +132,22 @@ class AgentSession:
         if key not in self._model_info:
             self._model_info[key] = await asyncio.to_thread(ollama_model_info, config.base_url, config.model)
         return self._model_info[key]
+
+    async def _model_size(self, config: ModelConfig) -> ModelSize:
+        """What the server says of the model's size, for the tool profile; ``None`` where it does not (or fails)."""
+        try:
+            if config.provider == PROVIDER_OLLAMA:
+                info = await self._model_info_for(config)
+            else:
+                key = (config.base_url, config.model)
+                if key not in self._listed:
+                    found = await asyncio.to_thread(openai_model_info, config.base_url, config.model, config.api_key)
+                    self._listed[key] = found
+                info = self._listed[key]
+        except ServerError:  # the run itself says what is wrong with the server
+            log.debug("the model's size is unknown", exc_info=True)
+            return None, None
+        return (info.parameter_count, info.context_length) if info is not None else (None, None)
 
     async def run(
         self, text: str, config: ModelConfig, policy: str = POLICY_ASK, note: str = ""
@@ -179,6 +211,8 @@ class AgentSession:
         thread_id = self.thread_id
         current_conversation.set(thread_id)  # tools keep per-conversation state (the code namespace)
         current_standing.set(self.standing(thread_id))  # the approve node reads the "always" answers
+        # The conversation's tool profile: fixed at its first run, so its prompt never changes (``agent.profiles``).
+        notices = await self.profiles.begin(thread_id, await self.history(thread_id), inputs, config, self._model_size)
         tracker = RunTracker()
         run_log = None
         if self.store is not None:
@@ -187,7 +221,7 @@ class AgentSession:
             run_log = await self.store.start_run(thread_id, label)
         events = self._drive(inputs, config, tracker)
         try:
-            async for event in events:
+            async for event in _preceded(notices, events):
                 tracker.see(event)
                 if run_log is not None:
                     await run_log.record(event)
@@ -212,16 +246,24 @@ class AgentSession:
         try:
             config.validate()
             info = await self._model_info_for(config)
-            if info is not None and info.supports_tools is False:
-                raise ModelSetupError(
-                    f"The model '{config.model}' cannot call tools, which GeoGPT needs. "
-                    "Choose a model with tool support (for example qwen3, llama3.1 or mistral-nemo)."
-                )
+            mode = self._tool_call_mode(config, info)
             num_ctx = effective_context(config, info)
-            model = create_chat_model(config, num_ctx, thinking=bool(info and info.supports_thinking))
+            native = create_chat_model(config, num_ctx, thinking=bool(info and info.supports_thinking))
+            guided = guided_chat_model(native, config, self._vocabulary)
+            model, fallback = (guided, None) if mode == TOOL_CALLS_GUIDED else (native, guided)
+            if config.tool_calls != TOOL_CALLS_AUTO:
+                fallback = None  # the user chose the mode: it is never changed for them
             calibration = self._calibrations.setdefault((config.base_url, config.model), TokenCalibration())
             try:
-                graph = await self._graph(model, num_ctx, config.max_steps, calibration, config.max_tokens)
+                graph = await self._graph(
+                    model,
+                    num_ctx,
+                    config.max_steps,
+                    calibration,
+                    config.max_tokens,
+                    fallback=fallback,
+                    on_fallback=lambda: self._guided_models.add((config.base_url, config.model)),
+                )
                 if isinstance(inputs, dict):
                     # A new message while a step waits for approval gives that step up first.
                     await self._answer_open_calls(graph, "Not done: the user moved on without deciding.", paused=True)
@@ -264,6 +306,27 @@ class AgentSession:
             return
         yield RunFinished("finished")
 
+    def _tool_call_mode(self, config: ModelConfig, info: ModelInfo | None) -> str:
+        """Native or guided tool calls for this run (``ModelConfig.tool_calls``; auto decides per server and model).
+
+        Auto is guided for a model the server says cannot call tools (Ollama's
+        capabilities) and for one whose native calls the server refused before
+        in this session (``nodes.call_model`` falls back); native otherwise.
+        """
+        if config.tool_calls != TOOL_CALLS_AUTO:
+            return config.tool_calls
+        if info is not None and info.supports_tools is False:
+            return TOOL_CALLS_GUIDED
+        if (config.base_url, config.model) in self._guided_models:
+            return TOOL_CALLS_GUIDED
+        return TOOL_CALLS_NATIVE
+
+    async def _vocabulary(self) -> Vocabulary:
+        """The names a guided reply may use now (the project's layers and fields, the registry's algorithms)."""
+        from geogpt_qgis.tools.vocabulary import read_vocabulary
+
+        return await asyncio.to_thread(self.ctx.on_main, read_vocabulary, self.ctx.project)
+
     async def _graph(
         self,
         model: Any,
@@ -271,25 +334,30 @@ class AgentSession:
         max_steps: int,
         calibration: TokenCalibration | None = None,
         max_tokens: int = 1024,
+        fallback: Any = None,
+        on_fallback: Callable[[], None] | None = None,
     ) -> Any:
         """The graph for this run (``model`` None: only to read the conversation's state)."""
         families = await asyncio.to_thread(active_families, self.families)
-        hints = tuple(f.prompt_hint for f in families if f.prompt_hint)
         tools = [tool for family in families for tool in family.tools()]
+        profile = self.profiles.profile(self.thread_id)
+        offered = offered_names(profile, [tool.__name__ for tool in tools])  # None: every tool is sent
         # Building a toolkit makes a pydantic schema per tool (~100 ms): reuse it while the tool set is the same.
-        key = tuple((id(tool.__self__), tool.__name__) for tool in tools)  # type: ignore[attr-defined]
+        key = (offered, *((id(tool.__self__), tool.__name__) for tool in tools))  # type: ignore[attr-defined]
         toolkit = self._toolkits.get(key)
         if toolkit is None:
-            toolkit = self._toolkits[key] = Toolkit(tools)
+            toolkit = self._toolkits[key] = Toolkit(tools, offered)
         return build_graph(
             model,
             toolkit,
-            build_system_prompt(hints),
+            system_prompt(profile, families, offered),
             max_steps=max_steps,
             context_tokens=num_ctx,
             checkpointer=self.checkpointer,
             calibration=calibration,
             max_tokens=max_tokens,
+            fallback=fallback,
+            on_fallback=on_fallback,
         )
 
     def _config(self, max_steps: int = 15, thread_id: str | None = None) -> dict[str, Any]:
@@ -409,6 +477,14 @@ class AgentSession:
         if state is None:
             return []
         return list(state.checkpoint["channel_values"].get("messages", []))
+
+
+async def _preceded(first: list[Any], events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """``first`` (the run's notices), then ``events``."""
+    for event in first:
+        yield event
+    async for event in events:
+        yield event
 
 
 async def _close_log(run_log: Any, closing: list[Event]) -> None:

@@ -1,0 +1,218 @@
+"""Guided tool calls: a chat model whose every reply is constrained to one offered call or an answer.
+
+``GuidedChatModel`` wraps the provider's chat model (langchain-ollama or
+langchain-openai, with the plugin's HTTP transport under it) and looks like
+any chat model to the graph: ``bind_tools`` takes the tools, ``astream``
+yields the answer's text as it is generated and, for a call, one tool call at
+the end.  So a guided call goes down the native path: the bounds, the review
+and approval, the per-reply and per-run caps, the run log and the dock's steps.
+
+What it changes on the wire:
+- the tools are described in the system text (``core.guided_schema.system_text``),
+  the same for the whole conversation, instead of the request's ``tools``;
+- earlier calls are written back as the JSON the model would have written, and
+  tool results as user text (many small models' templates render only user and
+  assistant turns);
+- each request carries the reply schema (``reply_schema``): Ollama's ``format``;
+  on the OpenAI protocol ``response_format`` as OpenAI, vLLM, LM Studio and
+  llama.cpp's server read it (``json_schema``), or as llama-cpp-python's server
+  reads it (``json_object`` with ``schema``) when a server refuses the first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict, Field
+
+from geogpt_qgis.agent.call_arguments import UNPARSED_ARGUMENTS, refused
+from geogpt_qgis.agent.config import PROVIDER_OLLAMA
+from geogpt_qgis.agent.reply import content_text
+from geogpt_qgis.core.call_bounds import CALL_CHARS, arguments_problem
+from geogpt_qgis.core.guided_schema import (
+    ANSWER_KEY,
+    ARGUMENTS_KEY,
+    TOOL_KEY,
+    AnswerStream,
+    Vocabulary,
+    parse_reply,
+    reply_schema,
+    system_text,
+)
+
+# How an OpenAI-compatible server is asked for a schema-constrained reply.
+DIALECT_JSON_SCHEMA = "json_schema"  # OpenAI, vLLM, LM Studio, llama.cpp's llama-server, Ollama's /v1
+DIALECT_JSON_OBJECT = "json_object"  # llama-cpp-python's server: {"type": "json_object", "schema": ...}
+# The dialect each OpenAI-compatible server (base URL) was found to read, for this QGIS session.
+_DIALECTS: dict[str, str] = {}
+
+VocabularySource = Callable[[], Awaitable[Vocabulary]]
+
+
+def response_format(schema: dict[str, Any], dialect: str) -> dict[str, Any]:
+    """``response_format`` for an OpenAI-compatible request, in ``dialect``."""
+    if dialect == DIALECT_JSON_OBJECT:
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+
+
+def refuses_dialect(exc: BaseException) -> bool:
+    """Whether a server refused the request's ``response_format`` (it reads another dialect)."""
+    text = str(getattr(exc, "body", "") or "") + " " + str(exc)
+    status = getattr(exc, "status_code", None)
+    return (status is None or 400 <= int(status) < 600) and "response_format" in text
+
+
+class GuidedChatModel(BaseChatModel):
+    """The provider's chat model, asked for replies constrained to one offered tool call or an answer."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    inner: Any
+    provider: str
+    base_url: str
+    vocabulary: Any = None  # VocabularySource | None: the names that exist, read before each call
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "geogpt-guided"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> GuidedChatModel:
+        """This model with ``tools`` (OpenAI function format, as the toolkit sends them) offered."""
+        return self.model_copy(update={"tools": list(tools)})
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        raise NotImplementedError("guided replies are streamed (astream)")
+
+    async def _astream(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        names = await self.vocabulary() if self.vocabulary is not None else Vocabulary()
+        schema = reply_schema(self.tools, names)
+        prompt = guided_messages(messages, self.tools)
+        reading = AnswerStream()
+        async for chunk in self._constrained(prompt, schema):
+            shown = reading.feed(content_text(chunk.content)) if chunk.content else ""
+            extra: dict[str, Any] = {}
+            if chunk.usage_metadata:
+                extra["usage_metadata"] = chunk.usage_metadata
+            if chunk.response_metadata:
+                extra["response_metadata"] = chunk.response_metadata
+            if shown or extra:
+                yield ChatGenerationChunk(message=AIMessageChunk(content=shown, **extra))
+        if reading.is_answer:
+            return
+        call = _call_chunk(reading.text)
+        if call is not None:
+            yield ChatGenerationChunk(message=call)
+
+    async def _constrained(self, prompt: list[BaseMessage], schema: dict[str, Any]) -> AsyncIterator[AIMessageChunk]:
+        """The inner model's reply chunks, under ``schema``; a refused dialect is tried once in the other."""
+        no_callbacks: Any = {"callbacks": []}  # the inner run's raw JSON must not reach the dock's stream
+        if self.provider == PROVIDER_OLLAMA:
+            async for chunk in self.inner.astream(prompt, config=no_callbacks, format=schema):
+                yield chunk
+            return
+        dialect = _DIALECTS.get(self.base_url, DIALECT_JSON_SCHEMA)
+        for attempt in (1, 2):
+            body = {
+                **(getattr(self.inner, "extra_body", None) or {}),
+                "response_format": response_format(schema, dialect),
+            }
+            stream = self.inner.astream(prompt, config=no_callbacks, extra_body=body)
+            try:
+                first = await anext(stream)
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                with contextlib.suppress(Exception):
+                    await stream.aclose()
+                if attempt == 2 or not refuses_dialect(exc):
+                    raise
+                dialect = DIALECT_JSON_OBJECT if dialect == DIALECT_JSON_SCHEMA else DIALECT_JSON_SCHEMA
+                continue
+            _DIALECTS[self.base_url] = dialect
+            yield first
+            async with contextlib.aclosing(stream):
+                async for chunk in stream:
+                    yield chunk
+            return
+
+
+def _call_chunk(text: str) -> AIMessageChunk | None:
+    """The tool call a whole reply makes, bounded as native calls are (``core.call_bounds``)."""
+    call_id = f"call_{uuid.uuid4().hex[:16]}"
+    if len(text) > CALL_CHARS:
+        arguments: Any = refused(f"the reply is {len(text):,} characters; at most {CALL_CHARS:,} are read")
+        return _chunk(parse_reply(text[:500]).tool or "unknown", arguments, call_id)
+    reply = parse_reply(text)
+    if reply.problem is not None:  # answered as a call whose arguments are not JSON, on every protocol
+        return _chunk(reply.tool or "unknown", {UNPARSED_ARGUMENTS: text.strip()}, call_id)
+    if reply.tool is None:
+        return AIMessageChunk(content=reply.text) if reply.text else None
+    arguments = reply.arguments
+    if isinstance(arguments, dict):
+        problem = arguments_problem(arguments)
+        arguments = refused(problem) if problem else arguments
+    return _chunk(reply.tool, arguments, call_id)
+
+
+def _chunk(name: str, arguments: Any, call_id: str) -> AIMessageChunk:
+    args = json.dumps(arguments, ensure_ascii=False)
+    return AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(name=name, args=args, id=call_id, index=0)])
+
+
+def guided_messages(messages: list[BaseMessage], tool_schemas: list[dict[str, Any]]) -> list[BaseMessage]:
+    """The conversation as a guided request sends it: the tools in the system text, calls and results as text.
+
+    Consecutive user texts (a result and the next question) are joined, so the
+    turns alternate as the strictest chat templates require.  The same history
+    always gives the same messages (the server's cache of them stays valid).
+    """
+    out: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, SystemMessage) and not out:
+            out.append(SystemMessage(content=system_text(content_text(message.content), tool_schemas)))
+        elif isinstance(message, AIMessage):
+            text = _as_written(message)
+            if text:
+                out.append(AIMessage(content=text))
+        elif isinstance(message, ToolMessage):
+            _add_user(out, f"Result of {message.name or 'the tool'}:\n{content_text(message.content)}")
+        else:
+            _add_user(out, content_text(message.content))
+    return out
+
+
+def _as_written(message: AIMessage) -> str:
+    """An earlier reply as the JSON a guided reply would have been."""
+    calls = [{TOOL_KEY: call["name"], ARGUMENTS_KEY: call.get("args") or {}} for call in message.tool_calls]
+    written = [json.dumps(call, ensure_ascii=False) for call in calls]
+    written += [str(bad.get("args") or "") for bad in message.invalid_tool_calls]
+    if written:
+        return "\n".join(written)
+    text = content_text(message.content)
+    return json.dumps({ANSWER_KEY: text}, ensure_ascii=False) if text else ""
+
+
+def _add_user(out: list[BaseMessage], text: str) -> None:
+    if out and isinstance(out[-1], HumanMessage):
+        out[-1] = HumanMessage(content=f"{content_text(out[-1].content)}\n\n{text}")
+    else:
+        out.append(HumanMessage(content=text))
+
+
+def guided_chat_model(native: BaseChatModel, config: Any, vocabulary: VocabularySource | None) -> GuidedChatModel:
+    """``native`` (the provider's chat model for ``config``) asked for guided replies instead of native calls."""
+    return GuidedChatModel(inner=native, provider=config.provider, base_url=config.base_url, vocabulary=vocabulary)

@@ -1,0 +1,290 @@
+"""Guided tool calls: one JSON schema that admits exactly a call of an offered tool, or a final answer.
+
+A small model, or a server that renders no tools for it, rarely writes a valid
+native tool call.  Every server users run can instead constrain a reply to a
+JSON schema (Ollama's ``format``, the OpenAI protocol's ``response_format``,
+llama.cpp's grammars), and a reply constrained to
+
+    {"tool": "<an offered tool>", "arguments": {<valid for that tool>}}
+    {"answer": "<Markdown for the user>"}
+
+is always a call the toolkit can read, whatever the model.  Names the model
+must not invent are restricted where they are known (``Vocabulary``): layer
+parameters to the project's layers, field parameters to its fields, the
+algorithm of ``run_algorithm`` to the registry's ids.  The schema travels
+beside the prompt, never in it, so it can change with the project while the
+prompt (and the server's cache of it) stays the same.
+
+``AnswerStream`` reads the reply as it streams: the text of an answer is
+passed on as it is generated (the dock shows it growing), a call is read whole
+at the end (``parse_reply``).  Qt-free and free of LangChain.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+TOOL_KEY = "tool"
+ARGUMENTS_KEY = "arguments"
+ANSWER_KEY = "answer"
+
+# Parameters that name one project layer (load_data's ``layer`` names a layer inside the source: not restricted).
+LAYER_PARAMETERS = frozenset({"layer"})
+UNRESTRICTED_LAYER_TOOLS = frozenset({"load_data"})
+# Parameters that name fields of a layer: the union of the project's field names (the layer is chosen in the
+# same reply, so one list for all layers).
+FIELD_PARAMETERS = {"edit_features": "field", "read_features": "fields"}
+# The algorithm parameter of run_algorithm.
+ALGORITHM_PARAMETERS = {"run_algorithm": "algorithm"}
+# Beyond these many names a list is not sent: a schema is compiled into a grammar on every call.
+MAX_NAMES = 1000
+
+INSTRUCTIONS = (
+    "Reply with one JSON object: a tool call "
+    '{"tool": "<name>", "arguments": {...}} or your answer {"answer": "<Markdown>"}. '
+    "Call a tool to look at the data before you answer."
+)
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Names that exist now: the project's layers and fields, the registry's algorithm ids."""
+
+    layers: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
+    algorithms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GuidedReply:
+    """A reply read whole: an answer (``text``), a call (``tool`` and ``arguments``), or neither (``problem``)."""
+
+    text: str = ""
+    tool: str | None = None
+    arguments: Any = None
+    problem: str | None = None
+
+
+def system_text(prompt: str, tool_schemas: list[dict[str, Any]]) -> str:
+    """The system prompt of a guided conversation: ``prompt``, how to reply, and one line per offered tool.
+
+    Fixed for the conversation's tools, so the prompt stays append-only; the
+    names of layers and fields are in the schema, not here.
+    """
+    lines = [prompt, "", INSTRUCTIONS, "Tools:"]
+    for schema in tool_schemas:
+        function = schema["function"]
+        parameters = function.get("parameters") or {}
+        required = set(parameters.get("required") or ())
+        names = [name if name in required else f"{name}?" for name in parameters.get("properties") or {}]
+        description = " ".join(str(function.get("description") or "").split())
+        lines.append(f"- {function['name']}({', '.join(names)}): {description}")
+    return "\n".join(lines)
+
+
+def reply_schema(tool_schemas: list[dict[str, Any]], vocabulary: Vocabulary) -> dict[str, Any]:
+    """The JSON schema a guided reply must match: a call of one offered tool, or an answer."""
+    branches = [_call_schema(schema["function"], vocabulary) for schema in tool_schemas]
+    answer = {
+        "type": "object",
+        "properties": {ANSWER_KEY: {"type": "string"}},
+        "required": [ANSWER_KEY],
+        "additionalProperties": False,
+    }
+    return {"anyOf": [*branches, answer]}
+
+
+def _call_schema(function: dict[str, Any], vocabulary: Vocabulary) -> dict[str, Any]:
+    name = function["name"]
+    parameters = dict(function.get("parameters") or {})
+    properties = {key: dict(spec) for key, spec in (parameters.get("properties") or {}).items()}
+    for key, spec in properties.items():
+        names = _names_for(name, key, vocabulary)
+        if not names:
+            continue
+        if spec.get("type") == "array":
+            spec["items"] = {"enum": names}
+        elif spec.get("type") == "string":
+            spec.pop("type")
+            spec["enum"] = names
+    arguments: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if parameters.get("required"):
+        arguments["required"] = list(parameters["required"])
+    return {
+        "type": "object",
+        "properties": {TOOL_KEY: {"const": name}, ARGUMENTS_KEY: arguments},
+        "required": [TOOL_KEY, ARGUMENTS_KEY],
+        "additionalProperties": False,
+    }
+
+
+def _names_for(tool: str, parameter: str, vocabulary: Vocabulary) -> list[str]:
+    """The names ``parameter`` of ``tool`` may take (empty: not restricted)."""
+    if parameter in LAYER_PARAMETERS and tool not in UNRESTRICTED_LAYER_TOOLS:
+        names = vocabulary.layers
+    elif FIELD_PARAMETERS.get(tool) == parameter:
+        names = vocabulary.fields
+    elif ALGORITHM_PARAMETERS.get(tool) == parameter:
+        names = vocabulary.algorithms
+    else:
+        return []
+    unique = list(dict.fromkeys(names))
+    return unique if 0 < len(unique) <= MAX_NAMES else []
+
+
+def parse_reply(text: str) -> GuidedReply:
+    """Read a whole guided reply.
+
+    Text that is not a JSON object (a server that ignored the schema) is the
+    answer as written; an object that is neither form is a problem the model
+    is told about.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return GuidedReply(text=text)
+    try:
+        value = json.loads(stripped)
+    except RecursionError:
+        return GuidedReply(tool=_tool_named(stripped), problem="the reply is nested too deep to be read")
+    except json.JSONDecodeError as exc:
+        return GuidedReply(tool=_tool_named(stripped), problem=f"the reply is not complete JSON ({exc.msg})")
+    if not isinstance(value, dict):
+        return GuidedReply(text=text)
+    if isinstance(value.get(ANSWER_KEY), str) and TOOL_KEY not in value:
+        return GuidedReply(text=value[ANSWER_KEY])
+    tool = value.get(TOOL_KEY, value.get("name"))
+    if not isinstance(tool, str) or not tool:
+        keys = ", ".join(sorted(map(str, value))) or "none"
+        return GuidedReply(problem=f'the reply has neither "tool" nor "answer" (keys: {keys})')
+    arguments = value.get(ARGUMENTS_KEY, value.get("parameters", {}))
+    return GuidedReply(tool=tool, arguments=arguments)
+
+
+_TOOL_NAME = re.compile(r'"(?:tool|name)"\s*:\s*"([A-Za-z_][A-Za-z0-9_]{0,63})"')
+
+
+def _tool_named(text: str) -> str | None:
+    found = _TOOL_NAME.search(text[:500])
+    return found.group(1) if found else None
+
+
+# -- streaming ------------------------------------------------------------------------------------------------------
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_KEY_PREFIX = re.compile(r'\s*\{\s*"((?:[^"\\]|\\.)*)"\s*:\s*')
+
+
+@dataclass
+class AnswerStream:
+    """A guided reply read as it streams: ``feed`` returns the answer text that became readable.
+
+    Until the first key is read the reply is undecided; an ``answer`` is then
+    decoded from its JSON string as it grows (escapes included, one split
+    across chunks held back), anything else (a call) is only collected.  A
+    reply that does not open with ``{`` is plain text and passed on as is.
+    """
+
+    received: list[str] = field(default_factory=list)
+    _mode: str = "undecided"  # undecided, answer, plain, collect, done
+    _pending: str = ""  # received text not yet decoded (answer mode) or classified (undecided)
+
+    @property
+    def text(self) -> str:
+        """Everything received so far."""
+        return "".join(self.received)
+
+    @property
+    def is_answer(self) -> bool:
+        return self._mode in ("answer", "done", "plain")
+
+    def feed(self, piece: str) -> str:
+        self.received.append(piece)
+        if self._mode in ("collect", "done"):
+            return ""
+        if self._mode == "plain":
+            return piece
+        self._pending += piece
+        if self._mode == "undecided":
+            return self._decide()
+        return self._decode()
+
+    def _decide(self) -> str:
+        head = self._pending.lstrip()
+        if not head:
+            return ""
+        if not head.startswith("{"):
+            self._mode, text, self._pending = "plain", self._pending, ""
+            return text
+        match = _KEY_PREFIX.match(self._pending)
+        if match is None:
+            if len(self._pending) > 200:  # not the shape of either form: read whole at the end
+                self._mode = "collect"
+            return ""
+        rest = self._pending[match.end() :]
+        if match.group(1) != ANSWER_KEY:
+            self._mode = "collect"
+            return ""
+        if not rest:
+            return ""
+        if not rest.startswith('"'):
+            self._mode = "collect"
+            return ""
+        self._mode, self._pending = "answer", rest[1:]
+        return self._decode()
+
+    def _decode(self) -> str:
+        out: list[str] = []
+        text, index = self._pending, 0
+        while index < len(text):
+            char = text[index]
+            if char == '"':
+                self._mode, self._pending = "done", ""
+                return "".join(out)
+            if char != "\\":
+                out.append(char)
+                index += 1
+                continue
+            if index + 1 >= len(text):
+                break  # an escape split across chunks: wait for the rest
+            code = text[index + 1]
+            if code in _ESCAPES:
+                out.append(_ESCAPES[code])
+                index += 2
+                continue
+            if code != "u":
+                out.append(code)
+                index += 2
+                continue
+            decoded, used = _unicode_escape(text, index)
+            if used == 0:
+                break
+            out.append(decoded)
+            index += used
+        self._pending = text[index:]
+        return "".join(out)
+
+
+def _unicode_escape(text: str, index: int) -> tuple[str, int]:
+    """The character of the ``\\uXXXX`` escape at ``index`` (a surrogate pair joined); (``""``, 0): incomplete."""
+    if index + 6 > len(text):
+        return "", 0
+    try:
+        unit = int(text[index + 2 : index + 6], 16)
+    except ValueError:
+        return "", 6  # not an escape the grammar allows: dropped
+    if 0xD800 <= unit < 0xDC00:
+        if index + 12 > len(text):
+            return "", 0
+        if text[index + 6 : index + 8] == "\\u":
+            try:
+                low = int(text[index + 8 : index + 12], 16)
+            except ValueError:
+                low = 0
+            if 0xDC00 <= low < 0xE000:
+                return chr(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)), 12
+        return "\ufffd", 6
+    if 0xDC00 <= unit < 0xE000:
+        return "\ufffd", 6
+    return chr(unit), 6

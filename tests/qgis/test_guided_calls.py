@@ -1,0 +1,168 @@
+"""Guided tool calls through the whole agent: replies constrained by one JSON schema, on both protocols.
+
+The real graph and worker, the real ChatOllama/ChatOpenAI clients over HTTP to
+the scripted model server (which replies with the JSON a constrained model
+writes), real tools on the demo project.  What is checked is what crosses the
+wire (no ``tools``; the schema with the project's real names) and that a
+guided call goes down the native path (tool steps, approvals, errors).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from geogpt_qgis.agent.config import ModelConfig
+from geogpt_qgis.core.events import Notice, TextDelta
+from tests.support.model_server import Turn
+
+PROVIDERS = ["ollama", "openai"]
+
+
+def make_config(server, provider: str = "ollama", **overrides) -> ModelConfig:
+    base = server.url if provider == "ollama" else server.url + "/v1"
+    values = {"provider": provider, "base_url": base, "model": "qwen3:8b", "timeout": 10.0, "tool_calls": "guided"}
+    values.update(overrides)
+    return ModelConfig(**values)
+
+
+def call(tool: str, **arguments) -> Turn:
+    return Turn(text=json.dumps({"tool": tool, "arguments": arguments}))
+
+
+def answer(text: str) -> Turn:
+    return Turn(text=json.dumps({"answer": text}))
+
+
+def schema_sent(request, provider: str) -> dict:
+    if provider == "ollama":
+        return request.body["format"]
+    response_format = request.body["response_format"]
+    return response_format["json_schema"]["schema"] if "json_schema" in response_format else response_format["schema"]
+
+
+def branch(schema: dict, tool: str) -> dict:
+    for option in schema["anyOf"]:
+        if option["properties"].get("tool", {}).get("const") == tool:
+            return option["properties"]["arguments"]
+    raise AssertionError(f"no branch for {tool}")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_guided_call_runs_the_tool_and_the_answer_streams_as_text(
+    provider, model_server, worker, recorder, demo_project
+):
+    text = 'There are **31 schools** in "schools".\nSee the table.'
+    model_server.script([call("describe_layer", layer="schools"), answer(text)])
+    run = worker.submit("How many schools are there?", make_config(model_server, provider))
+    finished = recorder.wait(run)
+    assert finished.status == "finished", finished.error
+    assert recorder.tool_names(run) == ["describe_layer"]
+    assert "31 features" in recorder.tool_results(run)[0].result
+    # The answer reaches the dock as its text, decoded from the JSON string as it streamed, never the JSON.
+    assert recorder.text(run) == text
+    assert len(recorder.of(run, TextDelta)) >= 5
+
+    first, second = model_server.chat_requests()
+    assert not first.body.get("tools")  # no tools offered natively
+    schema = schema_sent(first, provider)
+    layers = set(branch(schema, "describe_layer")["properties"]["layer"]["enum"])
+    assert layers == {layer.name() for layer in demo_project.mapLayers().values()}
+    assert "native:buffer" in branch(schema, "run_algorithm")["properties"]["algorithm"]["enum"]
+    assert {"answer"} in [set(option["properties"]) for option in schema["anyOf"]]
+    system = first.body["messages"][0]
+    assert system["role"] == "system" and '{"tool": "<name>", "arguments": {...}}' in system["content"]
+    assert "- describe_layer(layer?, at?):" in system["content"]
+    # The call and its result go back as text the model can read: its own JSON, then the result as user text.
+    roles = [m["role"] for m in second.body["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert json.loads(second.body["messages"][2]["content"]) == {
+        "tool": "describe_layer",
+        "arguments": {"layer": "schools"},
+    }
+    assert second.body["messages"][3]["content"].startswith("Result of describe_layer:\n")
+    # The system text is the same in every call of the conversation (the server's cache of it stays valid).
+    assert second.body["messages"][0] == system
+
+
+def test_a_layer_added_by_a_step_is_a_name_the_next_reply_may_use(model_server, worker, recorder, demo_project):
+    model_server.script(
+        [
+            call("run_algorithm", algorithm="native:centroids", parameters={"INPUT": "parks"}, output_name="park_dots"),
+            answer("Done."),
+        ]
+    )
+    run = worker.submit("Make centroids of the parks.", make_config(model_server))
+    assert recorder.wait(run).status == "finished"
+    assert demo_project.mapLayersByName("park_dots")
+    first, second = model_server.chat_requests()
+    assert "park_dots" not in branch(schema_sent(first, "ollama"), "describe_layer")["properties"]["layer"]["enum"]
+    assert "park_dots" in branch(schema_sent(second, "ollama"), "describe_layer")["properties"]["layer"]["enum"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_reply_cut_off_inside_a_call_goes_back_to_the_model_as_an_invalid_call(
+    provider, model_server, worker, recorder
+):
+    model_server.script([Turn(text='{"tool": "describe_layer", "arguments": {"layer": "sch'), answer("Sorry.")])
+    run = worker.submit("Describe the schools", make_config(model_server, provider))
+    assert recorder.wait(run).status == "finished"
+    (result,) = recorder.tool_results(run)
+    assert not result.ok and "not valid JSON" in result.result and "describe_layer" in result.result
+    assert "layer" in result.result  # its parameters are named, so the model can write the call again
+
+
+def test_a_guided_edit_waits_for_approval_like_a_native_one(model_server, worker, recorder, demo_project):
+    model_server.script([call("set_layer", layer="parks", remove=True), answer("Removed.")])
+    run = worker.submit("remove the parks layer", make_config(model_server))
+    assert recorder.wait(run).status == "paused"
+    assert demo_project.mapLayersByName("parks")  # nothing ran before the user decided
+
+
+def test_a_server_that_reads_the_other_dialect_is_asked_again_in_it(model_server, worker, recorder):
+    # llama-cpp-python's server refuses response_format of type json_schema (it reads json_object + schema).
+    refusal = "Input should be 'text' or 'json_object' (body.response_format.type)"
+    model_server.script([Turn(status=500, error=refusal), answer("Nine layers.")])
+    run = worker.submit("How many layers?", make_config(model_server, "openai"))
+    assert recorder.wait(run).status == "finished"
+    assert recorder.text(run) == "Nine layers."
+    first, second = model_server.chat_requests()
+    assert first.body["response_format"]["type"] == "json_schema"
+    assert second.body["response_format"]["type"] == "json_object" and "anyOf" in second.body["response_format"]["schema"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_auto_falls_back_to_guided_when_the_server_refuses_native_calls(provider, model_server, worker, recorder):
+    refusal = "registry.ollama.ai/library/gemma3:270m does not support tools"
+    model_server.script([Turn(status=400, error=refusal), call("describe_layer", layer="roads"), answer("Roads.")])
+    config = make_config(model_server, provider, tool_calls="auto")
+    run = worker.submit("What fields do roads have?", config)
+    assert recorder.wait(run).status == "finished"
+    assert recorder.tool_names(run) == ["describe_layer"]
+    assert any("guided tool calls" in n.text for n in recorder.of(run, Notice))
+    requests = model_server.chat_requests()
+    assert requests[0].body.get("tools") and not requests[1].body.get("tools")
+    # Remembered for this server and model: the next question is guided from its first call.
+    model_server.script([answer("Still roads.")])
+    run = worker.submit("and now?", config)
+    assert recorder.wait(run).status == "finished"
+    assert not model_server.chat_requests()[-1].body.get("tools")
+
+
+def test_native_mode_never_falls_back(model_server, worker, recorder):
+    model_server.script([Turn(status=400, error="model does not support tools")])
+    run = worker.submit("What fields do roads have?", make_config(model_server, tool_calls="native"))
+    finished = recorder.wait(run)
+    assert finished.status == "failed" and "cannot call tools" in finished.error
+    assert len(model_server.chat_requests()) == 1
+
+
+def test_auto_is_guided_for_an_ollama_model_without_tool_support(model_server, worker, recorder):
+    model_server.capabilities = ("completion",)
+    model_server.script([answer("Hello.")])
+    run = worker.submit("hi", make_config(model_server, tool_calls="auto"))
+    assert recorder.wait(run).status == "finished"
+    assert recorder.text(run) == "Hello."
+    body = model_server.chat_requests()[0].body
+    assert not body.get("tools") and "anyOf" in body["format"]

@@ -1,0 +1,119 @@
+"""The guided reply's schema and its reader: what a constrained model may write, and what the dock shows of it."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import pytest
+
+from geogpt_qgis.core.guided_schema import AnswerStream, Vocabulary, parse_reply, reply_schema, system_text
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "describe_layer",
+            "description": "Describe a layer.",
+            "parameters": {"type": "object", "properties": {"layer": {"type": "string"}}},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "read_features",
+            "description": "Read attribute values.",
+            "parameters": {
+                "type": "object",
+                "properties": {"layer": {"type": "string"}, "fields": {"type": "array", "items": {"type": "string"}}},
+                "required": ["layer"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "load_data",
+            "description": "Load a file.",
+            "parameters": {
+                "type": "object",
+                "properties": {"source": {"type": "string"}, "layer": {"type": "string"}},
+                "required": ["source"],
+            },
+        },
+    },
+]
+NAMES = Vocabulary(layers=("schools", "roads"), fields=("name", "pupils"), algorithms=("native:buffer",))
+
+
+def valid(reply: dict) -> bool:
+    try:
+        jsonschema.validate(reply, reply_schema(TOOLS, NAMES))
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
+def test_the_schema_admits_exactly_a_call_of_an_offered_tool_with_real_names_or_an_answer():
+    assert valid({"tool": "describe_layer", "arguments": {"layer": "schools"}})
+    assert valid({"tool": "read_features", "arguments": {"layer": "roads", "fields": ["name"]}})
+    assert valid({"answer": "Two layers."})
+    assert not valid({"tool": "describe_layer", "arguments": {"layer": "school"}})  # a made-up name
+    assert not valid({"tool": "read_features", "arguments": {"layer": "roads", "fields": ["nme"]}})
+    assert not valid({"tool": "read_features", "arguments": {"fields": ["name"]}})  # a required argument missing
+    assert not valid({"tool": "describe_layers", "arguments": {}})  # a tool that does not exist
+    assert not valid({"tool": "describe_layer", "arguments": {"expression": "1"}})  # another tool's argument
+    assert not valid({"answer": "x", "tool": "describe_layer"})
+    # load_data's layer names a layer inside the source, not one of the project: it stays free.
+    assert valid({"tool": "load_data", "arguments": {"source": "a.gpkg", "layer": "anything"}})
+
+
+def test_names_are_left_free_where_none_are_known():
+    schema = reply_schema(TOOLS, Vocabulary())
+    jsonschema.validate({"tool": "describe_layer", "arguments": {"layer": "whatever"}}, schema)
+
+
+def test_the_system_text_lists_each_tool_once_and_marks_optional_arguments():
+    text = system_text("You are GeoGPT.", TOOLS)
+    assert text.startswith("You are GeoGPT.\n")
+    assert "- describe_layer(layer?): Describe a layer." in text
+    assert "- read_features(layer, fields?): Read attribute values." in text
+    assert "schools" not in text  # names travel in the schema, so the prompt never changes with the project
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_an_answer_is_decoded_as_it_streams_whatever_the_chunks(seed):
+    text = 'Line "one"\\ two\n\ttabbed – ünïcode 🗺️ end'
+    reply = json.dumps({"answer": text})
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(reply)), 12))
+    pieces = [reply[a:b] for a, b in zip([0, *cuts], [*cuts, len(reply)], strict=True)]
+    stream = AnswerStream()
+    shown = "".join(stream.feed(piece) for piece in pieces)
+    assert shown == text and stream.is_answer
+    assert parse_reply(stream.text).text == text
+
+
+def test_a_call_is_collected_and_read_whole():
+    stream = AnswerStream()
+    reply = '{ "tool" : "describe_layer", "arguments": {"layer": "roads"}}'
+    assert "".join(stream.feed(reply[i : i + 3]) for i in range(0, len(reply), 3)) == ""
+    assert not stream.is_answer
+    read = parse_reply(stream.text)
+    assert (read.tool, read.arguments, read.problem) == ("describe_layer", {"layer": "roads"}, None)
+
+
+def test_text_that_is_not_json_is_the_answer_as_written():
+    stream = AnswerStream()
+    assert stream.feed("  Hello") == "  Hello" and stream.feed(" there") == " there"
+    assert parse_reply("Hello there").text == "Hello there"
+
+
+def test_a_cut_off_or_shapeless_reply_says_what_is_wrong():
+    cut = parse_reply('{"tool": "describe_layer", "arguments": {"layer": "sch')
+    assert cut.tool == "describe_layer" and "not complete JSON" in (cut.problem or "")
+    shapeless = parse_reply('{"foo": 1}')
+    assert shapeless.tool is None and "neither" in (shapeless.problem or "") and "foo" in (shapeless.problem or "")
+    deep = parse_reply("{" + '"a": [' * 5000 + "]" * 5000 + "}")
+    assert deep.problem is not None
