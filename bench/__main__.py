@@ -147,6 +147,13 @@ def prompt_budget_section(results: dict) -> None:
         )
     tools = b["every_family"]["per_tool"]
     print("  by tool: " + ", ".join(f"{name} {tokens}" for name, tokens in tools.items()))
+    full, compact = b["profiles"]["full"], b["profiles"]["compact"]
+    print(
+        f"  tool profiles, system prompt + tool block without the project brief: full {full['total_tokens']} "
+        f"({len(full['tools'])} tools), compact {compact['system_prompt_tokens']} + {compact['schema_tokens']} = "
+        f"{compact['total_tokens']} {b['tokenizer']} tokens ({len(compact['tools'])} tools; goal <= "
+        f"{b['profiles']['compact_goal_tokens']}: {'met' if b['profiles']['compact_meets_goal'] else 'NOT met'})"
+    )
 
 
 def prompt_cache_section(results: dict) -> None:

@@ -6,7 +6,11 @@ Tekken tokenizer (``bench.real_tokens``); the goal is in real tokens.  On the
 demo project, with every tool family enabled (a saved PostGIS connection
 allowed, an OGC API server configured), and with only the families a plain
 project offers.  Schemas are counted as the providers send them (OpenAI
-function format, compacted as the agent sends them).
+function format, compacted as the agent sends them).  The compact tool profile
+(``agent.profiles``, for small models) is counted too, with every family on:
+its system prompt and the schemas it sends, without the project's brief (its
+goal, ``COMPACT_BUDGET_TOKENS``, is for the prompt and the tool block), beside
+the full profile counted the same way.
 
     python -m bench.prompt_budget     prints one JSON line
 """
@@ -49,6 +53,31 @@ def measure(families: list[Any], brief: str) -> dict[str, Any]:
     }
 
 
+def measure_profiles(families: list[Any]) -> dict[str, Any]:
+    """The full and the compact profile's system prompt and tool block, in Tekken tokens (no project brief)."""
+    from geogpt_qgis.agent.config import PROFILE_COMPACT, PROFILE_FULL
+    from geogpt_qgis.agent.profiles import COMPACT_BUDGET_TOKENS, offered_names, system_prompt
+    from geogpt_qgis.agent.toolkit import Toolkit
+
+    real = real_counter()
+    tools = [tool for family in families for tool in family.tools()]
+    figures: dict[str, Any] = {}
+    for profile in (PROFILE_FULL, PROFILE_COMPACT):
+        offered = offered_names(profile, [tool.__name__ for tool in tools])
+        toolkit = Toolkit(tools, offered)
+        prompt = real(system_prompt(profile, families, offered))
+        schemas = real(json.dumps(toolkit.schemas, ensure_ascii=False))
+        figures[profile] = {
+            "system_prompt_tokens": prompt,
+            "schema_tokens": schemas,
+            "total_tokens": prompt + schemas,
+            "tools": toolkit.offered,
+        }
+    figures["compact_goal_tokens"] = COMPACT_BUDGET_TOKENS
+    figures["compact_meets_goal"] = figures[PROFILE_COMPACT]["total_tokens"] <= COMPACT_BUDGET_TOKENS
+    return figures
+
+
 def main() -> dict[str, Any]:
     with headless_qgis():
         from qgis.core import QgsDataSourceUri, QgsProject, QgsProviderRegistry
@@ -73,6 +102,7 @@ def main() -> dict[str, Any]:
         PlgOptionsManager.set_value("ogc_servers", "bench = http://127.0.0.1:9")
         try:
             everything = measure(active_families(families), brief)
+            profiles = measure_profiles(active_families(families))
         finally:
             metadata.deleteConnection("bench-budget")
             PlgOptionsManager.set_value("ogc_servers", "")
@@ -82,6 +112,7 @@ def main() -> dict[str, Any]:
             "meets_goal": everything["total_tokens"] <= GOAL_TOKENS,
             "plain_project": plain,
             "every_family": everything,
+            "profiles": profiles,
         }
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
+from geogpt_qgis.agent.config import TOOL_CALL_MODES, TOOL_PROFILES
 from geogpt_qgis.core.approval import POLICY_ASK, POLICY_NEVER, POLICY_TRUST, ApprovalRequest
 from geogpt_qgis.core.events import (
     ApprovalRequested,
@@ -82,6 +83,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--max-tokens", type=int, help="the most tokens of one model reply (default: plugin setting)")
     ask.add_argument("--context-limit", type=int, help="most tokens of context to use (num_ctx cap)")
+    ask.add_argument(
+        "--tool-calls",
+        choices=TOOL_CALL_MODES,
+        help="native: the server's tool calling; guided: replies held to a JSON schema of the tools; "
+        "auto: guided where native calls are missing or fail (default: plugin setting)",
+    )
+    ask.add_argument(
+        "--tool-profile",
+        choices=TOOL_PROFILES,
+        help="full: every tool; compact: 8 tools and a shorter prompt, for small models; auto: from the model's "
+        "size (default: plugin setting; a continued conversation keeps the profile it started with)",
+    )
     ask.add_argument(
         "--approval",
         choices=(POLICY_NEVER, POLICY_ASK, POLICY_TRUST),
@@ -190,6 +203,8 @@ def _model_config(args: argparse.Namespace) -> ModelConfig:
         "timeout": args.timeout,
         "max_tokens": args.max_tokens,
         "context_limit": args.context_limit,
+        "tool_calls": args.tool_calls,
+        "tool_profile": args.tool_profile,
     }
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 

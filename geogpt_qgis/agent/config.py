@@ -86,6 +86,8 @@ def model_config_from_settings(settings: PlgSettings) -> ModelConfig:
         timeout=settings.request_timeout,
         max_steps=settings.max_steps,
         max_tokens=settings.max_answer_tokens,
+        tool_calls=settings.tool_calls,
+        tool_profile=settings.tool_profile,
     )
 
 

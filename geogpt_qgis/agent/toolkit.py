@@ -34,7 +34,7 @@ from geogpt_qgis.core.tokens import estimate_tokens
 from geogpt_qgis.tools.base import ToolError, ToolFunction
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +64,17 @@ def _error(text: str) -> ToolOutcome:
 
 
 class Toolkit:
-    """The tools of one run, by name."""
+    """The tools of one run, by name.
 
-    def __init__(self, functions: Sequence[ToolFunction]) -> None:
+    ``offered`` names the tools whose schemas the model is sent (``None``:
+    all; ``agent.profiles``: the compact profile sends a few).  The toolkit
+    still knows and runs every tool: a call to one it did not send is checked,
+    approved and run like any other, so the tools ``describe_capabilities``
+    names stay usable.
+    """
+
+    def __init__(self, functions: Sequence[ToolFunction], offered: Collection[str] | None = None) -> None:
+        self._offered = None if offered is None else frozenset(offered)
         self._tools: dict[str, StructuredTool] = {}
         for function in functions:
             tool = StructuredTool.from_function(function, parse_docstring=True, response_format="content_and_artifact")
@@ -82,7 +90,12 @@ class Toolkit:
     @functools.cached_property
     def schemas(self) -> list[dict[str, Any]]:
         """The tools as the model is sent them: OpenAI function format, with nothing that tells it nothing."""
-        return [compact_schema(_sent_schema(t)) for t in self.tools]
+        return [compact_schema(_sent_schema(self._tools[name])) for name in self.offered]
+
+    @property
+    def offered(self) -> list[str]:
+        """The names of the tools the model is sent, in order (the others run too when called)."""
+        return [name for name in self._tools if self._offered is None or name in self._offered]
 
     @functools.cached_property
     def bounded_schemas(self) -> list[dict[str, Any]]:

@@ -30,6 +30,14 @@ from qgis.PyQt.QtWidgets import (
 )
 
 from geogpt_qgis.__about__ import TITLE
+from geogpt_qgis.agent.config import (
+    PROFILE_AUTO,
+    PROFILE_COMPACT,
+    PROFILE_FULL,
+    TOOL_CALLS_AUTO,
+    TOOL_CALLS_GUIDED,
+    TOOL_CALLS_NATIVE,
+)
 from geogpt_qgis.core.approval import POLICY_ASK, POLICY_NEVER, POLICY_TRUST
 from geogpt_qgis.gui.background import run_in_background
 from geogpt_qgis.gui.connections_chooser import ConnectionsChooser
@@ -85,12 +93,36 @@ class OptionsPage(QgsOptionsPageWidget):
         ):
             self.policy_combo.addItem(label, key)
         self.policy_combo.setToolTip(tr("Before running code, changing data or writing files"))
+        self.tool_calls_combo = QComboBox()
+        for key, label in (
+            (TOOL_CALLS_AUTO, tr("Auto")),
+            (TOOL_CALLS_NATIVE, tr("Native")),
+            (TOOL_CALLS_GUIDED, tr("Guided")),
+        ):
+            self.tool_calls_combo.addItem(label, key)
+        self.tool_calls_combo.setToolTip(
+            tr(
+                "Native: the server's own tool calling. Guided: each reply is held to a JSON schema of the tools, "
+                "for models that cannot call tools. Auto: guided only where native calls are missing or fail"
+            )
+        )
+        self.tool_profile_combo = QComboBox()
+        for key, label in ((PROFILE_AUTO, tr("Auto")), (PROFILE_FULL, tr("Full")), (PROFILE_COMPACT, tr("Compact"))):
+            self.tool_profile_combo.addItem(label, key)
+        self.tool_profile_combo.setToolTip(
+            tr(
+                "Full: every tool. Compact: 8 tools and a shorter prompt, for small models (the rest stay reachable). "
+                "Auto: compact for models under 4 B parameters or 8,192 tokens of context. Kept per conversation"
+            )
+        )
         agent_box = QGroupBox(tr("Agent"))
         form = QFormLayout(agent_box)
         form.addRow(tr("Temperature"), self.temperature_spin)
         form.addRow(tr("Context limit"), self.context_spin)
         form.addRow(tr("Answer length limit"), self.answer_spin)
         form.addRow(tr("Approval"), self.policy_combo)
+        form.addRow(tr("Tool calls"), self.tool_calls_combo)
+        form.addRow(tr("Tool profile"), self.tool_profile_combo)
 
         self.ogc_edit = QPlainTextEdit()
         self.ogc_edit.setPlaceholderText(tr("One per line: Name = URL, e.g.\nCity data = https://example.org/ogcapi"))
@@ -128,7 +160,14 @@ class OptionsPage(QgsOptionsPageWidget):
         self.ogc_edit.textChanged.connect(self._validate_ogc)
         # Scrolling the page must not change the values passing under the pointer.
         picker = self.picker
-        wheeled = (self.temperature_spin, self.context_spin, self.answer_spin, self.policy_combo)
+        wheeled = (
+            self.temperature_spin,
+            self.context_spin,
+            self.answer_spin,
+            self.policy_combo,
+            self.tool_calls_combo,
+            self.tool_profile_combo,
+        )
         self.wheel_guard = guard_wheel(self, *wheeled, picker.provider_combo, picker.model_combo)
 
     # -- settings <-> widgets ------------------------------------------------
@@ -140,6 +179,8 @@ class OptionsPage(QgsOptionsPageWidget):
         self.context_spin.setValue(s.context_limit)
         self.answer_spin.setValue(s.max_answer_tokens)
         self.policy_combo.setCurrentIndex(max(0, self.policy_combo.findData(s.approval_policy)))
+        self.tool_calls_combo.setCurrentIndex(max(0, self.tool_calls_combo.findData(s.tool_calls)))
+        self.tool_profile_combo.setCurrentIndex(max(0, self.tool_profile_combo.findData(s.tool_profile)))
         self.ogc_edit.setPlainText(s.ogc_servers)
         self.connections.load(s.postgis_connections)
         self.debug_check.setChecked(s.debug_mode)
@@ -154,6 +195,8 @@ class OptionsPage(QgsOptionsPageWidget):
             "context_limit": self.context_spin.value(),
             "max_answer_tokens": self.answer_spin.value(),
             "approval_policy": self.policy_combo.currentData(),
+            "tool_calls": self.tool_calls_combo.currentData(),
+            "tool_profile": self.tool_profile_combo.currentData(),
             "ogc_servers": self.ogc_edit.toPlainText().strip(),
             "postgis_connections": self.connections.setting(),
             "debug_mode": self.debug_check.isChecked(),

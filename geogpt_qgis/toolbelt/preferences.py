@@ -33,6 +33,10 @@ class PlgSettings:
     request_timeout: float = 120.0
     # The most tokens of one model reply (num_predict / max_tokens): a model stuck in a loop stops there.
     max_answer_tokens: int = 1024
+    # How tool calls are asked for: "auto", "native" (the server's tool calling) or "guided" (a JSON-schema reply).
+    tool_calls: str = "auto"
+    # Which tools a new conversation is offered: "auto" (from the model's size), "full" or "compact" (8 tools).
+    tool_profile: str = "auto"
     debug_mode: bool = False
     dock_visible: bool = True
     # Saved PostgreSQL connections the agent may use: "*" for all, else names separated by commas.

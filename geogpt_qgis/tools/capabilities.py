@@ -1,10 +1,21 @@
-"""Answer "what can you do?" from the real tool list, not from the model's imagination."""
+"""Answer "what can you do?" from the real tool list, not from the model's imagination.
+
+In a conversation with the compact tool profile (``agent.profiles``) the model
+is sent only a few tool schemas; the others are listed here with their
+arguments and marked, so that it can still call them by name (the toolkit runs
+them like any other).
+"""
 
 from __future__ import annotations
 
 import inspect
+from contextvars import ContextVar
 
 from geogpt_qgis.tools.base import ToolContext, ToolFamily, ToolFunction
+
+# The names of the tools the model was sent in this run (set by the agent session); ``None``: all of them.
+offered_tools: ContextVar[frozenset[str] | None] = ContextVar("geogpt_offered_tools", default=None)
+NOT_OFFERED_NOTE = "* = not in your tool list in this conversation: call it by name with the arguments shown."
 
 
 def first_line(function: ToolFunction) -> str:
@@ -28,6 +39,7 @@ class CapabilityTools(ToolFamily):
 
     def describe_capabilities(self) -> str:
         """What you can do now, by family."""
+        offered = offered_tools.get()
         lines = ["Tools available now:"]
         off = []
         for family in self._families:
@@ -36,7 +48,18 @@ class CapabilityTools(ToolFamily):
                 off.append(f"- {family.title}: off ({reason})")
                 continue
             lines.append(f"\n{family.title}: {family.summary}")
-            lines += [f"- {tool.__name__}: {first_line(tool)}" for tool in family.tools()]
+            for tool in family.tools():
+                sent = offered is None or tool.__name__ in offered
+                name = tool.__name__ if sent else f"*{tool.__name__}({_arguments(tool)})"
+                lines.append(f"- {name}: {first_line(tool)}")
+        if offered is not None and any(line.startswith("- *") for line in lines):
+            lines.insert(1, NOT_OFFERED_NOTE)
         if off:
             lines += ["\nNot available in this session:", *off]
         return "\n".join(lines)
+
+
+def _arguments(function: ToolFunction) -> str:
+    """``layer, fields?, limit?``: a tool's arguments, optional ones marked."""
+    parameters = inspect.signature(function).parameters.values()
+    return ", ".join(p.name + ("" if p.default is inspect.Parameter.empty else "?") for p in parameters)

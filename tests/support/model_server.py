@@ -114,8 +114,12 @@ class ScriptedModelServer:
         capabilities: tuple[str, ...] = ("completion", "tools"),
         api_key: str | None = None,
         port: int = 0,
+        parameter_counts: dict[str, int] | None = None,
     ) -> None:
         self.port = port
+        # Weights per model, as /api/show says them (others: 8 B) and as llama-server's /v1/models "meta" does
+        # (others: no meta, as llama-cpp-python, vLLM and OpenAI list them).
+        self.parameter_counts = dict(parameter_counts or {})
         self._turns: list[Turn] = []
         self._source: ScriptSource | None = None
         self.models = models
@@ -283,6 +287,10 @@ class _Handler(BaseHTTPRequestHandler):
             if not self._authorised():
                 return
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in owner.models]
+            for entry in data:
+                weights = owner.parameter_counts.get(entry["id"])
+                if weights is not None:  # as llama.cpp's llama-server says it
+                    entry["meta"] = {"n_params": weights, "n_ctx_train": owner.context_length}
             self._send_json(200, {"object": "list", "data": data})
         else:
             self._send_json(404, {"error": f"no route {self.path}"})
@@ -313,14 +321,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": f"model '{name}' not found"})
             return
         arch = name.split(":")[0].replace(".", "")
+        weights = self.owner.parameter_counts.get(name, 8_000_000_000)
+        size = f"{weights / 1e9:.1f}B" if weights >= 1e9 else f"{weights / 1e6:.0f}M"
         self._send_json(
             200,
             {
                 "modelfile": "",
                 "parameters": "",
                 "template": "{{ .Prompt }}",
-                "details": {"family": arch, "parameter_size": "8B", "quantization_level": "Q4_K_M"},
-                "model_info": {"general.architecture": arch, f"{arch}.context_length": self.owner.context_length},
+                "details": {"family": arch, "parameter_size": size, "quantization_level": "Q4_K_M"},
+                "model_info": {
+                    "general.architecture": arch,
+                    "general.parameter_count": weights,
+                    f"{arch}.context_length": self.owner.context_length,
+                },
                 "capabilities": list(self.owner.capabilities),
             },
         )
