@@ -8,6 +8,7 @@ itself.  Only Stop (``RunCancelled``) escapes.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import functools
 import json
@@ -26,7 +27,7 @@ from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, content_and_artifact
 from geogpt_qgis.core.bounds import bounded, check_text
 from geogpt_qgis.core.call_bounds import REFUSED_ARGUMENTS
 from geogpt_qgis.core.cancel import RunCancelled
-from geogpt_qgis.core.fuzzy import closest_names
+from geogpt_qgis.core.fuzzy import closest_names, similarity
 from geogpt_qgis.core.secrets_scrub import scrub, scrub_value
 from geogpt_qgis.core.targets import Target, broken_contract
 from geogpt_qgis.core.text import bound_tokens
@@ -122,9 +123,11 @@ class Toolkit:
     def unknown_tool(self, name: str) -> ToolOutcome:
         # Close to an old name ("list_layer"): the tool that answers it now is the one to suggest.
         known = {**{old: new for old, (new, _) in ALIASES.items() if new in self._tools}, **{n: n for n in self._tools}}
-        close = closest_names(name, known) if len(name) <= _SHOWN_CHARS else []
+        close = closest_names(_reading_verb_as_describe(name, known), known) if len(name) <= _SHOWN_CHARS else []
         close = list(dict.fromkeys(known[n] for n in close))
         hint = f" Did you mean {' or '.join(close)}?" if close else ""
+        if len(close) == 1:  # what it does, so that the model can call it from this message alone
+            hint += f" ({_summary(self._tools[close[0]].description)})"
         return _error(f"there is no tool {_shown(name)}.{hint} Available tools: {', '.join(self._tools)}.")
 
     def malformed_call(self, name: str, problem: str) -> ToolOutcome:
@@ -134,8 +137,10 @@ class Toolkit:
         if tool is None:
             return self.unknown_tool(name)
         params = ", ".join(self._parameters(tool)) or "none"
+        sent = _received(problem)
+        mistake = f": {json_mistake(sent)}" if sent is not None else ""
         return _error(
-            f"the arguments of your {name} call are not valid JSON ({_first_line(problem)}). "
+            f"the arguments of your {name} call are not valid JSON ({_first_line(problem)}){mistake}. "
             f"Call it again with a JSON object; its parameters are: {params}."
         )
 
@@ -151,16 +156,15 @@ class Toolkit:
         if isinstance(refused, str):  # too long or deep to be read as they arrived (``agent.call_arguments``)
             return _error(f"your {name} call was not run: {refused}. Call it again with shorter arguments.")
         if not isinstance(args, dict):
+            mistake = f" ({json_mistake(args)})" if isinstance(args, str) and len(args) <= _SHOWN_CHARS else ""
             return _error(
-                f"{name} takes a JSON object of arguments ({', '.join(params) or 'none'}), not {_shown(args)}."
+                f"{name} takes a JSON object of arguments ({', '.join(params) or 'none'}), not {_shown(args)}{mistake}."
             )
-        unknown = [key for key in args if key not in params]
-        if unknown:
-            valid = ", ".join(params) if params else "it takes no arguments"
-            named = ", ".join(_shown(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-            return _error(f"{name} has no argument {named}; valid arguments: {valid}.")
         schema = tool.args_schema
         fields = getattr(schema, "model_fields", {})
+        unknown = [key for key in args if key not in params]
+        if unknown:
+            return _error(self._unknown_arguments(name, args, fields))
         args = {
             key: _decoded(value) if _wants_structure(fields[key].annotation) else value for key, value in args.items()
         }
@@ -169,6 +173,46 @@ class Toolkit:
         except ValidationError as exc:
             return _error(f"invalid arguments for {name}: {_describe_validation(exc, fields)}.")
         return {key: getattr(validated, key) for key in params}
+
+    def _unknown_arguments(self, name: str, args: dict[str, Any], fields: dict[str, Any]) -> str:
+        """``name has no argument 'x'; valid arguments: ...``, with the tool that takes them or what is missing.
+
+        Small models call one tool with another's arguments (describe_layer with
+        run_algorithm's ``algorithm`` and ``parameters``), or spread what belongs
+        in one object argument over the top level (run_algorithm's ``INPUT``):
+        the message says which tool takes them, or gives the call with them
+        nested where they validate, or which required arguments are missing.
+        """
+        params = self._parameters(self._tools[name])
+        unknown = [key for key in args if key not in params]
+        valid = ", ".join(params) if params else "it takes no arguments"
+        named = ", ".join(_shown(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        text = f"{name} has no argument {named}; valid arguments: {valid}."
+        others = [
+            other
+            for other, tool in self._tools.items()
+            if other != name and set(unknown) <= set(self._parameters(tool))
+        ]
+        if len(others) == 1:  # only where they point to one tool ('layer' is everybody's)
+            return f"{text} {others[0]} takes {'it' if len(unknown) == 1 else 'them'}."
+        missing = [key for key in params if key not in args and fields[key].is_required()]
+        if len(missing) == 1:
+            nested = {**{k: v for k, v in args.items() if k in params}, missing[0]: {k: args[k] for k in unknown}}
+            try:
+                self._tools[name].args_schema.model_validate(nested)  # type: ignore[union-attr]
+            except ValidationError:
+                pass
+            else:
+                shown = json.dumps(nested, ensure_ascii=False, default=str)
+                if len(shown) <= 2 * _SHOWN_CHARS:
+                    return f"{text} Did you mean {shown}?"
+        if missing:
+            about = [
+                f"{k!r}" + (f": {_summary(fields[k].description)}" if fields[k].description else "") for k in missing
+            ]
+            text += " Missing: " + "; ".join(about[:3])
+            text += "" if text.endswith((".", ")")) else "."
+        return text
 
     async def approval_request(self, call_id: str, name: str, args: Any) -> ApprovalRequest | ToolOutcome | None:
         """What a call would do, if its tool is gated and this call needs the user's approval.
@@ -433,6 +477,86 @@ def _shown(value: Any) -> str:
 def _clipped(exc: BaseException) -> str:
     text = str(exc)
     return text if len(text) <= 500 else f"{text[:500]}... ({len(text):,} characters)"
+
+
+_READING_VERBS = ("get", "list", "show", "fetch", "read", "query", "retrieve", "inspect")
+
+
+def _reading_verb_as_describe(name: str, known: Any) -> str:
+    """``describe_layers`` for ``get_layers``, when that is closer to a tool than the name itself.
+
+    Small models name a tool after what they want (get_layers, show_fields);
+    said with ``describe`` it finds describe_layer, where the name as written
+    finds set_layer first.
+    """
+    verb, _, rest = name.partition("_")
+    if verb.lower() not in _READING_VERBS or not rest:
+        return name
+    described = f"describe_{rest}"
+    best = max((similarity(name, k) for k in known), default=0.0)
+    return described if max((similarity(described, k) for k in known), default=0.0) > best else name
+
+
+def _summary(description: str) -> str:
+    """A tool's or argument's description, cut to what fits in an error message."""
+    text = " ".join(description.split())
+    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
+
+
+_SUMMARY_CHARS = 120
+
+
+def _received(problem: str) -> str | None:
+    """What the model sent, when ``problem`` quotes it whole (``received '...'``, as the graph words it)."""
+    if not problem.startswith("received "):
+        return None
+    try:
+        sent = ast.literal_eval(problem.removeprefix("received ").strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    # The graph cuts a long text to 80 characters and an ellipsis: not whole, so not judged.
+    return sent if isinstance(sent, str) and not sent.endswith("…") else None
+
+
+def json_mistake(text: str) -> str:
+    """What is wrong with arguments that should be a JSON object, in a few words, with the fix where it is sure.
+
+    The mistakes small models make: single quotes (Python's dict syntax; the
+    object is then given back in JSON), a call cut off before its end, a bare
+    value, ``key=value``.
+    """
+    stripped = text.strip()
+    try:
+        value = json.loads(stripped)
+    except ValueError as exc:
+        error: json.JSONDecodeError | None = exc if isinstance(exc, json.JSONDecodeError) else None
+    except RecursionError:
+        return "it is nested too deep"
+    else:
+        if isinstance(value, dict):  # valid, but it reached here as text
+            return "send the object itself, not as text"
+        return f"it is {_JSON_KINDS.get(type(value), 'a number')}, not an object"
+    if not stripped.startswith("{"):
+        return 'a JSON object starts with "{"'
+    if "'" in stripped and len(stripped) <= _LITERAL_CHARS:
+        try:
+            python = ast.literal_eval(stripped)  # a literal only: nothing is run
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            python = None
+        if isinstance(python, dict):
+            fixed = json.dumps(python, ensure_ascii=False, default=str)
+            return (
+                f"JSON needs double quotes: {fixed}" if len(fixed) <= 2 * _SHOWN_CHARS else "JSON needs double quotes"
+            )
+    if error is not None and (error.pos >= len(stripped) or error.msg.startswith("Unterminated string")):
+        return "it is cut off before its end"
+    if "'" in stripped:
+        return "JSON needs double quotes"
+    return f"{error.msg} at character {error.pos + 1}" if error is not None else "it is not JSON"
+
+
+_LITERAL_CHARS = 2000
+_JSON_KINDS = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}
 
 
 def _first_line(text: str) -> str:

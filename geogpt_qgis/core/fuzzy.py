@@ -17,15 +17,11 @@ def closest_names(name: str, candidates: Iterable[str], limit: int = 3) -> list[
     similarity decides.  Only candidates close to the best one are returned,
     so a clear winner is not drowned by weak alternatives.
     """
-    needle = name.lower().strip()
-    if not needle:
+    if not name.strip():
         return []
     scored: list[tuple[float, str]] = []
     for candidate in dict.fromkeys(candidates):
-        lowered = candidate.lower()
-        ratio = difflib.SequenceMatcher(None, needle, lowered).ratio()
-        if needle in lowered or lowered in needle:
-            ratio = max(ratio, 0.9)
+        ratio = similarity(name, candidate)
         if ratio >= MIN_SIMILARITY:
             scored.append((ratio, candidate))
     if not scored:
@@ -33,6 +29,15 @@ def closest_names(name: str, candidates: Iterable[str], limit: int = 3) -> list[
     scored.sort(key=lambda item: (-item[0], item[1]))
     best = scored[0][0]
     return [candidate for ratio, candidate in scored if ratio >= best - MARGIN][:limit]
+
+
+def similarity(name: str, candidate: str) -> float:
+    """How alike two names are, 0 to 1, case-insensitively; one containing the other counts at least 0.9."""
+    needle, lowered = name.lower().strip(), candidate.lower()
+    ratio = difflib.SequenceMatcher(None, needle, lowered).ratio()
+    if needle and (needle in lowered or lowered in needle):
+        ratio = max(ratio, 0.9)
+    return ratio
 
 
 def did_you_mean(name: str, candidates: Iterable[str], what: str, limit: int = 3) -> str:

@@ -293,3 +293,106 @@ def test_a_result_carries_its_artifact_out_of_the_toolkit_scrubbed_and_as_langch
         assert message.artifact.tables[0].startswith("roads (")
     finally:
         secrets_scrub.forget_all()
+
+
+# -- the mistakes small models make (issue 35), answered with what to send instead -------------------------------
+def describe_layer(layer: str = "", at: str = "") -> str:
+    """Describe a layer: fields, CRS, count. No layer: list them.
+
+    Args:
+        at: Raster values at points.
+    """
+    return f"described {layer or 'all'}"
+
+
+def set_layer(layer: str, visible: bool = True) -> str:
+    """Show or hide a layer."""
+    return f"{layer} visible={visible}"
+
+
+def run_algorithm(algorithm: str, parameters: dict, output_name: str = "") -> str:
+    """Run a processing algorithm.
+
+    Args:
+        parameters: Values by parameter name; layers by name.
+    """
+    return f"{algorithm} {parameters} {output_name}"
+
+
+@pytest.fixture
+def small_model_tools() -> Toolkit:
+    return Toolkit([describe_layer, set_layer, run_algorithm])
+
+
+def test_a_tool_named_after_what_the_model_wants_gets_the_tool_that_does_it(small_model_tools):
+    # As written, 'get_layers' is closest to set_layer; said with describe it is describe_layer, which lists them.
+    told = run(small_model_tools, "get_layers", {}).text
+    assert "there is no tool 'get_layers'. Did you mean describe_layer? (Describe a layer: fields, CRS, count." in told
+    assert "No layer: list them.)" in told and "set_layer?" not in told and "set_layer or" not in told
+    plural = run(small_model_tools, "describe_layers", {"layer": "roads"}).text
+    assert "Did you mean describe_layer? (Describe a layer" in plural
+    # Several close tools: named without descriptions (no single one to describe).
+    several = run(small_model_tools, "set_layers", {}).text
+    assert "Did you mean set_layer or describe_layer? Available tools:" in several
+
+
+def test_another_tools_arguments_name_the_tool_that_takes_them(small_model_tools):
+    arguments = {"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 100}}
+    told = run(small_model_tools, "describe_layer", arguments).text
+    assert told == (
+        "Error: describe_layer has no argument 'algorithm', 'parameters'; valid arguments: layer, at. "
+        "run_algorithm takes them."
+    )
+    # A key every tool lacks gets no tool named.
+    alone = run(small_model_tools, "describe_layer", {"layer": "roads", "verbose": True}).text
+    assert alone == "Error: describe_layer has no argument 'verbose'; valid arguments: layer, at."
+
+
+def test_arguments_spread_over_the_top_level_are_given_back_nested(small_model_tools):
+    told = run(small_model_tools, "run_algorithm", {"algorithm": "native:buffer", "INPUT": "rivers", "DISTANCE": 100})
+    assert (
+        "run_algorithm has no argument 'INPUT', 'DISTANCE'; valid arguments: algorithm, parameters, output_name."
+        in (told.text)
+    )
+    start = told.text.index("Did you mean ") + len("Did you mean ")
+    suggested, _ = json.JSONDecoder().raw_decode(told.text[start:])
+    assert suggested == {"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 100}}
+    assert run(small_model_tools, "run_algorithm", suggested).ok  # the suggestion is a call that runs
+    # Two required arguments missing: no guess, the missing ones with what they hold ('layer' names no one tool).
+    missing = run(small_model_tools, "run_algorithm", {"layer": "rivers"}).text
+    assert "Did you mean" not in missing
+    assert missing.endswith("Missing: 'algorithm'; 'parameters': Values by parameter name; layers by name.")
+
+
+@pytest.mark.parametrize(
+    ("sent", "said"),
+    [
+        ("{'layer': 'schools'}", 'JSON needs double quotes: {"layer": "schools"}'),
+        ('{"layer": "roa', "it is cut off before its end"),
+        ('{"layer": "roads"', "it is cut off before its end"),
+        ("{'layer': 'scho", "JSON needs double quotes"),
+        ('{"layer" "schools"}', "Expecting ':' delimiter at character 10"),
+        ("layer=schools", 'a JSON object starts with "{"'),
+        ('["schools"]', "it is an array, not an object"),
+        # Python's literal syntax is read as data only: nothing in it runs.
+        ("{'layer': __import__('os').getcwd()}", "JSON needs double quotes"),
+    ],
+)
+def test_arguments_that_are_not_a_json_object_are_told_what_is_wrong(small_model_tools, sent, said):
+    # As the graph hands them on (Ollama's string arguments, OpenAI's streamed ones): "received '...'".
+    malformed = small_model_tools.malformed_call("describe_layer", f"received {sent!r}").text
+    assert malformed == (
+        f"Error: the arguments of your describe_layer call are not valid JSON (received {sent!r}): {said}. "
+        "Call it again with a JSON object; its parameters are: layer, at."
+    )
+    # Sent as a string where an object belongs, the toolkit says the same (JSON that is not an object is decoded).
+    as_text = run(small_model_tools, "describe_layer", sent).text
+    shown = repr(json.loads(sent)) if sent.startswith("[") else f"{sent!r} ({said})"
+    assert as_text == f"Error: describe_layer takes a JSON object of arguments (layer, at), not {shown}."
+
+
+def test_a_quoted_text_cut_short_by_the_graph_is_not_called_cut_off(small_model_tools):
+    cut = small_model_tools.malformed_call("describe_layer", 'received \'{"layer": "' + "x" * 60 + "…'").text
+    assert "cut off" not in cut and cut.endswith("its parameters are: layer, at.")
+    reason = small_model_tools.malformed_call("describe_layer", "Expecting value: line 1 column 11 (char 10)").text
+    assert "(Expecting value: line 1 column 11 (char 10)). Call it again" in reason
