@@ -98,6 +98,9 @@ def test_a_question_to_smollm2_streams_its_answer_into_the_dock(qgis_iface, demo
             # GGUF's ChatML template (its prompt is, token for token, the ChatML text written out here), and
             # reuses from its cache at least all of the first prompt: the agent's prompts only grow at the end.
             smollm2_server.mark_log()
+            # Saved again: every test process started in this folder shares one QGIS settings file, and another
+            # one's clean-up may have reset it meanwhile (seen with several test runs at once on one machine).
+            use_server(smollm2_server, proxy.base_url)
             type_and_send(panel, "Thank you. And goodbye.")
             wait_until(lambda: len(panel.statuses) == 2, 120)
             assert panel.statuses == ["finished", "finished"], panel.status.text()
