@@ -151,7 +151,7 @@ fuzz: setup postgis  ## the tool fuzzer at length, in QGIS and through the MCP s
 eval: setup postgis  ## the GIS task suite through the whole agent, prompt budget, weak-model replays (evals/results.json)
 	$(PYTHON) -m evals
 
-eval-real: setup llama  ## inspection and single-tool tasks with the real small model (Gemma 3 270M): pass rate, failures
+eval-real: setup llama  ## the 14 inspection and single-tool tasks with two real small models, native and guided calls, full and compact tools
 	$(PYTHON) -m evals.real
 
 bench: setup postgis llama  ## benchmarks: start-up, responsiveness, processing, PostGIS, conversations, prompt cache (bench/results.json)

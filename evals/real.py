@@ -1,23 +1,35 @@
-"""``python -m evals.real`` (``make eval-real``): the inspection and single-algorithm tasks with a real small model.
+"""``python -m evals.real`` (``make eval-real``): the inspection and single-algorithm tasks with real small models.
 
 The scripted suite (``make eval``) shows what the agent does when the model
-works as a competent one would; this shows what a real weak local model makes
-of the same questions, so that prompt and schema changes can be judged on one.
-The model is Gemma 3 270M (Q4_K_M) served by llama-cpp-python's OpenAI-compatible
-server with ``--chat_format gemma`` (tests/support/llama_server.py; ``make llama``
-builds it), through the whole agent exactly as a user would configure it: no
-request is edited.  Each task is scored as in ``make eval`` (numbers and words
-of the answer, layers added).  Not a gate: it prints the pass rate and every
-failure, and writes evals/results-real.json.
+works as a competent one would; this shows what real weak local models make of
+the same fourteen questions, so that prompt, schema and mode changes can be
+judged on them.  Two models, each served by llama-cpp-python's
+OpenAI-compatible server (tests/support/llama_server.py; ``make llama`` builds
+it): Gemma 3 270M (Q4_K_M, ``--chat_format gemma``: a base model whose GGUF has
+no chat template) and SmolLM2-135M-Instruct (Q4_1, instruction-tuned, its
+GGUF's own ChatML template).  Each runs in both tool-call modes (native:
+the server's tool calling; guided: replies constrained by a JSON schema) and
+both tool profiles (full, compact), through the whole agent exactly as a user
+would configure it: no request is edited.  Each task is scored as in ``make
+eval`` (numbers and words of the answer, layers added).  Not a gate: it prints
+one line per run,
+
+    eval-real <model> <native|guided> <full|compact>: <passed>/<total> passed, <n> tasks with a tool call
+
+then every failure with its cause, and writes evals/results-real.json.
+
+    python -m evals.real [TASK-FILTER] [--model NAME] [--mode native|guided] [--profile full|compact]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +39,24 @@ ANSWER_TOKENS = 256  # a bound on each answer, so a looping model costs seconds,
 MAX_STEPS = 6
 
 
-def run_task(task: Any, server: Any, oracle: Any, workdir: Path, bridge: Any) -> dict[str, Any]:
+MODES = ("native", "guided")
+PROFILES = ("full", "compact")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One run of the tasks: a model (its server), a tool-call mode and a tool profile."""
+
+    model: Any  # tests.support.llama_server.GgufModel
+    mode: str
+    profile: str
+
+    @property
+    def label(self) -> str:
+        return f"eval-real {self.model.path.stem} {self.mode} {self.profile}"
+
+
+def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, bridge: Any) -> dict[str, Any]:
     from qgis.core import QgsProject
 
     from evals.runner import check_answer, check_layer
@@ -35,10 +64,9 @@ def run_task(task: Any, server: Any, oracle: Any, workdir: Path, bridge: Any) ->
     from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.tools.base import ToolContext
     from tests.support.demo import copy_demo
-    from tests.support.llama_server import MODEL_ALIAS
     from tests.support.runs import RunRecorder
 
-    folder = workdir / task.id
+    folder = workdir / f"{setup.model.alias}-{setup.mode}-{setup.profile}" / task.id
     project = QgsProject.instance()
     project.clear()
     project.read(str(copy_demo(folder)))
@@ -49,12 +77,14 @@ def run_task(task: Any, server: Any, oracle: Any, workdir: Path, bridge: Any) ->
     config = ModelConfig(
         provider="openai",
         base_url=server.base_url,
-        model=MODEL_ALIAS,
+        model=server.model,
         temperature=0.0,
         context_limit=server.n_ctx,
         timeout=120,
         max_steps=MAX_STEPS,
         max_tokens=ANSWER_TOKENS,
+        tool_calls=setup.mode,
+        tool_profile=setup.profile,
     )
     started = time.monotonic()
     try:
@@ -66,7 +96,7 @@ def run_task(task: Any, server: Any, oracle: Any, workdir: Path, bridge: Any) ->
     answer = recorder.text(run)
     tools = recorder.tool_results(run)
     failures = [] if finished.status == "finished" else [f"the run {finished.status}: {finished.error}"]
-    failures += [f"{t.name} failed: {t.result[:160]}" for t in tools if not t.ok]
+    failures += [f"{t.name} failed: {' '.join(t.result.split())[:160]}" for t in tools if not t.ok]
     failures += check_answer(answer, expected)
     added = {layer.name(): layer for layer in project.mapLayers().values() if layer.name() not in before}
     for name, want in expected.layers.items():
@@ -86,55 +116,74 @@ def run_task(task: Any, server: Any, oracle: Any, workdir: Path, bridge: Any) ->
     }
 
 
-def main(only: str = "") -> dict[str, Any]:
+def summary(setup: Setup, results: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    passed = sum(r["passed"] for r in results)
+    return {
+        "model": setup.model.path.name,
+        "server": "llama-cpp-python server, "
+        + (f"--chat_format {setup.model.chat_format}" if setup.model.chat_format else "the GGUF's chat template"),
+        "mode": setup.mode,
+        "profile": setup.profile,
+        "line": f"{setup.label}: {passed}/{len(results)} passed, "
+        f"{sum(bool(r['tool_calls']) for r in results)} tasks with a tool call",
+        "tasks": len(results),
+        "passed": passed,
+        "pass_rate": round(passed / len(results), 3) if results else 0.0,
+        "tasks_with_a_tool_call": sum(bool(r["tool_calls"]) for r in results),
+        "passed_repeating_the_question": sum(r["passed"] and r["repeats_question"] for r in results),
+        "seconds": round(seconds, 1),
+        "results": results,
+    }
+
+
+def main(
+    only: str = "", models: tuple[str, ...] = (), modes: tuple[str, ...] = MODES, profiles: tuple[str, ...] = PROFILES
+) -> dict[str, Any]:
+    """Every (model, mode, profile) run asked for; one server per model, shared by its runs."""
     with headless_qgis():
         from evals.oracle import Oracle
         from evals.tasks_analysis import SINGLE
         from evals.tasks_project import INSPECTION
         from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
         from tests.support.demo import GPKG, ensure_demo
-        from tests.support.llama_server import MODEL_PATH, running_llama_server
+        from tests.support.llama_server import GEMMA, SMOLLM2, running_llama_server
 
+        chosen = [m for m in (GEMMA, SMOLLM2) if not models or m.alias in models or m.path.stem in models]
         ensure_demo()
         bridge = MainThreadBridge()
         workdir = Path(tempfile.mkdtemp(prefix="geogpt-eval-real-"))
         oracle = Oracle(GPKG)
+        tasks = [task for task in [*INSPECTION, *SINGLE] if only in task.id]
+        runs = []
         started = time.monotonic()
         try:
-            with running_llama_server(workdir / "server", n_ctx=8192) as server:
-                tasks = [task for task in [*INSPECTION, *SINGLE] if only in task.id]
-                results = [run_task(task, server, oracle, workdir, bridge) for task in tasks]
+            for model in chosen:
+                with running_llama_server(workdir / f"server-{model.alias}", model=model, n_ctx=8192) as server:
+                    for mode in modes:
+                        for profile in profiles:
+                            setup = Setup(model, mode, profile)
+                            run_started = time.monotonic()
+                            results = [run_task(task, server, setup, oracle, workdir, bridge) for task in tasks]
+                            runs.append(summary(setup, results, time.monotonic() - run_started))
+                            _print_run(runs[-1])
         finally:
             bridge.close()
             shutil.rmtree(workdir, ignore_errors=True)
-    passed = sum(r["passed"] for r in results)
-    return {
-        "model": MODEL_PATH.name,
-        "server": "llama-cpp-python server, --chat_format gemma",
-        "tasks": len(results),
-        "passed": passed,
-        "pass_rate": round(passed / len(results), 3) if results else 0.0,
-        "tasks_with_a_tool_call": sum(bool(r["tool_calls"]) for r in results),
-        "passed_repeating_the_question": sum(r["passed"] and r["repeats_question"] for r in results),
-        "seconds": round(time.monotonic() - started, 1),
-        "results": results,
-    }
+    return {"seconds": round(time.monotonic() - started, 1), "runs": runs}
+
+
+def _print_run(run: dict[str, Any]) -> None:
+    print(run["line"], flush=True)
+    for row in run["results"]:
+        for failure in row["failures"]:
+            tools = ", ".join(row["tool_calls"]) or "no tool call"
+            print(f"  {row['id']} ({tools}): {failure}", flush=True)
 
 
 def _print(report: dict[str, Any]) -> None:
-    print(f"Real model {report['model']} ({report['server']}), {report['seconds']} s")
-    print(
-        f"Tasks: {report['passed']}/{report['tasks']} passed ({report['pass_rate']:.0%}); "
-        f"{report['tasks_with_a_tool_call']} with at least one tool call; "
-        f"{report['passed_repeating_the_question']} of the passes repeat the question (and the project note) verbatim"
-    )
-    for row in report["results"]:
-        mark = "passed" if row["passed"] else "FAILED"
-        mark += " (repeats the question)" if row["repeats_question"] else ""
-        tools = ", ".join(row["tool_calls"]) or "no tool call"
-        print(f"  {mark} {row['id']} ({row['group']}, {row['seconds']} s; {tools}): {row['answer']!r}")
-        for failure in row["failures"]:
-            print(f"      - {failure}")
+    print(f"eval-real: {len(report['runs'])} runs in {report['seconds']} s", flush=True)
+    for run in report["runs"]:
+        print(f"  {run['line']} ({run['seconds']} s)")
 
 
 def without_examples() -> None:
@@ -144,14 +193,24 @@ def without_examples() -> None:
     registry.FAMILY_TYPES = tuple(f for f in registry.FAMILY_TYPES if f.name != "examples")
 
 
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m evals.real", description=__doc__.splitlines()[0])
+    parser.add_argument("only", nargs="?", default="", help="run only the tasks whose id contains this")
+    parser.add_argument("--model", action="append", default=[], help="gemma3 or smollm2 (repeatable; default both)")
+    parser.add_argument("--mode", action="append", choices=MODES, default=[], help="default: both")
+    parser.add_argument("--profile", action="append", choices=PROFILES, default=[], help="default: both")
+    parser.add_argument("--no-examples", action="store_true", help="leave the find_examples family out")
+    return parser.parse_args(argv)
+
+
 if __name__ == "__main__":
-    arguments = [a for a in sys.argv[1:] if a != "--no-examples"]
-    plain = len(arguments) < len(sys.argv) - 1
-    if plain:
+    options = _arguments(sys.argv[1:])
+    if options.no_examples:
         without_examples()
-    report = main(arguments[0] if arguments else "")
-    report["find_examples"] = not plain
+    report = main(options.only, tuple(options.model), tuple(options.mode) or MODES, tuple(options.profile) or PROFILES)
+    report["find_examples"] = not options.no_examples
     text = json.dumps(report, indent=1, ensure_ascii=False)
-    name = "results-real-no-examples.json" if plain else "results-real.json"
-    (REPO / "evals" / name).write_text(text, encoding="utf-8")
+    name = "results-real-no-examples.json" if options.no_examples else "results-real.json"
+    if not options.only and not options.model and not options.mode and not options.profile:
+        (REPO / "evals" / name).write_text(text, encoding="utf-8")
     _print(report)

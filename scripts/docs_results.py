@@ -385,30 +385,45 @@ def _eval_budget(data: dict[str, Any]) -> str:
 
 
 def render_eval_real() -> str:
+    """One line per run of ``make eval-real`` (model, tool-call mode, profile), then each task's result per run."""
     data = load("evals/results-real.json")
     if data == "missing":
         return _not_yet("evals/results-real.json", "make eval-real")
     if isinstance(data, str):
         return data
-    head = cell(
-        lambda d: (
-            f"From the last run of `make eval-real` ({d['model']}, {d['server']}, {num(d['seconds'])} s): "
-            f"**{num(d['passed'])} of {num(d['tasks'])} passed ({pct(d['pass_rate'])})**; "
-            f"{num(d['tasks_with_a_tool_call'])} tasks with at least one tool call; "
-            f"{num(d['passed_repeating_the_question'])} of the passes repeat the question verbatim."
-        ),
-        data,
+    runs = [run for run in data.get("runs") or [] if isinstance(run, dict)]
+    if not runs:
+        return "`evals/results-real.json` holds no runs (an older format): run `make eval-real` again."
+    summary = table(
+        ("model", "server", "tool calls", "profile", "passed", "tasks with a tool call", "time"),
+        [
+            (
+                cell(lambda r: r["model"], run),
+                cell(lambda r: r["server"], run),
+                cell(lambda r: r["mode"], run),
+                cell(lambda r: r["profile"], run),
+                cell(lambda r: f"**{num(r['passed'])} of {num(r['tasks'])}**", run),
+                cell(lambda r: f"{num(r['tasks_with_a_tool_call'])} of {num(r['tasks'])}", run),
+                cell(lambda r: f"{num(r['seconds'])} s", run),
+            )
+            for run in runs
+        ],
     )
-    rows = [
-        (
-            cell(lambda _d, t=t: f"`{t['id']}`", data),
-            cell(lambda _d, t=t: "yes" if t["passed"] else "no", data),
-            cell(lambda _d, t=t: ", ".join(t["tool_calls"]) or "none", data),
-            cell(lambda _d, t=t: "; ".join(t["failures"]) or "", data),
-        )
-        for t in data.get("results") or []
-    ]
-    return head + "\n\n" + table(("task", "passed", "tool calls", "why it failed"), rows)
+    head = cell(lambda d: f"From the last run of `make eval-real` ({num(d['seconds'])} s in all):", data)
+    sections = [head, summary]
+    for run in runs:
+        rows = [
+            (
+                cell(lambda _d, t=t: f"`{t['id']}`", run),
+                cell(lambda _d, t=t: "yes" if t["passed"] else "no", run),
+                cell(lambda _d, t=t: ", ".join(t["tool_calls"]) or "none", run),
+                cell(lambda _d, t=t: "; ".join(t["failures"]) or "", run),
+            )
+            for t in run.get("results") or []
+        ]
+        title = cell(lambda r: f"**{r['model']}, {r['mode']} calls, {r['profile']} profile**", run)
+        sections += [title, table(("task", "passed", "tool calls", "why it failed"), rows)]
+    return "\n\n".join(sections)
 
 
 def render_traps() -> str:

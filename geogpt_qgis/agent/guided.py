@@ -99,7 +99,7 @@ class GuidedChatModel(BaseChatModel):
         self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
         names = await self.vocabulary() if self.vocabulary is not None else Vocabulary()
-        schema = reply_schema(self.tools, names)
+        schema = reply_schema(self.tools, names, answer_allowed=not _asks_anew(messages))
         prompt = guided_messages(messages, self.tools)
         reading = AnswerStream()
         async for chunk in self._constrained(prompt, schema):
@@ -148,6 +148,11 @@ class GuidedChatModel(BaseChatModel):
                 async for chunk in stream:
                     yield chunk
             return
+
+
+def _asks_anew(messages: list[BaseMessage]) -> bool:
+    """Whether the model is to reply to the user's message itself (nothing has been looked at for it yet)."""
+    return bool(messages) and isinstance(messages[-1], HumanMessage)
 
 
 def _call_chunk(text: str) -> AIMessageChunk | None:

@@ -85,9 +85,18 @@ def system_text(prompt: str, tool_schemas: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def reply_schema(tool_schemas: list[dict[str, Any]], vocabulary: Vocabulary) -> dict[str, Any]:
-    """The JSON schema a guided reply must match: a call of one offered tool, or an answer."""
+def reply_schema(
+    tool_schemas: list[dict[str, Any]], vocabulary: Vocabulary, answer_allowed: bool = True
+) -> dict[str, Any]:
+    """The JSON schema a guided reply must match: a call of one offered tool, or an answer.
+
+    ``answer_allowed`` False leaves the answer out: the first reply to a
+    question is a call, so the answer rests on what a tool read (a small model
+    otherwise answers from its imagination), as the system prompt asks.
+    """
     branches = [_call_schema(schema["function"], vocabulary) for schema in tool_schemas]
+    if not answer_allowed and branches:
+        return {"anyOf": branches}
     answer = {
         "type": "object",
         "properties": {ANSWER_KEY: {"type": "string"}},

@@ -70,7 +70,9 @@ def test_a_guided_call_runs_the_tool_and_the_answer_streams_as_text(
     layers = set(branch(schema, "describe_layer")["properties"]["layer"]["enum"])
     assert layers == {layer.name() for layer in demo_project.mapLayers().values()}
     assert "native:buffer" in branch(schema, "run_algorithm")["properties"]["algorithm"]["enum"]
-    assert {"answer"} in [set(option["properties"]) for option in schema["anyOf"]]
+    # The first reply to a question must look at the data (a call); the answer is offered once a tool ran.
+    assert {"answer"} not in [set(option["properties"]) for option in schema["anyOf"]]
+    assert {"answer"} in [set(option["properties"]) for option in schema_sent(second, provider)["anyOf"]]
     system = first.body["messages"][0]
     assert system["role"] == "system" and '{"tool": "<name>", "arguments": {...}}' in system["content"]
     assert "- describe_layer(layer?, at?):" in system["content"]

@@ -117,3 +117,10 @@ def test_a_cut_off_or_shapeless_reply_says_what_is_wrong():
     assert shapeless.tool is None and "neither" in (shapeless.problem or "") and "foo" in (shapeless.problem or "")
     deep = parse_reply("{" + '"a": [' * 5000 + "]" * 5000 + "}")
     assert deep.problem is not None
+
+
+def test_the_first_reply_to_a_question_may_only_be_a_call():
+    schema = reply_schema(TOOLS, NAMES, answer_allowed=False)
+    jsonschema.validate({"tool": "describe_layer", "arguments": {}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"answer": "31 schools."}, schema)
