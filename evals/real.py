@@ -36,7 +36,7 @@ from typing import Any
 from bench.common import REPO, headless_qgis
 
 ANSWER_TOKENS = 256  # a bound on each answer, so a looping model costs seconds, not minutes
-MAX_STEPS = 6
+MAX_STEPS = 5
 
 
 MODES = ("native", "guided")
