@@ -143,7 +143,11 @@ def test_the_smollm2_server_facts_the_module_names(smollm2_server):
     assert not offered["choices"][0]["message"].get("tool_calls")
     # tool_choice naming the function: a call, its arguments under the schema's grammar.
     forced = server.chat(
-        question, tools=tools, tool_choice={"type": "function", "function": {"name": "describe_layer"}}, max_tokens=32
+        question,
+        tools=tools,
+        tool_choice={"type": "function", "function": {"name": "describe_layer"}},
+        max_tokens=64,
+        temperature=0,
     )
     call = forced["choices"][0]["message"]["tool_calls"][0]
     assert call["function"]["name"] == "describe_layer"
@@ -154,7 +158,8 @@ def test_the_smollm2_server_facts_the_module_names(smollm2_server):
         "properties": {"tool": {"const": "describe_layer"}, "layer": {"enum": ["schools", "hospitals"]}},
         "required": ["tool", "layer"],
     }
-    held = server.chat(question, response_format={"type": "json_object", "schema": guided}, max_tokens=40)
+    held_to = {"type": "json_object", "schema": guided}
+    held = server.chat(question, response_format=held_to, max_tokens=40, temperature=0)
     answer = json.loads(held["choices"][0]["message"]["content"])
     assert answer["tool"] == "describe_layer" and answer["layer"] in ("schools", "hospitals")
     refused = {"type": "json_schema", "json_schema": {"name": "call", "schema": guided}}
