@@ -246,3 +246,24 @@ def test_the_command_line_flags_reach_the_model_config():
     assert (plain.tool_calls, plain.tool_profile) == ("auto", "full")  # the plugin settings, without the flags
     with pytest.raises(SystemExit):
         parser.parse_args(["ask", "q", "--project", "p.qgz", "--tool-profile", "tiny"])
+
+
+def test_the_dock_says_when_a_conversation_starts_compact(
+    sized_server, qgis_iface, demo_project, tmp_path, agent_stack
+):
+    from qgis.PyQt.QtWidgets import QLabel
+
+    from tests.support.dock import close_dock, configure, open_dock, type_and_send
+
+    configure(sized_server)
+    PlgOptionsManager.set_value("ollama_model", SMALL)
+    sized_server.script([Turn(text="Nine layers.")])
+    dock = open_dock(qgis_iface, demo_project, tmp_path / "store.sqlite")
+    try:
+        type_and_send(dock.panel, "What layers are there?")
+        wait_until(lambda: dock.panel.statuses == ["finished"], 120)
+        notices = [w.text() for w in dock.panel.findChildren(QLabel) if w.objectName() == "geogptNotice"]
+    finally:
+        close_dock(dock)
+    assert any("Compact tool profile" in text and "135 M parameters" in text for text in notices), notices
+    assert len(sent(sized_server.chat_requests()[0])[1]) == 8
