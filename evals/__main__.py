@@ -40,6 +40,14 @@ def _print(report: dict[str, Any]) -> None:
         print(f"  {kind:<32} {row['fixed']}/{row['replays']}")
     for miss in robust["not_fixed"]:
         print(f"  NOT FIXED {miss['kind']} ({miss['tool']}): {miss['reply']}")
+    rows = robust["recoveries"]
+    passed = sum(r["passed"] for r in rows)
+    print(f"Weak-model mistakes through the agent, corrected from the answer alone: {passed}/{len(rows)}")
+    for row in rows:
+        print(f"  {'passed' if row['passed'] else 'FAILED'} {row['id']}: {row['mistake']}")
+        print(f"    answered: {row['correction']}")
+        for failure in row["failures"]:
+            print(f"    {failure}")
 
 
 def main(only: str = "") -> dict[str, Any]:

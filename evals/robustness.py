@@ -8,8 +8,12 @@ JSON sent as a string, that the call simply works).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from evals import recovery
+from evals.recovery import ALGORITHM_NAME
 
 KINDS = (
     "misspelt algorithm id",
@@ -55,6 +59,14 @@ REPLAYS = [
         ["native:extractbylocation"],
     ),
     Replay(KINDS[0], "find_algorithm", {"query": "buffer"}, [], note="native:buffer"),
+    # SmolLM2-135M-Instruct's call under a JSON schema (issue 35): a title only one algorithm has is its id.
+    Replay(
+        ALGORITHM_NAME,
+        "run_algorithm",
+        {"algorithm": "buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 100}},
+        [],
+        note="native:buffer finished",
+    ),
     Replay(KINDS[0], "find_algorithm", {"query": "native:dissolv"}, ["native:dissolve"]),
     # The old name, as models taught on older transcripts call it (agent/aliases.py routes it).
     Replay(KINDS[0], "describe_algorithm", {"algorithm": "native:dissolv"}, ["native:dissolve"]),
@@ -201,9 +213,20 @@ def replay_all(toolkit: Any, call_in_thread: Any) -> list[ReplayResult]:
     return results
 
 
-def summarise_replays(results: list[ReplayResult]) -> dict[str, Any]:
+def summarise_replays(results: list[ReplayResult], recoveries: Sequence[Any] = ()) -> dict[str, Any]:
+    """The replays and the recoveries played through the agent (``evals.recovery``), counted by kind."""
+    by_id = {task.id: task for task in recovery.RECOVERIES}
+    results = [
+        *results,
+        *(
+            ReplayResult(
+                r.group, _first_tool(by_id[r.id]), r.passed, r.correction if r.passed else "; ".join(r.failures)
+            )
+            for r in recoveries
+        ),
+    ]
     kinds = {}
-    for kind in KINDS:
+    for kind in dict.fromkeys([*KINDS, *recovery.KINDS]):
         mine = [r for r in results if r.kind == kind]
         kinds[kind] = {"replays": len(mine), "fixed": sum(r.fixed for r in mine)}
     return {
@@ -211,4 +234,10 @@ def summarise_replays(results: list[ReplayResult]) -> dict[str, Any]:
         "fixed": sum(r.fixed for r in results),
         "kinds": kinds,
         "not_fixed": [{"kind": r.kind, "tool": r.tool, "reply": r.reply[:300]} for r in results if not r.fixed],
+        "recoveries": recovery.summarise_recoveries(recoveries),
     }
+
+
+def _first_tool(task: Any) -> str:
+    first = task.steps[0]
+    return first[0].name if isinstance(first, list) and first else ""

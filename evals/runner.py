@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.oracle import Oracle
-from evals.task import GROUPS, Call, Expected, LayerExpect, Reads, Task
+from evals.task import GROUPS, Call, Expected, Fix, LayerExpect, Reads, Task
 from tests.support.model_server import ScriptedModelServer, ToolCall, Turn
 
 NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -29,6 +29,7 @@ class TaskResult:
     tool_errors: int = 0
     seconds: float = 0.0
     prompt: list[dict[str, int]] = field(default_factory=list)  # per model call: system, tools, history, total
+    correction: str = ""  # what the agent answered a task's deliberate mistake with (``Task.correction``)
 
 
 def script_for(task: Task) -> Any:
@@ -40,15 +41,35 @@ def script_for(task: Task) -> Any:
         if not steps:
             return Turn(text="(the trace has ended)")
         step = steps.pop(0)
-        if isinstance(step, list):
-            return Turn(tool_calls=[ToolCall(c.name, dict(c.args), call_id=f"call_{next(counter)}") for c in step])
         results = [str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "tool"]
+        if isinstance(step, Fix):
+            try:
+                step = [step.make(results[-1])]
+            except (ValueError, KeyError, IndexError, AttributeError) as exc:
+                return Turn(text=f"(could not make a call from the answer: {type(exc).__name__}: {exc})")
+        if isinstance(step, list):
+            return Turn(tool_calls=[_tool_call(c, f"call_{next(counter)}") for c in step])
         try:
             return Turn(text=step(Reads(results)))
         except (ValueError, KeyError, IndexError, StopIteration, AttributeError) as exc:
             return Turn(text=f"(could not read the tool results: {type(exc).__name__}: {exc})")
 
     return next_turn
+
+
+def _tool_call(call: Call, call_id: str) -> ToolCall:
+    """``call`` as the model sends it; raw arguments travel as one JSON text, as small models' templates send them."""
+    if call.raw is not None:
+        return ToolCall(call.name, raw_arguments=call.raw, ollama_string=True, call_id=call_id)
+    return ToolCall(call.name, dict(call.args), call_id=call_id)
+
+
+def correction_failures(answer: str, ok: bool, names: tuple[str, ...]) -> list[str]:
+    """Why the answer to a deliberate mistake is not a usable correction (empty: it is)."""
+    if ok:
+        return ["the mistaken call was not refused"]
+    lowered = answer.lower()
+    return [f"the correction does not name {name!r}: {answer[:300]}" for name in names if name.lower() not in lowered]
 
 
 def prompt_sizes(body: dict[str, Any], count: Any) -> dict[str, int]:
@@ -175,6 +196,11 @@ class EvalRunner:
         failures = []
         if finished.status != "finished":
             failures.append(f"the run {finished.status}: {finished.error}")
+        if task.correction:  # the model read the answer to its mistake in the next request, as a tool message
+            told = requests[1].tool_messages() if len(requests) > 1 else []
+            outcome.correction = str(told[-1].get("content", "")) if told else ""
+            failures += correction_failures(outcome.correction, bool(results) and results[0].ok, task.correction)
+            results = results[1:]
         failures += [f"{r.name} failed: {r.result[:200]}" for r in results if not r.ok]
         failures += check_answer(recorder.text(run), expected)
         added = reported_layers(project, results)

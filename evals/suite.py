@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.oracle import Oracle
+from evals.recovery import recover_all
 from evals.robustness import add_degree_layer, replay_all, summarise_replays
 from evals.runner import EvalRunner, summarise
 from evals.task import Task
@@ -25,7 +26,7 @@ def all_tasks(oracle: Oracle) -> list[Task]:
 
 
 def run_suite(workdir: Path, server: Any, gpkg: Path, ctx_factory: Any, count_tokens: Any, only: str = "") -> dict:
-    """Run the tasks (those whose id contains ``only``) and the robustness replays; return the report."""
+    """Run the tasks and the weak-model recoveries (those whose id contains ``only``) and the replays; the report."""
     from qgis.core import QgsProject
 
     from geogpt_qgis.agent.toolkit import Toolkit
@@ -37,6 +38,7 @@ def run_suite(workdir: Path, server: Any, gpkg: Path, ctx_factory: Any, count_to
     runner = EvalRunner(workdir, server, oracle, ctx_factory, count_tokens)
     results = [runner.run(task) for task in all_tasks(oracle) if only in task.id]
     report = summarise(results)
+    recoveries = recover_all(runner, only)
 
     project = QgsProject.instance()
     project.clear()
@@ -44,6 +46,6 @@ def run_suite(workdir: Path, server: Any, gpkg: Path, ctx_factory: Any, count_to
     add_degree_layer(project)
     families = active_families(build_families(ctx_factory(project)))
     toolkit = Toolkit([tool for family in families for tool in family.tools()])
-    report["robustness"] = summarise_replays(replay_all(toolkit, call_in_thread))
+    report["robustness"] = summarise_replays(replay_all(toolkit, call_in_thread), recoveries)
     project.clear()
     return report

@@ -13,10 +13,18 @@ GROUPS = ("inspection", "single algorithm", "multi-step", "SQL", "OGC API", "dec
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call of the trace."""
+    """One tool call of the trace; ``raw`` sends the arguments as that literal (maybe broken) JSON text."""
 
     name: str
     args: dict[str, Any] = field(default_factory=dict)
+    raw: str | None = None
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A step made from the answer to the call before it alone: the call a model makes from that message."""
+
+    make: Callable[[str], Call]
 
 
 class Reads:
@@ -46,7 +54,7 @@ class Reads:
 
 
 Answer = Callable[[Reads], str]
-Step = list[Call] | Answer
+Step = list[Call] | Fix | Answer
 
 
 @dataclass(frozen=True)
@@ -92,3 +100,5 @@ class Task:
     expect: Callable[[Any], Expected]  # given the oracle
     # The run's approval policy: "trust" stands for a user who approves the gated steps (a file written).
     policy: str = "ask"
+    # A weak model's mistake comes first: its answer must be an error naming each of these (case-insensitively).
+    correction: tuple[str, ...] = ()

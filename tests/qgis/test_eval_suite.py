@@ -55,8 +55,20 @@ def test_every_task_passes_and_every_replayed_mistake_is_answered_with_its_fix(e
         "number of classes as text",
         "colour ramp that does not exist",
         "numeric style on a text field",
+        "made-up layer name",
+        "tool that does not exist",
+        "invalid JSON arguments",
+        "arguments of another tool",
+        "algorithm name instead of its id",
     }
     assert robust["not_fixed"] == [], robust["not_fixed"]
+    # Through the whole agent: each mistake was answered with a correction naming the fix, and the call made
+    # from that answer alone gave the task's right answer (evals/recovery.py).
+    recoveries = {row["id"]: row for row in robust["recoveries"]}
+    assert len(recoveries) >= 9 and all(row["passed"] for row in recoveries.values()), robust["recoveries"]
+    assert "did you mean describe_layer?" in recoveries["recover-get-layers"]["correction"].lower()
+    assert 'double quotes: {"layer": "hospitals"}' in recoveries["recover-single-quotes"]["correction"]
+    assert "run_algorithm takes them" in recoveries["recover-other-tools-arguments"]["correction"]
 
 
 def test_a_wrong_expectation_fails_the_task_with_its_reason(eval_env, model_server, tmp_path, demo_project):
@@ -89,3 +101,16 @@ def test_the_layer_checks_find_layers_through_the_tools_artifacts():
         ToolFinished("c4", "query_ogc_collection", True, "…", 0.1, ToolArtifact(added=(AddedLayer("gone"),))),
     ]
     assert reported_layers(project, results) == {"made": made, "named": named, "gone": None}
+
+
+def test_a_correction_without_the_fix_or_a_mistake_that_runs_fails_the_recovery(eval_env, model_server, tmp_path):
+    from evals.recovery import RECOVERIES
+    from evals.task import Call
+
+    task = next(t for t in RECOVERIES if t.id == "recover-layer-name")
+    runner = EvalRunner(tmp_path, model_server, Oracle(GPKG), eval_env, real_counter())
+    unnamed = runner.run(dataclasses.replace(task, correction=("did you mean 'school_sites'",)))
+    assert not unnamed.passed and unnamed.correction == "Error: no layer 'school'; did you mean 'schools'?"
+    assert unnamed.failures == [f"the correction does not name \"did you mean 'school_sites'\": {unnamed.correction}"]
+    not_a_mistake = dataclasses.replace(task, steps=[[Call("describe_layer", {"layer": "schools"})], *task.steps[1:]])
+    assert runner.run(not_a_mistake).failures[0] == "the mistaken call was not refused"
