@@ -54,6 +54,9 @@ DIALECT_JSON_OBJECT = "json_object"  # llama-cpp-python's server: {"type": "json
 # The dialect each OpenAI-compatible server (base URL) was found to read, for this QGIS session.
 _DIALECTS: dict[str, str] = {}
 
+# The tool whose result lists every tool, the ones a compact profile does not send included.
+CAPABILITIES_TOOL = "describe_capabilities"
+
 VocabularySource = Callable[[], Awaitable[Vocabulary]]
 
 
@@ -81,14 +84,17 @@ class GuidedChatModel(BaseChatModel):
     base_url: str
     vocabulary: Any = None  # VocabularySource | None: the names that exist, read before each call
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    # Tools the toolkit runs but the model is not sent (a compact profile): admitted once the conversation's
+    # describe_capabilities result has listed them, as that result tells the model it may call them.
+    reachable: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
         return "geogpt-guided"
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> GuidedChatModel:
+    def bind_tools(self, tools: Any, reachable: Any = (), **kwargs: Any) -> GuidedChatModel:
         """This model with ``tools`` (OpenAI function format, as the toolkit sends them) offered."""
-        return self.model_copy(update={"tools": list(tools)})
+        return self.model_copy(update={"tools": list(tools), "reachable": list(reachable)})
 
     def _generate(
         self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
@@ -99,7 +105,9 @@ class GuidedChatModel(BaseChatModel):
         self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
         names = await self.vocabulary() if self.vocabulary is not None else Vocabulary()
-        schema = reply_schema(self.tools, names, answer_allowed=not _asks_anew(messages))
+        listed = any(isinstance(m, ToolMessage) and m.name == CAPABILITIES_TOOL for m in messages)
+        admitted = [*self.tools, *self.reachable] if listed else self.tools
+        schema = reply_schema(admitted, names, answer_allowed=not _asks_anew(messages))
         prompt = guided_messages(messages, self.tools)
         reading = AnswerStream()
         async for chunk in self._constrained(prompt, schema):

@@ -32,6 +32,7 @@ from langgraph.graph import END
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 
+from geogpt_qgis.agent.guided import GuidedChatModel
 from geogpt_qgis.agent.memory import KIND, RETRY_NOTE, build_memory, is_user_turn, kind_of
 from geogpt_qgis.agent.providers import unparsed_as_invalid, with_retries
 from geogpt_qgis.agent.reply import Reply, stream_reply
@@ -144,6 +145,8 @@ class NodeSetup:
         """The model with the tools bound, made on first use (a graph built to read state never needs it)."""
         if self.model is None:
             raise RuntimeError("this graph was built without a model")
+        if isinstance(self.model, GuidedChatModel):  # it may also admit the tools describe_capabilities lists
+            return self.model.bind_tools(self.toolkit.schemas, reachable=self.toolkit.unsent_schemas)
         return self.model.bind_tools(self.toolkit.schemas)
 
 

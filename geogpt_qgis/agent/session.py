@@ -247,6 +247,12 @@ class AgentSession:
             config.validate()
             info = await self._model_info_for(config)
             mode = self._tool_call_mode(config, info)
+            if mode == TOOL_CALLS_NATIVE and info is not None and info.supports_tools is False:
+                raise ModelSetupError(
+                    f"The model '{config.model}' cannot call tools, which GeoGPT needs in the Native tool-call "
+                    "mode. Set Tool calls to Auto or Guided in the settings (replies held to a schema of the "
+                    "tools), or choose a model with tool support (for example qwen3, llama3.1 or mistral-nemo)."
+                )
             num_ctx = effective_context(config, info)
             native = create_chat_model(config, num_ctx, thinking=bool(info and info.supports_thinking))
             guided = guided_chat_model(native, config, self._vocabulary)

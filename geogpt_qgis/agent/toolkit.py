@@ -93,6 +93,11 @@ class Toolkit:
         """The tools as the model is sent them: OpenAI function format, with nothing that tells it nothing."""
         return [compact_schema(_sent_schema(self._tools[name])) for name in self.offered]
 
+    @functools.cached_property
+    def unsent_schemas(self) -> list[dict[str, Any]]:
+        """The tools the model is not sent (a compact profile), as ``schemas`` would send them."""
+        return [compact_schema(_sent_schema(tool)) for name, tool in self._tools.items() if name not in self.offered]
+
     @property
     def offered(self) -> list[str]:
         """The names of the tools the model is sent, in order (the others run too when called)."""

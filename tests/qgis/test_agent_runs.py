@@ -213,7 +213,8 @@ def test_a_dead_server_fails_clearly_and_the_next_message_works(provider, model_
 def test_server_problems_are_explained(setup, expected, model_server, worker, recorder):
     setup(model_server)
     model = "mistral:7b" if "installed" in expected else "qwen3:8b"
-    run = worker.submit("hello", make_config(model_server, model=model, timeout=0.5))
+    # Native: a model without tool support is refused (Auto would ask it for guided calls instead).
+    run = worker.submit("hello", make_config(model_server, model=model, timeout=0.5, tool_calls="native"))
     finished = recorder.wait(run)
     assert finished.status == "failed"
     assert expected in finished.error

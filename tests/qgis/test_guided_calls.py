@@ -131,7 +131,9 @@ def test_a_server_that_reads_the_other_dialect_is_asked_again_in_it(model_server
     assert recorder.text(run) == "Nine layers."
     first, second = model_server.chat_requests()
     assert first.body["response_format"]["type"] == "json_schema"
-    assert second.body["response_format"]["type"] == "json_object" and "anyOf" in second.body["response_format"]["schema"]
+    assert (
+        second.body["response_format"]["type"] == "json_object" and "anyOf" in second.body["response_format"]["schema"]
+    )
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -168,3 +170,18 @@ def test_auto_is_guided_for_an_ollama_model_without_tool_support(model_server, w
     assert recorder.text(run) == "Hello."
     body = model_server.chat_requests()[0].body
     assert not body.get("tools") and "anyOf" in body["format"]
+
+
+def test_compact_tools_not_sent_are_admitted_once_describe_capabilities_listed_them(model_server, worker, recorder):
+    model_server.script([call("describe_capabilities"), answer("I can also chart.")])
+    run = worker.submit("what else can you do?", make_config(model_server, tool_profile="compact"))
+    assert recorder.wait(run).status == "finished"
+    first, second = model_server.chat_requests()
+    tools_in = [
+        {o["properties"]["tool"]["const"] for o in schema_sent(r, "ollama")["anyOf"] if "tool" in o["properties"]}
+        for r in (first, second)
+    ]
+    assert len(tools_in[0]) <= 8 and "run_pyqgis" not in tools_in[0]
+    assert "run_pyqgis" in tools_in[1] and tools_in[0] < tools_in[1]
+    # The system text (the prompt the server caches) is the same in both: only the schema beside it grew.
+    assert first.body["messages"][0] == second.body["messages"][0]

@@ -1,0 +1,70 @@
+"""Guided tool calls against the real llama.cpp server (llama-cpp-python) with both real small models.
+
+Natively neither model calls a tool here: the server renders no tools for
+Gemma 3 270M (``--chat_format gemma``) nor for SmolLM2-135M-Instruct (its
+ChatML template), and calls one only when ``tool_choice`` names it.  Guided,
+each reply is held to the schema of one offered call or an answer, so both
+make valid calls with the project's real names.  The agent is set up as a user
+would (Tool calls: Guided, Tool profile: Compact) and the requests are not
+edited: the pass-through only records them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+
+from geogpt_qgis.agent.config import ModelConfig
+from geogpt_qgis.agent.profiles import COMPACT_TOOLS
+from tests.support.llama_server import ShapingProxy, streamed_text
+
+pytestmark = pytest.mark.real_model
+
+
+def guided_config(base_url: str, model: str, n_ctx: int) -> ModelConfig:
+    return ModelConfig(
+        provider="openai",
+        base_url=base_url,
+        model=model,
+        temperature=0.0,
+        context_limit=n_ctx,
+        timeout=180.0,
+        max_steps=2,
+        max_tokens=128,
+        tool_calls="guided",
+        tool_profile="compact",
+    )
+
+
+@pytest.mark.parametrize("which", ["gemma", "smollm2"])
+def test_a_real_small_model_makes_a_valid_call_with_real_names_when_guided(
+    which, request, worker, recorder, demo_project
+):
+    server = request.getfixturevalue("llama_server" if which == "gemma" else "smollm2_server")
+    with ShapingProxy(server, lambda body: body) as proxy:
+        config = guided_config(proxy.base_url, server.model, server.n_ctx)
+        run = worker.submit("What fields does the roads layer have?", config)
+        finished = recorder.wait(run, 600)
+    assert finished.status == "finished", finished.error
+    steps = recorder.tool_results(run)
+    assert steps, f"no tool call; the replies: {[bytes(r)[:300] for r in proxy.replies]}"
+    first = steps[0]
+    assert first.name in COMPACT_TOOLS  # the schema offered only these
+    layers = {layer.name() for layer in demo_project.mapLayers().values()}
+    written = []  # the replies that are whole JSON (one cut by the length bound is an invalid call, answered so)
+    for body, reply in zip(proxy.sent, proxy.replies, strict=True):
+        if body.get("response_format", {}).get("type") == "json_object":
+            with contextlib.suppress(ValueError):
+                written.append(json.loads(streamed_text(reply)))
+    calls = [w for w in written if "tool" in w]
+    assert calls, written
+    for call in calls:
+        assert call["tool"] in COMPACT_TOOLS
+        layer = call["arguments"].get("layer")
+        assert layer is None or layer in layers, layer  # a real layer, never a made-up one
+    # On the wire: no tools, and the schema in the dialect this server reads (its first answer refused the other).
+    assert all(not body.get("tools") for body in proxy.sent)
+    held = [body["response_format"] for body in proxy.sent if "response_format" in body]
+    assert held and held[-1]["type"] == "json_object" and "anyOf" in held[-1]["schema"]
