@@ -79,22 +79,22 @@
         <translation>Gi opp dette steget uten å fortsette samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="174"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="178"/>
         <source>Discard this step</source>
         <translation>Forkast dette steget</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="189"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="193"/>
         <source>Approved (edited)</source>
         <translation>Godkjent (redigert)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="189"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="193"/>
         <source>Approved</source>
         <translation>Godkjent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="203"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="207"/>
         <location filename="../geogpt_qgis/gui/run_controller.py" line="172"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
@@ -120,12 +120,12 @@
         <translation>Godkjenn alle</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="199"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="203"/>
         <source>Rejected</source>
         <translation>Avvist</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="235"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="240"/>
         <source>Affects:</source>
         <translation>Berører:</translation>
     </message>
@@ -140,12 +140,12 @@
         <translation>Godkjenn, og kjør trinn fra {tool} som ikke gjør mer enn dette uten å spørre igjen i denne samtalen (Ctrl+Shift+Enter)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="166"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="170"/>
         <source>{names} is no longer in the project: this step can no longer run as asked.</source>
         <translation>{names} finnes ikke lenger i prosjektet: dette steget kan ikke lenger kjøres slik det ble bedt om.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="191"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="195"/>
         <source>Approved (always for {tool} in this conversation)</source>
         <translation>Godkjent (alltid for {tool} i denne samtalen)</translation>
     </message>
@@ -188,25 +188,25 @@
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="74"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="87"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="95"/>
         <source>Before running code, changing data or writing files</source>
         <translation>Før kode kjøres, data endres eller filer skrives</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="76"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="82"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="90"/>
         <source>Ask before changes</source>
         <translation>Spør før endringer</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="77"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="83"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="91"/>
         <source>Trust this conversation</source>
         <translation>Stol på denne samtalen</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/chat_input.py" line="78"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="84"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="92"/>
         <source>Never allow changes</source>
         <translation>Tillat aldri endringer</translation>
     </message>
@@ -699,7 +699,7 @@
 {detail}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/install_banner.py" line="192"/>
+        <location filename="../geogpt_qgis/gui/install_banner.py" line="193"/>
         <source>Try again</source>
         <translation>Prøv igjen</translation>
     </message>
@@ -799,97 +799,143 @@
         <translation>Avvist: {}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="62"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="70"/>
         <location filename="../geogpt_qgis/gui/server_picker.py" line="165"/>
         <source>Model</source>
         <translation>Modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="69"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="77"/>
         <source>Lower is more predictable; GeoGPT works best at 0-0.3</source>
         <translation>Lavere gir mer forutsigbare svar; GeoGPT fungerer best på 0–0,3</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="73"/>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="78"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="81"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="86"/>
         <source> tokens</source>
         <translation> tokens</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="74"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="82"/>
         <source>The most the model is sent at once; capped by the model&apos;s own window</source>
         <translation>Det meste modellen får tilsendt på én gang; begrenset av modellens eget kontekstvindu</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="79"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="87"/>
         <source>The longest reply the model may write; a model stuck in a loop stops there</source>
         <translation>Det lengste svaret modellen kan skrive; en modell som går i sløyfe, stopper der</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="88"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="104"/>
+        <source>Native: the server&apos;s own tool calling. Guided: each reply is held to a JSON schema of the tools, for models that cannot call tools. Auto: guided only where native calls are missing or fail</source>
+        <translation>Innebygd: tjenerens egne verktøykall. Styrt: hvert svar holdes til et JSON-skjema for verktøyene, for modeller som ikke kan kalle verktøy. Auto: styrt bare der innebygde kall mangler eller feiler</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="113"/>
+        <source>Full: every tool. Compact: 8 tools and a shorter prompt, for small models (the rest stay reachable). Auto: compact for models under 4 B parameters or 8,192 tokens of context. Kept per conversation</source>
+        <translation>Full: alle verktøy. Kompakt: 8 verktøy og en kortere ledetekst, for små modeller (resten kan fortsatt nås). Auto: kompakt for modeller under 4 mrd. parametere eller 8 192 tokens kontekst. Beholdes per samtale</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="118"/>
         <source>Agent</source>
         <translation>Agent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="90"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="120"/>
         <source>Temperature</source>
         <translation>Temperatur</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="91"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="121"/>
         <source>Context limit</source>
         <translation>Kontekstgrense</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="92"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="122"/>
         <source>Answer length limit</source>
         <translation>Grense for svarlengde</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="93"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="123"/>
         <source>Approval</source>
         <translation>Godkjenning</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="96"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="124"/>
+        <source>Tool calls</source>
+        <translation>Verktøykall</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="125"/>
+        <source>Tool profile</source>
+        <translation>Verktøyprofil</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="128"/>
         <source>One per line: Name = URL, e.g.
 City data = https://example.org/ogcapi</source>
         <translation>Én per linje: Navn = URL, f.eks.
 Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="134"/>
         <source>Data sources</source>
         <translation>Datakilder</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="104"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="136"/>
         <source>OGC API Features servers</source>
         <translation>OGC API Features-tjenere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="106"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="138"/>
         <source>PostgreSQL connections the agent may use</source>
         <translation>PostgreSQL-tilkoblinger agenten kan bruke</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="108"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="140"/>
         <source>Debug logging (Log Messages panel, GeoGPT tab)</source>
         <translation>Feilsøkingslogging (panelet Loggmeldinger, fanen GeoGPT)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="109"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="141"/>
         <source>Troubleshooting</source>
         <translation>Feilsøking</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="181"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="224"/>
         <location filename="../geogpt_qgis/gui/server_picker.py" line="283"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/options_page.py" line="211"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="98"/>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="110"/>
+        <source>Auto</source>
+        <translation>Auto</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="99"/>
+        <source>Native</source>
+        <translation>Innebygd</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="100"/>
+        <source>Guided</source>
+        <translation>Styrt</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="110"/>
+        <source>Full</source>
+        <translation>Full</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="110"/>
+        <source>Compact</source>
+        <translation>Kompakt</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/options_page.py" line="254"/>
         <source>Line {n}: {u!r} is not an http(s) URL.</source>
         <translation>Linje {n}: {u!r} er ikke en http(s)-URL.</translation>
     </message>
@@ -1077,8 +1123,8 @@ Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/server_queries.py" line="85"/>
-        <source>This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1).</source>
-        <translation>Denne modellen kan ikke kalle verktøy; GeoGPT trenger en som kan (f.eks. qwen3, llama3.1).</translation>
+        <source>This model cannot call tools natively; GeoGPT asks it for guided tool calls (Tool calls: Auto or Guided).</source>
+        <translation>Denne modellen kan ikke kalle verktøy selv; GeoGPT ber den om styrte verktøykall (Verktøykall: Auto eller Styrt).</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/server_queries.py" line="80"/>
@@ -1086,12 +1132,12 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>API-nøkkelen er lagret i autentiseringsdatabasen til QGIS.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="91"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="93"/>
         <source>Connected: 1 model available.</source>
         <translation>Tilkoblet: 1 modell tilgjengelig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="122"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="124"/>
         <source>Connection failed: </source>
         <translation>Tilkoblingen mislyktes: </translation>
     </message>
@@ -1101,22 +1147,22 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Skriv inn API-nøkkelen for {u}, eller velg en lokal server.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="92"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="94"/>
         <source>Connected: {n} models available.</source>
         <translation>Tilkoblet: {n} modeller tilgjengelig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="105"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="107"/>
         <source>OpenAI-compatible servers usually end in /v1</source>
         <translation>OpenAI-kompatible tjenere slutter vanligvis på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="107"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="109"/>
         <source>Ollama&apos;s is usually http://localhost:11434</source>
         <translation>Ollama bruker vanligvis http://localhost:11434</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="109"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="111"/>
         <source>The server at {u} has no model list there (HTTP 404). Check the server URL ({h}).</source>
         <translation>Tjeneren på {u} har ingen modelliste der (HTTP 404). Sjekk tjener-URL-en ({h}).</translation>
     </message>
@@ -1147,8 +1193,8 @@ Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/server_state.py" line="125"/>
-        <source>Download a model that can, choose it above, and press Check again:</source>
-        <translation>Last ned en modell som kan det, velg den ovenfor og trykk Sjekk igjen:</translation>
+        <source>Models that call tools natively work better; download one, choose it above, and press Check again:</source>
+        <translation>Modeller som kaller verktøy selv, fungerer bedre; last ned en, velg den over, og trykk Sjekk igjen:</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/server_state.py" line="66"/>
@@ -1182,8 +1228,8 @@ Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/server_state.py" line="124"/>
-        <source>Reachable, but {m} cannot call tools, which GeoGPT needs.</source>
-        <translation>Tilgjengelig, men {m} kan ikke kalle verktøy, og det trenger GeoGPT.</translation>
+        <source>Reachable, but {m} cannot call tools natively: GeoGPT asks it for guided tool calls.</source>
+        <translation>Tilgjengelig, men {m} kan ikke kalle verktøy selv: GeoGPT ber den om styrte verktøykall.</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/server_state.py" line="131"/>
@@ -1306,7 +1352,7 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>GeoGPTs resultatlag er lagret sammen med prosjektet i {path}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="83"/>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="100"/>
         <source>The QGIS master password is not set, so the API key cannot be stored in the QGIS authentication database. Set it in Settings &gt; Options &gt; Authentication (or enter it when QGIS asks), or set the OPENAI_API_KEY environment variable before starting QGIS.</source>
         <translation>Hovedpassordet i QGIS er ikke satt, så API-nøkkelen kan ikke lagres i autentiseringsdatabasen til QGIS. Sett det i Innstillinger &gt; Alternativer &gt; Autentisering (eller skriv det inn når QGIS spør), eller sett miljøvariabelen OPENAI_API_KEY før du starter QGIS.</translation>
     </message>
@@ -1316,24 +1362,36 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>API-nøkkelen for {account} er lagret i autentiseringsdatabasen til QGIS (konfigurasjonen &apos;{name}&apos;), men den kunne ikke leses: hovedpassordet i QGIS som låser opp databasen, er ikke tilgjengelig (en kjøring uten vindu kan ikke spørre etter det). Legg enten hovedpassordet i en fil som bare du kan lese, og sett QGIS_AUTH_PASSWORD_FILE til stien til filen, eller sett miljøvariabelen {env} til nøkkelen for denne kjøringen, eller skriv inn hovedpassordet når QGIS spør (eller i Innstillinger &gt; Alternativer &gt; Autentisering).</translation>
     </message>
     <message>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="152"/>
+        <source>The QGIS authentication database refused to store the API key.</source>
+        <translation>Autentiseringsdatabasen til QGIS nektet å lagre API-nøkkelen.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="62"/>
+        <source>No system keychain is available, and the QGIS authentication database is disabled{r}. Install a keyring backend (e.g. GNOME Keyring or KWallet), or set the OPENAI_API_KEY environment variable before starting QGIS.</source>
+        <translation>Ingen nøkkelring er tilgjengelig i systemet, og autentiseringsdatabasen til QGIS er deaktivert{r}. Installer en nøkkelring-bakende (f.eks. GNOME Keyring eller KWallet), eller sett miljøvariabelen OPENAI_API_KEY før du starter QGIS.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="169"/>
+        <source>QGIS did not answer in time; the master password dialog may still be open.</source>
+        <translation>QGIS svarte ikke i tide; dialogen for hovedpassordet kan fortsatt være åpen.</translation>
+    </message>
+    <message>
         <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="122"/>
         <source>The API key for {account} is stored in the QGIS authentication database (configuration &apos;{name}&apos;), but it could not be decrypted with the master password given (is it the right one?). Set the {env} environment variable to the key for this run, or store the key again.</source>
         <translation>API-nøkkelen for {account} er lagret i autentiseringsdatabasen til QGIS (konfigurasjonen &apos;{name}&apos;), men den kunne ikke dekrypteres med hovedpassordet som ble gitt (er det riktig passord?). Sett miljøvariabelen {env} til nøkkelen for denne kjøringen, eller lagre nøkkelen på nytt.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="128"/>
-        <source>The QGIS authentication database refused to store the API key.</source>
-        <translation>Autentiseringsdatabasen til QGIS nektet å lagre API-nøkkelen.</translation>
+        <source>This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1).</source>
+        <translation type="obsolete">Denne modellen kan ikke kalle verktøy; GeoGPT trenger en som kan (f.eks. qwen3, llama3.1).</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="61"/>
-        <source>No system keychain is available, and the QGIS authentication database is disabled{r}. Install a keyring backend (e.g. GNOME Keyring or KWallet), or set the OPENAI_API_KEY environment variable before starting QGIS.</source>
-        <translation>Ingen nøkkelring er tilgjengelig i systemet, og autentiseringsdatabasen til QGIS er deaktivert{r}. Installer en nøkkelring-bakende (f.eks. GNOME Keyring eller KWallet), eller sett miljøvariabelen OPENAI_API_KEY før du starter QGIS.</translation>
+        <source>Download a model that can, choose it above, and press Check again:</source>
+        <translation type="obsolete">Last ned en modell som kan det, velg den ovenfor og trykk Sjekk igjen:</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="145"/>
-        <source>QGIS did not answer in time; the master password dialog may still be open.</source>
-        <translation>QGIS svarte ikke i tide; dialogen for hovedpassordet kan fortsatt være åpen.</translation>
+        <source>Reachable, but {m} cannot call tools, which GeoGPT needs.</source>
+        <translation type="obsolete">Tilgjengelig, men {m} kan ikke kalle verktøy, og det trenger GeoGPT.</translation>
     </message>
     <message>
         <source>New conversation.</source>

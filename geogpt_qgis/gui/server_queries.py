@@ -14,7 +14,7 @@ from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PROVIDER_OPENAI
 
 if TYPE_CHECKING:
-    from geogpt_qgis.agent.providers import ModelInfo
+    from geogpt_qgis.agent.providers.discovery import ModelInfo
 
 
 class KeyNeeded(Exception):
@@ -29,11 +29,11 @@ def fetch_models(provider: str, url: str, api_key: str | None = None) -> list[st
     With no key at all, a server off this machine is not asked (it would refuse), and a local one that refuses
     is answered the same: ``KeyNeeded``, which the picker shows as a hint rather than an error.
     """
-    from geogpt_qgis.agent.providers import list_models
+    from geogpt_qgis.agent.providers.discovery import list_models
 
     if provider != PROVIDER_OPENAI or api_key:
         return list_models(provider, url, api_key)
-    from geogpt_qgis.cli import is_local_server
+    from geogpt_qgis.toolbelt.hosts import is_local_server
     from geogpt_qgis.toolbelt.secrets import get_api_key
 
     api_key = get_api_key(url)
@@ -53,7 +53,7 @@ def key_needed_text(url: str) -> str:
 
 def model_info(url: str, model: str) -> ModelInfo:
     """Context length and tool support of an Ollama model (background)."""
-    from geogpt_qgis.agent.providers import ollama_model_info
+    from geogpt_qgis.agent.providers.discovery import ollama_model_info
 
     return ollama_model_info(url, model)
 
@@ -82,7 +82,9 @@ def key_saved_text(where: str) -> str:
 
 
 def no_tools_warning() -> str:
-    return tr("This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1).")
+    return tr(
+        "This model cannot call tools natively; GeoGPT asks it for guided tool calls (Tool calls: Auto or Guided)."
+    )
 
 
 def connected_text(models: list[str] | None) -> str:
@@ -95,7 +97,8 @@ def connected_text(models: list[str] | None) -> str:
 def explain_server_error(exc: BaseException, provider: str, url: str) -> str:
     """One actionable sentence for a failed model-list request (dead server, wrong URL, refused key...)."""
     from geogpt_qgis.agent.config import ModelConfig
-    from geogpt_qgis.agent.providers import CONNECT_TIMEOUT, explain_model_error
+    from geogpt_qgis.agent.providers.discovery import CONNECT_TIMEOUT
+    from geogpt_qgis.agent.providers.explain import explain_model_error
 
     if getattr(exc, "key_needed", False):
         return key_needed_text(url)

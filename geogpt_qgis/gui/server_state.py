@@ -121,8 +121,8 @@ def no_model(provider: str, model: str = "") -> ServerState:
 def no_tools(model: str) -> ServerState:
     return ServerState(
         ServerStatus.NO_TOOLS,
-        tr("Reachable, but {m} cannot call tools, which GeoGPT needs.").format(m=model),
-        tr("Download a model that can, choose it above, and press Check again:"),
+        tr("Reachable, but {m} cannot call tools natively: GeoGPT asks it for guided tool calls.").format(m=model),
+        tr("Models that call tools natively work better; download one, choose it above, and press Check again:"),
         f"ollama pull {SUGGESTED_MODEL}",
     )
 

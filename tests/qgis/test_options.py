@@ -99,7 +99,7 @@ def test_the_model_list_comes_from_the_server_with_a_warning_for_models_without_
     assert page.picker.model_combo.currentText() == "qwen3:8b"
     wait_until(lambda: "cannot call tools" in page.picker.model_status.text(), 120)
     assert page.picker.model_status.text() == (
-        "This model cannot call tools; GeoGPT needs one that can (e.g. qwen3, llama3.1)."
+        "This model cannot call tools natively; GeoGPT asks it for guided tool calls (Tool calls: Auto or Guided)."
     )
     shows = [r.body.get("model") for r in model_server.requests if r.path == "/api/show"]
     assert shows[-1] == "qwen3:8b"
