@@ -94,10 +94,15 @@ def processing_section(results: dict) -> None:
         f"{p['median_longest_stall_ms_per_run']} ms, worst {p['longest_stall_ms_during_tool_runs']} ms "
         f"(goal <= {p['goal_stall_ms']:g} ms; idle: {p['idle_longest_stall_ms']} ms)"
     )
+    before = p["search_before"]
     print(
-        f"search: ranking {p['algorithms_indexed']} algorithms takes {p['search_mean_ms']} ms on average, "
-        f"{p['search_max_ms']} ms at most over {p['search_queries']} queries (goal < {p['goal_search_ms']:g} ms); "
-        f"building the index once {p['index_build_ms']} ms"
+        f"search ({p['search_ranker']}): the expected algorithm in the top 5 for {p['search_top5_hits']} of "
+        f"{p['search_queries']} queries ({p['search_top5_accuracy']:.1%}; goal >= {p['goal_top5_accuracy']:.0%}); "
+        f"ranking {p['algorithms_indexed']} algorithms takes {p['search_mean_ms']} ms on average, "
+        f"{p['search_max_ms']} ms at most (median of {p['search_repeats']} runs per query; "
+        f"goal < {p['goal_search_ms']:g} ms); building the index once {p['index_build_ms']} ms; "
+        f"before ({before['ranker']}): {before['search_top5_accuracy']:.1%}, {before['search_mean_ms']} ms on average, "
+        f"{before['search_max_ms']} ms at most"
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from geogpt_qgis.tools.processing.catalog import current_index, usable_algorithms
 from geogpt_qgis.tools.processing.search import AlgorithmEntry, AlgorithmIndex, stem, tokens
 from tests.support.search_queries import SEARCH_CASES
@@ -46,3 +48,19 @@ def test_stemming_and_vocabulary():
     # Same words: QGIS's own implementation ranks above GDAL's.
     assert [m.entry.id for m in toy.search("buffer", 2)] == ["native:buffer", "gdal:buffervectors"]
     assert toy.search("the of and", 5) == []
+
+
+def test_fts5_query_syntax_in_the_words_is_searched_as_words_from_any_thread():
+    toy = AlgorithmIndex(
+        [
+            AlgorithmEntry("native:buffer", "Buffer", provider="native"),
+            AlgorithmEntry("native:selectwithindistance", "Select within distance", provider="native"),
+        ]
+    )
+    found: list[list[str]] = []
+    worker = threading.Thread(
+        target=lambda: found.append([m.entry.id for m in toy.search('NEAR(buffer) AND "not" OR * ^ id:x', 5)])
+    )
+    worker.start()
+    worker.join()
+    assert len(found) == 1 and found[0][0] == "native:buffer"  # "near" also finds the distance one

@@ -1,25 +1,25 @@
 """Rank processing algorithms for a task described in an analyst's words, offline.
 
-BM25 over each algorithm's name, id, tags, group, short description and help
-text (each field weighted), with light stemming and a small vocabulary that
-maps how analysts say things ("nearest neighbour", "spatial join", "within")
-onto the words QGIS uses.  No model, no network: ranking ~700 algorithms
-takes a few milliseconds.  Qt-free, so it is tested on plain data.
-"""
+SQLite FTS5 (as the recipe search, ``core.recipe_search``) ranks by ``bm25()``
+over each algorithm's name, id, tags, group, short description and help text
+(each field weighted), with light stemming and a small vocabulary that maps how
+analysts say things ("nearest neighbour", "spatial join", "within") onto the
+words QGIS uses.  No model, no network: ranking ~650 algorithms takes about a
+millisecond (``bench.algorithm_search``).  Qt-free, so it is tested on plain data."""
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter, defaultdict
+import sqlite3
+import threading
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 _WORD = re.compile(r"[a-z0-9]+")
 
 # Field weights: a word in the name says much more than one in the help text.
-FIELD_WEIGHTS = {"name": 3.0, "id": 2.5, "tags": 2.0, "group": 0.6, "short": 1.2, "help": 0.35}
-K1, B = 1.2, 0.5
+FIELD_WEIGHTS = {"name": 3.0, "id": 2.5, "tags": 2.0, "grp": 0.6, "short": 1.2, "help": 0.35}
 
 # Providers analysts expect first when several do the same job.
 PROVIDER_PRIOR = {"native": 1.0, "qgis": 0.9, "gdal": 0.55, "grass7": 0.35, "grass": 0.35, "saga": 0.3}
@@ -222,29 +222,37 @@ class Match:
 
 
 class AlgorithmIndex:
-    """BM25 index over algorithm metadata."""
+    """An in-memory SQLite FTS5 table over algorithm metadata, ranked by its ``bm25()``.
+
+    Each algorithm is one row; its fields are columns holding the words ``tokens`` makes
+    (stemmed here, so the query's synonyms meet them), weighted by ``FIELD_WEIGHTS``
+    through ``bm25()``'s column weights.  A query's words come in classes of equal weight
+    (its own words, phrase expansions, synonyms, geometry hints); bm25 is a sum over the
+    query's terms, so one MATCH per class, scaled by the class's weight, adds up to the
+    weighted score.  Coverage of the query's own words, a whole-phrase hit in the name
+    and the provider's prior then scale it.  Built once per registry state (``catalog``);
+    ``search`` may run on any thread.
+    """
 
     def __init__(self, entries: Iterable[AlgorithmEntry]) -> None:
         self.entries = list(entries)
-        self._fields: list[dict[str, Counter[str]]] = []
-        self._lengths: dict[str, list[int]] = defaultdict(list)
-        document_frequency: Counter[str] = Counter()
-        for entry in self.entries:
-            fields = {
-                "name": Counter(tokens(entry.name)),
-                "id": Counter(tokens(entry.id.split(":", 1)[-1]) + _split_id(entry.id)),
-                "tags": Counter(tokens(entry.tags)),
-                "group": Counter(tokens(entry.group)),
-                "short": Counter(tokens(entry.short)),
-                "help": Counter(tokens(re.sub(r"<[^>]+>", " ", entry.help))),
-            }
-            self._fields.append(fields)
-            for name, counter in fields.items():
-                self._lengths[name].append(sum(counter.values()))
-            document_frequency.update({t for counter in fields.values() for t in counter})
-        count = max(len(self.entries), 1)
-        self._idf = {t: math.log(1 + (count - df + 0.5) / (df + 0.5)) for t, df in document_frequency.items()}
-        self._average = {name: (sum(values) / len(values) if values else 1.0) for name, values in self._lengths.items()}
+        self._names = [" ".join(tokens(entry.name)) for entry in self.entries]
+        self._words: list[frozenset[str]] = []
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        self._lock = threading.Lock()
+        texts: list[list[tuple[int, str]]] = [[] for _ in COLUMNS]
+        for rowid, entry in enumerate(self.entries):
+            fields = _fields(entry)
+            self._words.append(frozenset(word for text in fields for word in text.split()))
+            for rows, text in zip(texts, fields, strict=True):
+                rows.append((rowid, text))
+        selects = []
+        for table, rows in zip(COLUMNS, texts, strict=True):  # table names are the constants in COLUMNS
+            self._db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, tokenize='unicode61')")
+            self._db.executemany(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", rows)  # noqa: S608
+            weight = FIELD_WEIGHTS[table]
+            selects.append(f"SELECT rowid, -{weight} * bm25({table}) FROM {table} WHERE {table} MATCH :query")  # noqa: S608
+        self._sql = " UNION ALL ".join(selects)
 
     def _query_terms(self, query: str) -> dict[str, float]:
         """The query's own stemmed words (weight 1) plus vocabulary expansions (lower weight)."""
@@ -275,40 +283,50 @@ class AlgorithmIndex:
         terms = self._query_terms(query)
         if not terms:
             return []
+        by_weight: dict[float, list[str]] = defaultdict(list)
+        for term, weight in terms.items():
+            by_weight[weight].append(term)
+        scores: dict[int, float] = defaultdict(float)
+        with self._lock:
+            for weight, group in by_weight.items():
+                match = " OR ".join(f'"{term}"' for term in sorted(group))  # terms are [a-z0-9]+: safe quoted
+                for rowid, score in self._db.execute(self._sql, {"query": match}):
+                    scores[rowid] += weight * score
+        own = {term for term, weight in terms.items() if weight >= 1.0}
         phrase = " ".join(tokens(query))
         scored: list[Match] = []
-        for index, entry in enumerate(self.entries):
-            fields = self._fields[index]
-            score = 0.0
-            matched = 0
-            for term, weight in terms.items():
-                idf = self._idf.get(term)
-                if idf is None:
-                    continue
-                term_score = 0.0
-                for name, counter in fields.items():
-                    frequency = counter.get(term, 0)
-                    if not frequency:
-                        continue
-                    length = self._lengths[name][index]
-                    norm = K1 * (1 - B + B * length / self._average[name])
-                    term_score += FIELD_WEIGHTS[name] * frequency * (K1 + 1) / (frequency + norm)
-                if term_score:
-                    matched += weight >= 1.0
-                    score += weight * idf * term_score
+        for rowid, score in scores.items():
             if score <= 0:
                 continue
-            # Whole-phrase hits in the name and coverage of the query's own words.
-            name_tokens = " ".join(tokens(entry.name))
-            if phrase and phrase in name_tokens:
+            entry = self.entries[rowid]
+            if phrase and phrase in self._names[rowid]:  # the whole query in the name
                 score *= 1.6
-            own_terms = sum(1 for w in terms.values() if w >= 1.0)
-            if own_terms:
-                score *= 0.6 + 0.4 * matched / own_terms
+            if own:
+                score *= 0.6 + 0.4 * len(own & self._words[rowid]) / len(own)
             score *= PROVIDER_PRIOR.get(entry.provider, 0.5)
             scored.append(Match(entry, score))
         scored.sort(key=lambda m: (-m.score, m.entry.id))
         return scored[:limit]
+
+
+# One FTS5 table per field, so each field has its own length normalisation and document frequencies
+# (a long help text does not dilute a hit in the name), as BM25F's per-field weights intend.
+COLUMNS = ("name", "id", "tags", "grp", "short", "help")  # table names ("group" is an SQL keyword)
+
+
+def _fields(entry: AlgorithmEntry) -> tuple[str, ...]:
+    """The entry's columns, in ``COLUMNS`` order, as the space-separated words ``tokens`` makes."""
+    return tuple(
+        " ".join(words)
+        for words in (
+            tokens(entry.name),
+            tokens(entry.id.split(":", 1)[-1]) + _split_id(entry.id),
+            tokens(entry.tags),
+            tokens(entry.group),
+            tokens(entry.short),
+            tokens(re.sub(r"<[^>]+>", " ", entry.help)),
+        )
+    )
 
 
 # Everyday nouns only hint at a geometry type: a weak signal.
