@@ -20,7 +20,6 @@ import unicodedata
 from typing import Any, TextIO
 
 from geogpt_qgis.core.approval import APPROVE, REJECT, ApprovalRequest, StandingApprovals
-from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.text import short, single_line
 
 # Categories printed escaped in a preview's lines: controls, format characters (bidi overrides, zero-width),
@@ -62,7 +61,7 @@ def preview(request: ApprovalRequest) -> str:
     lines = [f"Approval needed: {single_line(request.action)}"]
     if request.tool:
         lines.append(f"  tool: {single_line(request.tool)}")
-    effects = [_effect_text(kind) for kind in request.effects]
+    effects = [effect.verb for effect in request.effects]
     if effects:
         lines.append(f"  which: {', '.join(effects)}")
     for item in request.affected:
@@ -85,13 +84,6 @@ def preview(request: ApprovalRequest) -> str:
             lines.append(f"  | … ({len(body) - MAX_DETAIL_LINES} more lines not shown: answer n to be safe)")
         lines.append("  ---")
     return "\n".join(lines) + "\n"
-
-
-def _effect_text(kind: str) -> str:
-    try:
-        return Effect(kind).verb
-    except ValueError:
-        return single_line(kind)
 
 
 def question(request: ApprovalRequest) -> str:

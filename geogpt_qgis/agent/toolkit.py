@@ -22,7 +22,13 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from geogpt_qgis.agent.aliases import ALIASES, routed
-from geogpt_qgis.core.approval import ApprovalRequest, Decision, current_approval, current_decision
+from geogpt_qgis.core.approval import (
+    ApprovalRequest,
+    Decision,
+    approval_preview,
+    current_approval,
+    current_decision,
+)
 from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, content_and_artifact
 from geogpt_qgis.core.bounds import bounded, check_text
 from geogpt_qgis.core.call_bounds import REFUSED_ARGUMENTS
@@ -229,14 +235,12 @@ class Toolkit:
         """
         name, args = self._routed(name, args)
         tool = self._tools.get(name)
-        function = getattr(tool.func, "__wrapped__", None) if tool is not None else None
-        preview_name = getattr(function, "approval_preview", None)
-        if preview_name is None:
+        preview = approval_preview(tool.func) if tool is not None and tool.func is not None else None
+        if preview is None:
             return None
         checked = self.check_arguments(name, args)
         if isinstance(checked, ToolOutcome):
             return None
-        preview = getattr(function.__self__, preview_name)  # type: ignore[union-attr]
         try:
             request = await asyncio.to_thread(preview, **checked)
         except (RunCancelled, asyncio.CancelledError):

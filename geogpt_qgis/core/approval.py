@@ -1,8 +1,8 @@
 """Human approval before anything risky: what a request says, what a decision is, and the gate's rules.
 
-A tool that can change data or run code is *gated*: it names a preview method
-that describes exactly what a call would do (the code or SQL, the layers,
-tables or files affected) without doing it.  The agent pauses the run on such
+A tool that can change data or run code is *gated*: it names its preview (the
+function itself, not its name) that describes exactly what a call would do
+(the code or SQL, the layers, tables or files affected) without doing it.  The agent pauses the run on such
 a call until the user decides.  Decisions only ever come from the user (they
 are resumed into the graph by the dock), never from the model, and the tool
 checks again, when it runs, that it was approved.  Qt-free.
@@ -10,11 +10,12 @@ checks again, when it runs, that it was approved.  Qt-free.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.targets import Target, within
 
 POLICY_ASK = "ask"
@@ -26,7 +27,7 @@ ALWAYS = "always"
 # The effect kind of a request whose tool lists none: what that tool itself does when approved.
 UNLISTED = "unlisted"
 # Effects no "always" can cover: any later code could do anything, so each snippet is read and approved.
-NEVER_STANDING = frozenset({"run_code"})
+NEVER_STANDING = frozenset({Effect.RUN_CODE})
 
 APPROVE, REJECT = "approve", "reject"
 
@@ -51,19 +52,46 @@ class ApprovalRequest:
     tool: str = ""
     call_id: str = ""
     args: dict[str, Any] = field(default_factory=dict)
-    effects: list[str] = field(default_factory=list)  # core.effects.Effect values, for the policy and the card
+    effects: list[Effect] = field(default_factory=list)  # for the policy, "always" and the card
     targets: list[Target] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.effects = effects_of(self.effects)
+
     def to_dict(self) -> dict[str, Any]:
+        """Plain values only: effects as their strings (a checkpoint keeps an enum's class and warns loading it)."""
         data = asdict(self)
+        data["effects"] = [effect.value for effect in self.effects]
         data["targets"] = [target.to_dict() for target in self.targets]
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ApprovalRequest:
+        """Also a request stored by an earlier version (effects as strings, targets as dicts or missing)."""
         request = cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
         request.targets = [Target.from_value(t) for t in (request.targets or [])]
         return request
+
+
+def effects_of(values: Any) -> list[Effect]:
+    """Effects from what a preview or a stored request gives: members or their strings, each once, in order.
+
+    A string this version does not know (a request stored by a later one)
+    counts as ``RUN_CODE``, an effect that cannot be checked first: the card
+    asks, and no "always" covers it.  Never dropped: fewer effects would let
+    a standing answer cover more.
+    """
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        values = [values] if values else []
+    found: list[Effect] = []
+    for value in values:
+        try:
+            effect = Effect(value)
+        except ValueError:
+            effect = Effect.RUN_CODE
+        if effect not in found:
+            found.append(effect)
+    return found
 
 
 @dataclass(frozen=True)
@@ -104,18 +132,35 @@ class Decision:
         return asdict(self)
 
 
-def gated(preview: str) -> Callable[[F], F]:
-    """Mark a tool method as needing approval; ``preview`` names the method describing a call.
+def gated(preview: Callable[..., ApprovalRequest | None]) -> Callable[[F], F]:
+    """Mark a tool method as needing approval; ``preview`` is the method describing a call.
 
-    The preview takes the tool's arguments and returns an ``ApprovalRequest``,
-    or ``None`` when this particular call is harmless (a read-only query, say).
+    Written ``@gated(preview_x)`` in the class body under ``def preview_x``:
+    the function itself, so a renamed or missing preview fails at import, not
+    at the first call.  The preview takes the tool's arguments (and ``self``)
+    and returns an ``ApprovalRequest``, or ``None`` when this particular call
+    is harmless (a read-only query, say).
     """
+    if not callable(preview):
+        raise TypeError(f"gated takes the preview function, not {type(preview).__name__} {preview!r}")
 
     def mark(function: F) -> F:
         function.approval_preview = preview  # type: ignore[attr-defined]
         return function
 
     return mark
+
+
+def approval_preview(tool: Callable[..., Any]) -> Callable[..., ApprovalRequest | None] | None:
+    """The preview of a gated tool, bound to the tool's object when the tool is a method (``None``: not gated)."""
+    function = getattr(tool, "__wrapped__", tool)
+    preview = getattr(function, "approval_preview", None)
+    if preview is None:
+        return None
+    owner = getattr(function, "__self__", None)
+    if owner is not None and hasattr(preview, "__get__"):
+        preview = preview.__get__(owner, type(owner))
+    return cast(Callable[..., ApprovalRequest | None], preview)
 
 
 # The decision for the tool call running now (set by the agent around a gated call).
@@ -157,7 +202,7 @@ class StandingApprovals:
 
     @staticmethod
     def _kinds(request: ApprovalRequest) -> frozenset[str]:
-        return frozenset(request.effects) or frozenset({UNLISTED})
+        return frozenset(effect.value for effect in request.effects) or frozenset({UNLISTED})
 
     @classmethod
     def can_stand(cls, request: ApprovalRequest) -> bool:

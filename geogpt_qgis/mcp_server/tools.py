@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from geogpt_qgis.core.approval import REJECT, ApprovalRequest, Decision, rejection_message
+from geogpt_qgis.core.approval import REJECT, ApprovalRequest, Decision, approval_preview, rejection_message
 from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.core.progress import current_progress
@@ -225,5 +225,4 @@ def _answer(outcome: ToolOutcome) -> CallAnswer:
 
 
 def _is_gated(tool: Any) -> bool:
-    function = getattr(tool.func, "__wrapped__", None)
-    return getattr(function, "approval_preview", None) is not None
+    return tool.func is not None and approval_preview(tool.func) is not None

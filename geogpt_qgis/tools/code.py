@@ -53,7 +53,7 @@ class CodeTools(ToolFamily):
             affected=self.ctx.on_main(self._mentioned, code)
             or ["anything in QGIS the code touches: the project, its layers, files"],
             editable="code",
-            effects=[Effect.RUN_CODE.value],
+            effects=[Effect.RUN_CODE],
         )
 
     def _mentioned(self, source: str) -> list[str]:
@@ -70,7 +70,7 @@ class CodeTools(ToolFamily):
         affected += [f"file {s}" for s in sorted(strings) if _PATH.match(s)]
         return affected
 
-    @gated("preview_run_pyqgis")
+    @gated(preview_run_pyqgis)
     def run_pyqgis(self, code: Code) -> ToolResult:
         """Run PyQGIS code (after the user approves); `iface`, `project` and qgis.core are defined.
 

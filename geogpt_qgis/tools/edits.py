@@ -147,7 +147,7 @@ class EditTools(ToolFamily):
         _check_edit(field, value, delete)
         effects, problems = expressions_effects([("the filter", expression), ("the value", "" if delete else value)])
         ops = ("delete",) if delete else (f"update {field}",)
-        kinds = [Effect.EDIT_DATA.value]
+        kinds = [Effect.EDIT_DATA]
         if effects.needs_approval:
             # Never evaluated to count the matches: the preview must not do what it describes.
             vector = self.ctx.on_main(resolve_vector_layer, self.ctx.project, layer)
@@ -160,7 +160,7 @@ class EditTools(ToolFamily):
                 "The features were not counted: the expression is evaluated only if you approve.\n"
                 + "\n".join([*problems, _undo_note(vector, self._buffered)]),
                 affected=[f"layer {vector.name()!r} ({_source_label(vector)})", *effects.lines()],
-                effects=list(dict.fromkeys([*kinds, *(kind.value for kind in effects.kinds)])),
+                effects=[*kinds, *effects.kinds],  # each once: ApprovalRequest keeps the first
                 targets=[target],
             )
         vector, ids = self._matching(layer, expression)
@@ -186,7 +186,7 @@ class EditTools(ToolFamily):
             targets=[target],
         )
 
-    @gated("preview_edit_features")
+    @gated(preview_edit_features)
     def edit_features(
         self, layer: str, expression: Expression, field: str = "", value: Expression = "", delete: bool = False
     ) -> ToolResult:

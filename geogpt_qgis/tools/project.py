@@ -195,7 +195,7 @@ class ProjectTools(ToolFamily):
         """Only an expression with side effects asks (tools/safety/expressions.py); it is parsed, not run."""
         return expression_request(f"Read features of {layer!r}", [("the filter", expression)])
 
-    @gated("preview_read_features")
+    @gated(preview_read_features)
     def read_features(
         self, layer: str, fields: list[str] | None = None, expression: Expression = "", limit: int = 20
     ) -> ToolResult:
@@ -254,7 +254,7 @@ class ProjectTools(ToolFamily):
         """Only an expression with side effects asks (tools/safety/expressions.py); it is parsed, not run."""
         return expression_request(f"Select features of {layer!r}", [("the expression", expression)])
 
-    @gated("preview_select_features")
+    @gated(preview_select_features)
     def select_features(self, layer: str, expression: Expression) -> ToolResult:
         """Select the features matching an expression (empty clears the selection)."""
         if not expression.strip():
@@ -311,7 +311,7 @@ class ProjectTools(ToolFamily):
         _check_remove_alone(visible, name, zoom, move, group)
         return self.ctx.on_main(self._remove_request, layer)
 
-    @gated("preview_set_layer")
+    @gated(preview_set_layer)
     def set_layer(
         self,
         layer: str,
@@ -353,7 +353,7 @@ class ProjectTools(ToolFamily):
             action=f"Remove layer {target.name()!r} from the project",
             details=f"The layer {target.name()!r} ({kind}) leaves the project. Its data source is not deleted.",
             affected=[f"layer {target.name()!r}"],
-            effects=[Effect.CHANGE_PROJECT.value],
+            effects=[Effect.CHANGE_PROJECT],
             targets=[layer_target(target, ("remove",))],
         )
 

@@ -26,7 +26,7 @@ from qgis.core import (
 )
 from qgis.PyQt.QtGui import QImage
 
-from geogpt_qgis.core.approval import APPROVE, Decision, current_decision
+from geogpt_qgis.core.approval import APPROVE, Decision, approval_preview, current_decision
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.maps.export import NEEDS_APPROVAL, ExportPart
 from geogpt_qgis.tools.maps.family import MapTools
@@ -208,7 +208,7 @@ def test_without_approval_nothing_is_written_and_the_card_says_what_would_be(hea
     assert any("exists: it is replaced" in line for line in request.affected)
     assert (home / "map.pdf").read_bytes() == b"old"
     assert MapTools(headless.ctx).tools()  # the family offers it, gated
-    assert headless.export_map.approval_preview == "preview_export_map"
+    assert approval_preview(headless.export_map) == headless.preview_export_map  # bound to this very part
 
 
 @pytest.mark.parametrize(

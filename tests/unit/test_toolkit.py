@@ -250,7 +250,7 @@ class Gated:
         """
         return "done"
 
-    act.approval_preview = "preview_act"  # type: ignore[attr-defined]
+    act.approval_preview = preview_act  # type: ignore[attr-defined]
 
 
 def test_a_preview_that_raises_gives_the_error_to_answer_the_call_with():

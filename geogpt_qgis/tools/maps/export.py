@@ -74,7 +74,7 @@ class ExportPlan:
                 )
             ),
             affected=effects.lines(),
-            effects=[kind.value for kind in effects.kinds],
+            effects=effects.kinds,
             targets=[file_target(str(self.target.path), ("write",))],
         )
 
@@ -115,7 +115,7 @@ class ExportPart:
     def preview_export_map(self, path: str, title: str = "", page: str = "", dpi: int | None = None) -> ApprovalRequest:
         return self.ctx.on_main(self._plan, path, title, page, dpi).request()
 
-    @gated("preview_export_map")
+    @gated(preview_export_map)
     def export_map(self, path: str, title: str = "", page: str = "", dpi: int | None = None) -> ToolResult:
         """Export the map as a print layout to .pdf/.png; page e.g. A3 portrait or canvas."""
         plan = self.ctx.on_main(self._plan, path, title, page, dpi)

@@ -88,7 +88,7 @@ class LabelPart:
         """Only an expression with side effects asks; it is parsed, not run."""
         return expression_request(f"Label {layer!r}", [("the label", text)])
 
-    @gated("preview_label_layer")
+    @gated(preview_label_layer)
     def label_layer(
         self, layer: str, text: Expression, size: float | None = None, max_scale: float | None = None
     ) -> ToolResult:

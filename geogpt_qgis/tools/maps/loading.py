@@ -139,7 +139,7 @@ class DataLoading:
             action=f"Load data from {host}",
             details=f"GeoGPT would request this URL, which you did not give in this conversation:\n{url}",
             affected=[f"URL {url}"],
-            effects=[Effect.NETWORK.value, Effect.ADD_LAYER.value],
+            effects=[Effect.NETWORK, Effect.ADD_LAYER],
         )
 
     def _file_request(self, source: str) -> ApprovalRequest | None:
@@ -153,7 +153,7 @@ class DataLoading:
             action=f"Read the file {path.name}",
             details=f"GeoGPT would open this file, outside the project's folder, which you did not name:\n{path}",
             affected=[f"file {path}"],
-            effects=[Effect.READ_PRIVATE.value, Effect.ADD_LAYER.value],
+            effects=[Effect.READ_PRIVATE, Effect.ADD_LAYER],
             targets=[file_target(str(path), ("read",))],
         )
 
@@ -168,7 +168,7 @@ class DataLoading:
         return split_table_source(source, saved_connection_names()) is not None
 
     # -- the tool ----------------------------------------------------------------------------------
-    @gated("preview_load_data")
+    @gated(preview_load_data)
     def load_data(self, source: str, layer: str = "", crs: str = "", name: str = "") -> ToolResult:
         """Load a file, URL or connection.schema.table."""
         source = source.strip().strip("\"'")

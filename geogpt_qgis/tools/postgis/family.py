@@ -131,11 +131,11 @@ class PostgisTools(ToolFamily):
             language="sql",
             affected=[*(affected or [f"{statement.kind}: the database of {connection!r}"]), connection_place(saved)],
             editable="sql",
-            effects=[Effect.WRITE_DATABASE.value],
+            effects=[Effect.WRITE_DATABASE],
             targets=targets,
         )
 
-    @gated("preview_run_sql")
+    @gated(preview_run_sql)
     def run_sql(
         self,
         sql: Sql,

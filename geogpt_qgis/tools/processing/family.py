@@ -94,7 +94,7 @@ class ProcessingTools(ToolFamily):
             details="It will:\n" + "\n".join(f"- {line}" for line in lines) + f"\n\nParameters:\n{listed}",
             language="text",
             affected=lines,
-            effects=[kind.value for kind in effects.kinds],
+            effects=effects.kinds,
             targets=self._targets(algorithm, parameters),
         )
 
@@ -118,7 +118,7 @@ class ProcessingTools(ToolFamily):
                     targets.append(file_target(text.split("|")[0], ("write",) if writes else ("read",)))
         return list(dict.fromkeys(targets))
 
-    @gated("preview_run_algorithm")
+    @gated(preview_run_algorithm)
     def run_algorithm(self, algorithm: str, parameters: dict[str, Any], output_name: str = "") -> ToolResult:
         """Run a processing algorithm; result layers are added to the project.
 

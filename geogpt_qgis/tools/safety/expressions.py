@@ -236,5 +236,5 @@ def expression_request(action: str, texts: list[tuple[str, str]]) -> ApprovalReq
         action=f"{action}, with an expression that {effects.summary()}",
         details="\n".join(problems),
         affected=effects.lines(),
-        effects=[kind.value for kind in effects.kinds],
+        effects=effects.kinds,
     )
