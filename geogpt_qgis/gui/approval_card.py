@@ -10,10 +10,17 @@ same layers, tables and files with the same or fewer effects (Ctrl+Shift+Enter;
 ``core.approval.StandingApprovals``);
 approve everything in this conversation, or drop the step.  Once decided the
 card folds to one line.
+
+The card reads the request's typed targets, never its prose: once it
+watches the project (``watch_project``), a layer the step was asked for
+(any change: edit, remove, style, run an algorithm on it...) that leaves the
+project, by id, before or while the card waits, puts a warning on it and
+makes discarding the step the first choice.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from qgis.PyQt.QtCore import Qt, pyqtSignal
@@ -61,6 +68,8 @@ class ApprovalCard(QFrame):
     def __init__(self, request: dict[str, Any], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.request = ApprovalRequest.from_dict(request)
+        self.warning: QLabel | None = None  # set when a layer of the step left the project
+        self._project: Any = None  # the project watched for the step's layers (``watch_project``)
         self.setObjectName("geogptApprovalCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setStyleSheet(CARD_STYLE)
@@ -163,12 +172,36 @@ class ApprovalCard(QFrame):
         """The project layers the step was approved for: id -> name (the step runs on these ids only)."""
         return {target.ident: target.name for target in self.request.targets if target.kind == LAYER}
 
+    def gone_layers(self, project: Any) -> list[str]:
+        """The names of the step's layers whose id is no longer in ``project`` (a name reused by another is gone)."""
+        return [name for layer_id, name in self.layer_ids().items() if project.mapLayer(layer_id) is None]
+
+    def watch_project(self, project: Any) -> None:
+        """Warn now, and whenever layers leave ``project`` while the card waits, if one of the step's is gone."""
+        self._project = project
+        project.layersRemoved.connect(self._layers_removed)
+        self._layers_removed()
+
+    def _layers_removed(self, *_ids: object) -> None:
+        if self.pending and self._project is not None:
+            gone = self.gone_layers(self._project)
+            if gone:
+                self.target_gone(gone)
+
+    def _stop_watching(self) -> None:
+        if self._project is not None:
+            with contextlib.suppress(TypeError, RuntimeError):  # not connected, or the project is gone
+                self._project.layersRemoved.disconnect(self._layers_removed)
+            self._project = None
+
     def target_gone(self, names: list[str]) -> None:
         """Say the step's layers are no longer in the project, and make dropping the step the first choice."""
         listed = ", ".join(f"'{name}'" for name in names)
-        warning = QLabel(
-            tr("{names} is no longer in the project: this step can no longer run as asked.").format(names=listed)
-        )
+        text = tr("{names} is no longer in the project: this step can no longer run as asked.").format(names=listed)
+        if self.warning is not None:  # another of its layers went: one warning, naming them all
+            self.warning.setText(text)
+            return
+        warning = QLabel(text)
         warning.setObjectName("geogptTargetGone")
         warning.setWordWrap(True)
         warning.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -209,6 +242,7 @@ class ApprovalCard(QFrame):
 
     def close_with(self, outcome: str) -> None:
         """Disable the answers, say what became of the step, fold to one line (also when the panel drops it)."""
+        self._stop_watching()
         answers = (self.approve_button, self.always_button, self.trust_button, self.reject_button, self.drop_button)
         for widget in (*answers, self.reason):
             widget.setEnabled(False)

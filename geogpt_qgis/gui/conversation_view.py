@@ -150,11 +150,9 @@ class ConversationView(QWidget):
         self._say(tr("Conversation restored.") if opened.entries else "")
         if opened.pending is not None:
             self.chat.add_notice(tr("This step is waiting for your approval."), "warning")
-            card = self.runs.show_approval(opened.pending.to_dict())
+            # The card warns if a layer of the step is gone: a temporary layer does not outlive QGIS, say.
+            self.runs.show_approval(opened.pending.to_dict())
             self._say(tr("Waiting for your approval."))
-            gone = [name for layer_id, name in card.layer_ids().items() if self.project.mapLayer(layer_id) is None]
-            if gone:  # a temporary layer does not outlive QGIS, a layer may have been removed meanwhile
-                card.target_gone(gone)
 
     def _set_title_from(self, conversations: list, thread_id: str) -> None:
         """The stored title (it may have been renamed); without one, the title from the first message stays."""

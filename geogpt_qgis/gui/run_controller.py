@@ -144,7 +144,9 @@ class RunController(QObject):
 
     # -- approvals -----------------------------------------------------------
     def show_approval(self, request: dict) -> ApprovalCard:
+        """The card for a step waiting on the user; it warns if a layer of the step leaves the project meanwhile."""
         card = self.chat.add_approval_card(request)
+        card.watch_project(self.conversation.ctx.project)
         card.decided.connect(self._decide)
         card.dropped.connect(self.drop_pending)
         self.awaiting = card

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from qgis.core import QgsProject
 from qgis.PyQt.QtCore import QObject, Qt, pyqtSignal
 
 from geogpt_qgis.core.approval import APPROVE, POLICY_NEVER, POLICY_TRUST, REJECT, ApprovalRequest, Decision
@@ -100,6 +101,7 @@ class DockApprovals(QObject):
             pending.resolve(Decision(REJECT, automatic=NO_DOCK))
             return
         card = chat.add_approval_card(pending.request.to_dict())
+        card.watch_project(QgsProject.instance())  # the MCP tools act on QGIS's own project
         card.title.setText(
             tr("Approval needed for {client} (MCP): {action}").format(
                 client=pending.client, action=pending.request.action

@@ -1,0 +1,102 @@
+"""A waiting approval whose layer leaves the project says so, whatever the step would change (issue 32).
+
+The card reads the request's typed targets (layer ids), never its text: an
+edit of features, a field update or an algorithm run on a layer warn as a
+removal does, as soon as that layer (by id) leaves the project, before or
+while the card waits; a layer of the same name added back is another layer.
+Real previews from the tools, the real dock and model client; GDAL reads the
+GeoPackage to check that approving the stale step anyway changed nothing.
+"""
+
+from __future__ import annotations
+
+from qgis.core import QgsVectorLayer
+from qgis.PyQt.QtCore import Qt
+from qgis.PyQt.QtTest import QTest
+from qgis.PyQt.QtWidgets import QLabel
+
+from geogpt_qgis.gui.approval_card import ApprovalCard
+from geogpt_qgis.tools.edits import EditTools
+from geogpt_qgis.tools.processing.family import ProcessingTools
+from tests.support.dock import items_of, type_and_send
+from tests.support.model_server import ToolCall, Turn
+from tests.support.runs import call_in_thread, wait_until
+
+PRIMARY = "\"type\" = 'primary'"
+GONE = "is no longer in the project: this step can no longer run as asked."
+
+
+def stored_count(path: str, table: str) -> int:
+    """Features of ``table`` in the GeoPackage, read by GDAL (not through QGIS's layers or edit buffers)."""
+    from osgeo import ogr
+
+    source = ogr.Open(path)
+    count = source.GetLayerByName(table).GetFeatureCount()
+    source = None
+    return count
+
+
+def remove(project, name: str) -> str:
+    (layer,) = project.mapLayersByName(name)
+    source = layer.source()
+    project.removeMapLayer(layer.id())
+    return source
+
+
+def test_an_edit_card_warns_when_its_layer_is_removed_while_it_waits_and_approving_changes_nothing(
+    panel, model_server, demo_project
+):
+    model_server.script(
+        [
+            Turn(tool_calls=[ToolCall("edit_features", {"layer": "schools", "expression": PRIMARY, "delete": True})]),
+            Turn(text="The schools layer is gone, so nothing was deleted."),
+        ]
+    )
+    (schools,) = demo_project.mapLayersByName("schools")
+    path = schools.source().split("|")[0]
+    before = stored_count(path, "schools")
+    type_and_send(panel, "delete the primary schools")
+    wait_until(lambda: panel.statuses[-1:] == ["paused"], 120)
+    card = panel.runs.awaiting
+    assert isinstance(card, ApprovalCard) and card.layer_ids() == {schools.id(): "schools"}
+    assert card.warning is None and card.approve_button.isDefault()
+    remove(demo_project, "parks")  # another layer: the step is as asked
+    assert card.warning is None and not card.findChildren(QLabel, "geogptTargetGone")
+    remove(demo_project, "schools")
+    assert card.warning is not None and card.warning.text() == f"'schools' {GONE}"
+    assert card.drop_button.text() == "Discard this step" and card.drop_button.isDefault()
+    assert not card.approve_button.isDefault()
+    QTest.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)  # approved anyway: the contract holds
+    wait_until(lambda: panel.statuses[-1:] == ["finished"], 120)
+    told = model_server.chat_requests()[-1].tool_messages()[-1]["content"]
+    assert told.startswith("Not run: what this call would change is no longer what the user approved")
+    assert stored_count(path, "schools") == before
+    assert [c for c in items_of(panel, ApprovalCard) if c.warning is not None] == [card]
+
+
+def test_every_kind_of_change_on_a_layer_warns_by_id_and_a_decided_card_stops_watching(demo_project, tool_ctx):
+    edits, processing = EditTools(tool_ctx), ProcessingTools(tool_ctx)
+    update = call_in_thread(edits.preview_edit_features, "schools", PRIMARY, field="name", value="'closed'")
+    truncate = call_in_thread(processing.preview_run_algorithm, "native:truncatetable", {"INPUT": "parks"})
+    assert update is not None and truncate is not None  # both ask: they change data in place
+    assert [t.ops for t in update.targets] == [("update name",)] and [t.ops for t in truncate.targets] == [("use",)]
+    cards = [ApprovalCard(request.to_dict()) for request in (update, truncate)]
+    decided = ApprovalCard(update.to_dict())
+    for card in (*cards, decided):
+        card.watch_project(demo_project)
+        assert card.warning is None
+    decided.close_with("Approved")
+    source = remove(demo_project, "schools")
+    # The same file and name added back is another layer (another id): the step was asked for the one that left.
+    demo_project.addMapLayer(QgsVectorLayer(source, "schools", "ogr"))
+    assert cards[0].warning is not None and cards[0].warning.text() == f"'schools' {GONE}"
+    assert cards[1].warning is None  # its layer is still there
+    assert decided.warning is None  # decided before the layer left: nothing to warn about
+    remove(demo_project, "parks")
+    assert cards[1].warning is not None and cards[1].warning.text() == f"'parks' {GONE}"
+    fresh = ApprovalCard(truncate.to_dict())  # a card shown (or restored) after its layer left warns at once
+    fresh.watch_project(demo_project)
+    assert fresh.warning is not None and fresh.drop_button.isDefault()
+    for card in (*cards, decided, fresh):
+        card.close_with("Dropped")
+        card.deleteLater()
