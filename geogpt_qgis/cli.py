@@ -15,7 +15,7 @@ OpenAI-compatible server that is not on this machine or its network needs an
 API key: when none can be read the command says so and exits 2 (a local
 server, such as LM Studio or vLLM, works without one).  Settings, saved
 database connections and keys come from the user's default QGIS profile, as
-QGIS desktop would read them (``user_profile_folder``).  Everything printed is
+QGIS desktop would read them (``toolbelt.qgis_profile``).  Everything printed is
 scrubbed of known secrets (``core.secrets_scrub``).
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ipaddress
 import logging
 import os
 import shutil
@@ -33,7 +32,6 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
-from urllib.parse import urlsplit
 
 from geogpt_qgis.agent.config import TOOL_CALL_MODES, TOOL_PROFILES
 from geogpt_qgis.core.approval import POLICY_ASK, POLICY_NEVER, POLICY_TRUST, ApprovalRequest
@@ -48,8 +46,10 @@ from geogpt_qgis.core.events import (
 )
 from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.text import format_arguments
+from geogpt_qgis.toolbelt.hosts import is_local_server
 from geogpt_qgis.toolbelt.log import logger
 from geogpt_qgis.toolbelt.preferences import PROVIDER_OLLAMA, PROVIDERS
+from geogpt_qgis.toolbelt.qgis_profile import user_profile_folder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -132,18 +132,6 @@ class ScrubbedStream:
 
     def flush(self) -> None:
         self.stream.flush()
-
-
-def is_local_server(url: str) -> bool:
-    """Whether ``url`` points at this machine or the local network (where servers often need no key)."""
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    if host == "localhost" or host.endswith((".localhost", ".local")):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def missing_key_message(base_url: str) -> str:
@@ -257,39 +245,6 @@ def _run_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         set_result_store(QgsProject.instance(), None)
         app.exitQgis()
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def user_profile_folder() -> str:
-    """The folder of the QGIS profile the user starts QGIS with, so the command reads the same settings.
-
-    Named as QGIS desktop names itself (organisation "QGIS", application
-    "QGIS3") before ``QgsApplication`` exists: otherwise Qt files the settings
-    under "Unknown Organization" and the saved connections, model server and
-    key of the plugin are never seen.  The profile is the user's default one
-    (``profiles.ini``), under ``$QGIS_CUSTOM_CONFIG_PATH`` when that is set, as
-    QGIS does.  The folder goes to ``QgsApplication`` as its profile argument
-    (3.22 and 3.40+ both take it, with the platform name "desktop"), and QSettings is pointed at it.
-    """
-    from qgis.core import QgsApplication, QgsUserProfileManager
-    from qgis.PyQt.QtCore import QCoreApplication, QSettings, QStandardPaths
-
-    QCoreApplication.setOrganizationName(QgsApplication.QGIS_ORGANIZATION_NAME)
-    QCoreApplication.setOrganizationDomain(QgsApplication.QGIS_ORGANIZATION_DOMAIN)
-    QCoreApplication.setApplicationName(QgsApplication.QGIS_APPLICATION_NAME)
-    base = os.environ.get("QGIS_CUSTOM_CONFIG_PATH") or QStandardPaths.writableLocation(
-        QStandardPaths.StandardLocation.AppDataLocation
-    )
-    root = Path(QgsUserProfileManager.resolveProfilesFolder(base))
-    chosen = QSettings(str(root / "profiles.ini"), QSettings.Format.IniFormat).value("core/defaultProfile", "")
-    name = str(chosen or "default")
-    if not (root / name).is_dir():
-        name = "default"
-    folder = root / name
-    folder.mkdir(parents=True, exist_ok=True)
-    # As QGIS's main() does: settings are an .ini file in the profile (QgsApplication leaves this to it).
-    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
-    return str(folder)
 
 
 def _save(project: QgsProject, results: ResultStore, target: Path, err: TextIO) -> int:

@@ -46,7 +46,7 @@ def serve_project(project_file: str, approval: str, err: TextIO) -> int:
 
     from qgis.core import QgsApplication, QgsProject
 
-    from geogpt_qgis.cli import user_profile_folder
+    from geogpt_qgis.toolbelt.qgis_profile import user_profile_folder
 
     # Platform "desktop", as the command: 3.40+ ignores the profile folder for any other platform name.
     app = QgsApplication([], False, user_profile_folder(), "desktop")

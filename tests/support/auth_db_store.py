@@ -4,7 +4,7 @@
 
 As a user of QGIS desktop without a system keychain would have: a master password set, the key saved
 through the plugin (``secrets.set_api_key`` with keyring's fail backend).  The profile is the one
-``python -m geogpt_qgis`` opens (``cli.user_profile_folder``: ``$XDG_DATA_HOME``, or
+``python -m geogpt_qgis`` opens (``toolbelt.qgis_profile``: ``$XDG_DATA_HOME``, or
 ``$QGIS_CUSTOM_CONFIG_PATH``).  Its own process: QGIS opens the database once per process.  Prints one
 JSON line: where the key went and the database's path.
 """
@@ -21,7 +21,7 @@ def main() -> None:
     from keyring.backends import fail
     from qgis.core import QgsApplication
 
-    from geogpt_qgis.cli import user_profile_folder
+    from geogpt_qgis.toolbelt.qgis_profile import user_profile_folder
 
     app = QgsApplication([], False, user_profile_folder(), "desktop")
     app.initQgis()

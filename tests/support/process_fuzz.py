@@ -5,7 +5,7 @@ the same hypothesis strategies feed the processes a user starts, through their
 own front doors: JSON-RPC on the MCP server's stdin, tool calls in a model
 server's replies to ``python -m geogpt_qgis ask``.  Their settings are saved
 where they read them, the user's default QGIS profile under ``$XDG_DATA_HOME``
-(``cli.user_profile_folder``): written by a child QGIS that opens that profile
+(``toolbelt.qgis_profile``): written by a child QGIS that opens that profile
 as the command does (``python -m tests.support.process_fuzz --ogc-url URL
 --postgis`` with ``$XDG_DATA_HOME`` set), so PostgreSQL connections are stored
 the way each QGIS version stores them.
@@ -56,8 +56,8 @@ def _write_profile(options: argparse.Namespace) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from qgis.core import QgsApplication, QgsDataSourceUri, QgsProviderRegistry, QgsSettings
 
-    from geogpt_qgis.cli import user_profile_folder
     from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+    from geogpt_qgis.toolbelt.qgis_profile import user_profile_folder
     from tests.support.postgis import PARAMS
 
     app = QgsApplication([], False, user_profile_folder(), "desktop")

@@ -1,6 +1,6 @@
 """The plugin's settings written where a headless process (``python -m geogpt_qgis ask|mcp``) reads them.
 
-Those processes read the user's default QGIS profile (``cli.user_profile_folder``): on Linux
+Those processes read the user's default QGIS profile (``toolbelt.qgis_profile``): on Linux
 ``$XDG_DATA_HOME/QGIS/QGIS3/profiles/default/QGIS/QGIS3.ini`` when ``$QGIS_CUSTOM_CONFIG_PATH`` is
 unset.  A setting saved through this test process's ``PlgOptionsManager`` lands in pytest-qgis's own
 profile instead, which no child process reads (issue 37: a check of the CLI relied on exactly that).
