@@ -32,9 +32,10 @@ from langgraph.graph import END
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 
+from geogpt_qgis.agent.call_arguments import unparsed_as_invalid
 from geogpt_qgis.agent.guided import GuidedChatModel
 from geogpt_qgis.agent.memory import KIND, RETRY_NOTE, build_memory, is_user_turn, kind_of
-from geogpt_qgis.agent.providers import unparsed_as_invalid, with_retries
+from geogpt_qgis.agent.providers.retries import with_retries
 from geogpt_qgis.agent.reply import Reply, stream_reply
 from geogpt_qgis.agent.toolkit import ToolOutcome
 from geogpt_qgis.core.approval import (

@@ -33,16 +33,15 @@ from geogpt_qgis.agent.memory import KIND, PROJECT_STATE, STATE_NOTE, STOPPED, k
 from geogpt_qgis.agent.nodes import current_reply
 from geogpt_qgis.agent.profiles import ModelSize, ProfileKeeper, offered_names, system_prompt
 from geogpt_qgis.agent.prompts import project_state
-from geogpt_qgis.agent.providers import (
+from geogpt_qgis.agent.providers.chat import aclose_chat_model, create_chat_model
+from geogpt_qgis.agent.providers.discovery import (
     ModelInfo,
     ServerError,
-    aclose_chat_model,
-    create_chat_model,
     effective_context,
-    explain_model_error,
     ollama_model_info,
     openai_model_info,
 )
+from geogpt_qgis.agent.providers.explain import explain_model_error
 from geogpt_qgis.agent.store import ConversationStore
 from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest, StandingApprovals, current_standing

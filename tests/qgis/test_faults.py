@@ -23,10 +23,10 @@ from types import SimpleNamespace
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from geogpt_qgis.agent import providers
 from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.conversation import Conversation as AgentConversation
 from geogpt_qgis.agent.memory import is_note
+from geogpt_qgis.agent.providers import retries
 from geogpt_qgis.agent.session import CUT_OFF_ANSWER, UNFINISHED_STEP
 from geogpt_qgis.core.events import Notice, ToolStarted
 from tests.support.big_layers import SLOW_EXPRESSION, write_big_points
@@ -119,7 +119,7 @@ def conversation(request, tool_ctx, tmp_path, model_server):
 @pytest.fixture
 def quick_retries(monkeypatch):
     """Short waits between tries when the server does not say how long (the policy is the same)."""
-    monkeypatch.setattr(providers, "RETRY_BACKOFF_SECONDS", (0.1, 0.2))
+    monkeypatch.setattr(retries, "RETRY_BACKOFF_SECONDS", (0.1, 0.2))
 
 
 ANSWER = "The schools are spread over " + "many districts " * 30
@@ -227,14 +227,14 @@ def test_retry_after_is_read_as_seconds_or_a_date_and_bounded():
         exc.response = SimpleNamespace(headers=headers, status_code=status)  # as httpx and openai errors carry it
         return exc
 
-    assert providers.retry_wait(failure(429, "2"), 1) == 2.0
+    assert retries.retry_wait(failure(429, "2"), 1) == 2.0
     soon = email.utils.formatdate(time.time() + 10, usegmt=True)
-    assert 8 <= providers.retry_wait(failure(503, soon), 1) <= 10
-    assert providers.retry_wait(failure(429, "3600"), 1) is None  # beyond the bound: the user is told
-    assert providers.retry_wait(failure(500, None), 1) == providers.RETRY_BACKOFF_SECONDS[0]
-    assert providers.retry_wait(failure(500, None), providers.RETRY_ATTEMPTS) is None  # tries used up
-    assert providers.retry_wait(failure(400, "1"), 1) is None  # a bad request is not retried
-    assert providers.retry_wait(failure(404, None), 1) is None
+    assert 8 <= retries.retry_wait(failure(503, soon), 1) <= 10
+    assert retries.retry_wait(failure(429, "3600"), 1) is None  # beyond the bound: the user is told
+    assert retries.retry_wait(failure(500, None), 1) == retries.RETRY_BACKOFF_SECONDS[0]
+    assert retries.retry_wait(failure(500, None), retries.RETRY_ATTEMPTS) is None  # tries used up
+    assert retries.retry_wait(failure(400, "1"), 1) is None  # a bad request is not retried
+    assert retries.retry_wait(failure(404, None), 1) is None
 
 
 # -- malformed tool arguments: the same retry on both protocols ------------------------------------

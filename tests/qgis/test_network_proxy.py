@@ -19,13 +19,9 @@ from pathlib import Path
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.providers import (
-    ServerError,
-    create_chat_model,
-    explain_model_error,
-    list_models,
-    ollama_model_info,
-)
+from geogpt_qgis.agent.providers.chat import create_chat_model
+from geogpt_qgis.agent.providers.discovery import ServerError, list_models, ollama_model_info
+from geogpt_qgis.agent.providers.explain import explain_model_error
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.toolbelt import network
 from geogpt_qgis.toolbelt.installer import Installer, InstallError, make_plan

@@ -5,14 +5,9 @@ from __future__ import annotations
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig, ModelSetupError
-from geogpt_qgis.agent.providers import (
-    ServerError,
-    create_chat_model,
-    effective_context,
-    explain_model_error,
-    list_models,
-    ollama_model_info,
-)
+from geogpt_qgis.agent.providers.chat import create_chat_model
+from geogpt_qgis.agent.providers.discovery import ServerError, effective_context, list_models, ollama_model_info
+from geogpt_qgis.agent.providers.explain import explain_model_error
 from tests.support.model_server import Turn
 from tests.support.net import free_port
 

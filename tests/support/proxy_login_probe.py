@@ -42,7 +42,7 @@ def main() -> None:
     stored = manager.storeAuthenticationConfig(config)
     report["stored"] = stored[0] if isinstance(stored, tuple) else bool(stored)
 
-    from geogpt_qgis.agent.providers import list_models
+    from geogpt_qgis.agent.providers.discovery import list_models
 
     with RecordingProxy(login=LOGIN) as proxy, ScriptedModelServer() as server:
         settings = QgsSettings()

@@ -68,7 +68,7 @@ def main() -> None:
     manager.rebuildCaCertsCache()
     manager.rebuildTrustedCaCertsCache()
 
-    from geogpt_qgis.agent.providers import list_models
+    from geogpt_qgis.agent.providers.discovery import list_models
     from geogpt_qgis.core.cancel import CancelToken
     from geogpt_qgis.gui.server_queries import explain_server_error
     from geogpt_qgis.tools.ogc.http import OgcHttp

@@ -22,7 +22,7 @@ from geogpt_qgis.agent.call_arguments import (
     unparsed_as_invalid,
 )
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.providers import explain_model_error
+from geogpt_qgis.agent.providers.explain import explain_model_error
 from geogpt_qgis.core.call_bounds import CALL_CHARS, CALL_DEPTH, CALL_TEXT_CHARS, REFUSED_ARGUMENTS, arguments_problem
 
 WORDS = " ".join(["school"] * 1_600)  # Python's parser raises MemoryError on this (ast.literal_eval)
@@ -240,7 +240,7 @@ def through_chat_openai(body: bytes) -> AIMessage:
     import openai
     from langchain_openai import ChatOpenAI
 
-    from geogpt_qgis.agent.providers import StreamRepairTransport
+    from geogpt_qgis.agent.providers.transports import StreamRepairTransport
     from geogpt_qgis.agent.reply import stream_reply
 
     async def pieces():

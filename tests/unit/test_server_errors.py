@@ -1,11 +1,11 @@
-"""How servers word a prompt longer than their window, and what the user reads (agent/providers.py)."""
+"""How servers word a prompt longer than their window, and what the user reads (agent/providers/explain.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
-from geogpt_qgis.agent.providers import explain_model_error
+from geogpt_qgis.agent.providers.explain import explain_model_error
 
 CONFIG = ModelConfig(provider="openai", base_url="http://127.0.0.1:8080/v1", model="m")
 

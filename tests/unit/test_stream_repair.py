@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from geogpt_qgis.agent.providers import ToolCallStreamRepair
+from geogpt_qgis.agent.call_arguments import ToolCallStreamRepair
 
 
 def chunk(arguments: str, name: str = "list_layers", call_id: str = "call_1", index: int = 0) -> bytes:

@@ -18,7 +18,7 @@ from geogpt_qgis.agent.profiles import (
     fixed_profile,
     offered_names,
 )
-from geogpt_qgis.agent.providers import parameter_size
+from geogpt_qgis.agent.providers.discovery import parameter_size
 from geogpt_qgis.core.events import Notice
 from geogpt_qgis.tools.capabilities import offered_tools
 
