@@ -8,7 +8,7 @@ raises ``MemoryError`` on about 1,500 space-separated words (``json.loads``:
 ``RecursionError`` on a thousand ``[``), which nothing caught: the run ended
 with an error that blamed the server.  So each line of a chat stream is
 checked here, in the HTTP transport under the clients
-(``providers.StreamRepairTransport``), before a client sees it:
+(``providers.transports.StreamRepairTransport``), before a client sees it:
 
 - arguments beyond the bounds of ``core.call_bounds`` (``CALL_TEXT_CHARS`` per
   text, ``CALL_CHARS`` in all, ``CALL_DEPTH`` levels, ``CALL_DIGITS`` per

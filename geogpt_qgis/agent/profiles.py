@@ -21,7 +21,7 @@ does.  Each user message is marked with its conversation's profile
 to the server), and ``fixed_profile`` reads it back, also after a restart.
 
 Qt-free and network-free: the session gathers what the server says
-(``providers.ModelInfo``) and passes the figures in.
+(``providers.discovery.ModelInfo``) and passes the figures in.
 """
 
 from __future__ import annotations

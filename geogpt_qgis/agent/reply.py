@@ -6,7 +6,7 @@ one line forever is stopped as soon as ``core.repetition`` sees the loop, by
 closing the stream (which closes the HTTP response, and the server stops
 generating).  What was streamed so far is the reply, kept as the user saw it.
 Every request also carries a bound on the reply's length (``max_tokens`` /
-``num_predict``, ``providers.create_chat_model``); a reply that reached it is
+``num_predict``, ``providers.chat.create_chat_model``); a reply that reached it is
 reported too, since its end is missing.
 """
 

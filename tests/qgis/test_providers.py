@@ -9,7 +9,7 @@ from geogpt_qgis.agent.providers.chat import create_chat_model
 from geogpt_qgis.agent.providers.discovery import ServerError, effective_context, list_models, ollama_model_info
 from geogpt_qgis.agent.providers.explain import explain_model_error
 from tests.support.model_server import Turn
-from tests.support.net import free_port
+from tests.support.net import free_port, hanging_up_server, silent_server
 
 
 def _failure(config: ModelConfig) -> str:
@@ -94,3 +94,33 @@ def test_settings_that_cannot_work_are_refused_before_any_call():
         create_chat_model(ModelConfig(model="m", base_url="localhost:11434"))
     assert "key" not in repr(ModelConfig(api_key="sk-secret")).replace("api_key", "")
     assert "sk-secret" not in repr(ModelConfig(api_key="sk-secret"))
+
+
+def _transport_failure(library: str, url: str) -> BaseException:
+    import importlib
+
+    http = importlib.import_module(library)
+    with pytest.raises(http.TransportError) as raised:
+        http.get(url, timeout=http.Timeout(0.3, connect=5.0))
+    return raised.value
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_httpx_and_httpx2_failures_read_the_same_to_the_user(provider):
+    # langchain-ollama runs on httpx, openai 3 on httpx2: classes of the same names, sorted by one type mapping.
+    config = ModelConfig(provider=provider, base_url=f"http://127.0.0.1:{free_port()}", model="m", timeout=0.3)
+    expected = {
+        "refused": "Cannot reach the",
+        "silent": "did not answer within 0.3 s",
+        "dropped": "closed the connection in the middle of its answer",
+    }
+    for case, start in expected.items():
+        words = set()
+        for library in ("httpx", "httpx2"):
+            if case == "refused":
+                exc = _transport_failure(library, f"http://127.0.0.1:{free_port()}")
+            else:
+                with silent_server() if case == "silent" else hanging_up_server() as url:
+                    exc = _transport_failure(library, url)
+            words.add(explain_model_error(exc, config))
+        assert len(words) == 1 and start in words.pop(), (case, provider)
