@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from geogpt_qgis.gui.chat_view import ChatView
     from geogpt_qgis.gui.dock import ChatDock
+    from geogpt_qgis.gui.mcp_approvals import DockApprovals
     from geogpt_qgis.gui.options_factory import GeoGptOptionsFactory
     from geogpt_qgis.mcp_server.service import McpService
 
@@ -73,10 +74,17 @@ class GeoGptPlugin:
         self._teardown.callback(self._remove_options_page)
 
         # The MCP server (off unless switched on in the options); the SDK is imported only when it starts.
+        from geogpt_qgis.gui.background import run_in_background
         from geogpt_qgis.mcp_server.service import McpService
 
-        # No parent: unload drops it with the plugin's reference.  Gated MCP calls ask in the dock's chat.
-        self.mcp_service = McpService(self.iface, self._dock_chat, profile_data_dir() / STORE_FILE)
+        # No parent: unload drops it with the plugin's reference.  Gated MCP calls ask in the dock's chat:
+        # the plugin hands the server the dock's approvals and the way back to the main thread (it imports no GUI).
+        self.mcp_service = McpService(
+            self.iface,
+            run_in_background=run_in_background,
+            approvals=self._dock_approvals,
+            store_path=profile_data_dir() / STORE_FILE,
+        )
         self.mcp_service.register()
         self._teardown.callback(self._stop_mcp_server)
         self.mcp_service.apply(settings)
@@ -149,6 +157,12 @@ class GeoGptPlugin:
         if self.options_factory is not None:
             self.iface.unregisterOptionsWidgetFactory(self.options_factory)
             self.options_factory = None
+
+    def _dock_approvals(self, policy: str) -> DockApprovals:
+        """The MCP server's approver: the settings' ``policy``, cards in the dock's chat (imported at its start)."""
+        from geogpt_qgis.gui.mcp_approvals import DockApprovals
+
+        return DockApprovals(self._dock_chat, policy)
 
     def _dock_chat(self) -> ChatView | None:
         """The dock's chat, shown and raised, for an MCP client's approval card (main thread)."""

@@ -3,7 +3,9 @@
 The Qt shell around ``http.HttpServer``.  It lives on the main thread, where
 it makes the tools' ``MainThreadBridge``; everything slow (the token from the
 keychain, importing the SDK and the tools, binding the socket) happens on a
-background thread, and the result comes back through ``gui.background``.
+background thread, and the result comes back through the ``run_in_background``
+the plugin hands in.  The server knows neither front end: the plugin also hands
+in how gated calls are decided (the dock's approval cards, ``gui.mcp_approvals``).
 The plugin registers its one service (``current_service``) so the options
 page can restart it when the settings change.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from qgis.PyQt.QtCore import QObject, pyqtSignal
 
@@ -24,8 +26,8 @@ if TYPE_CHECKING:
 
     from qgis.gui import QgisInterface
 
-    from geogpt_qgis.gui.chat_view import ChatView
     from geogpt_qgis.mcp_server.http import HttpServer
+    from geogpt_qgis.mcp_server.tools import Approver
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.toolbelt.preferences import PlgSettings
 
@@ -50,7 +52,13 @@ class ServerState:
     error: str = ""
 
 
-def policy_approver(policy: str) -> Any:
+class RunInBackground(Protocol):
+    """Calls ``work()`` off the main thread and ``on_done(result, error)`` back on it (``gui.background``)."""
+
+    def __call__(self, work: Callable[[], Any], on_done: Callable[[Any, BaseException | None], None]) -> None: ...
+
+
+def policy_approver(policy: str) -> Approver:
     """Without the dock (no chat to show a card in): the policy's "never", else a clear refusal."""
     from geogpt_qgis.mcp_server.tools import NO_ONE_TO_ASK
 
@@ -70,17 +78,21 @@ class McpService(QObject):
     def __init__(
         self,
         iface: QgisInterface | None,
-        chat: Callable[[], ChatView | None] | None = None,
+        *,
+        run_in_background: RunInBackground,
+        approvals: Callable[[str], Approver] | None = None,
         store_path: Path | None = None,
         parent: QObject | None = None,
     ) -> None:
-        """``chat`` gives the dock's chat, where approval cards go (``None``: gated calls are refused);
+        """``run_in_background`` brings the start's outcome back to the main thread;
+        ``approvals`` makes, for the policy, the approver that asks the person (``None``: gated calls are refused);
         ``store_path`` the conversation store whose run log records every call (``None``: not recorded)."""
         super().__init__(parent)
         self.iface = iface
         self.store_path = store_path
-        self._chat = chat
-        self._approvals: QObject | None = None
+        self._run_in_background = run_in_background
+        self._make_approvals = approvals
+        self._approvals: Approver | None = None
         self.state = ServerState(False)
         self._server: HttpServer | None = None
         self._bridge: MainThreadBridge | None = None
@@ -102,7 +114,6 @@ class McpService(QObject):
         self._applied = wanted
         from qgis.core import QgsProject
 
-        from geogpt_qgis.gui.background import run_in_background
         from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
         from geogpt_qgis.tools.base import ToolContext
 
@@ -111,11 +122,9 @@ class McpService(QObject):
         host, port, policy = settings.mcp_host, settings.mcp_port, settings.approval_policy
         generation = self._generation
         store_path, project_file = self.store_path, QgsProject.instance().fileName()
-        approver: Any = policy_approver(policy)
-        if self._chat is not None:
-            from geogpt_qgis.mcp_server.dock_approvals import DockApprovals
-
-            approver = self._approvals = DockApprovals(self._chat, policy)
+        approver = policy_approver(policy)
+        if self._make_approvals is not None:
+            approver = self._approvals = self._make_approvals(policy)
 
         def start() -> HttpServer:
             import asyncio  # here, not at module level: it costs QGIS start-up ~35 ms, and the server is off by default
@@ -134,7 +143,7 @@ class McpService(QObject):
             server.wait_started()
             return server
 
-        run_in_background(start, lambda server, error: self._started(generation, server, error))
+        self._run_in_background(start, lambda server, error: self._started(generation, server, error))
 
     def _started(self, generation: int, server: HttpServer | None, error: BaseException | None) -> None:
         if generation != self._generation:  # stopped (or restarted) meanwhile

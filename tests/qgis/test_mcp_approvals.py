@@ -85,7 +85,7 @@ def layer_names(project) -> set[str]:
 
 
 def test_a_rejection_in_the_dock_returns_the_reason_and_changes_nothing(chat, serve_with, tool_ctx):
-    from geogpt_qgis.mcp_server.dock_approvals import DockApprovals
+    from geogpt_qgis.gui.mcp_approvals import DockApprovals
 
     server = serve_with(DockApprovals(lambda: chat, "ask", progress_every=0.2))
     outcome: dict = {}
@@ -106,7 +106,7 @@ def test_a_rejection_in_the_dock_returns_the_reason_and_changes_nothing(chat, se
 
 
 def test_an_approval_in_the_dock_lets_the_step_run(chat, serve_with, tool_ctx):
-    from geogpt_qgis.mcp_server.dock_approvals import DockApprovals
+    from geogpt_qgis.gui.mcp_approvals import DockApprovals
 
     server = serve_with(DockApprovals(lambda: chat, "ask"))
     outcome: dict = {}
@@ -123,7 +123,7 @@ def test_an_approval_in_the_dock_lets_the_step_run(chat, serve_with, tool_ctx):
     [("never", True, "approval policy (never allow)"), ("ask", False, "dock, where they approve, is not open")],
 )
 def test_the_policy_and_a_missing_dock_refuse_without_a_card(chat, serve_with, tool_ctx, policy, chat_there, expected):
-    from geogpt_qgis.mcp_server.dock_approvals import DockApprovals
+    from geogpt_qgis.gui.mcp_approvals import DockApprovals
 
     server = serve_with(DockApprovals(lambda: chat if chat_there else None, policy))
     outcome: dict = {}
@@ -137,7 +137,7 @@ def test_every_call_is_in_the_run_log_with_the_clients_name(chat, tool_ctx, tmp_
     import sqlite3
 
     from geogpt_qgis.core.run_log import RunRecord, format_runs
-    from geogpt_qgis.mcp_server.dock_approvals import DockApprovals
+    from geogpt_qgis.gui.mcp_approvals import DockApprovals
     from geogpt_qgis.mcp_server.http import HttpServer
     from geogpt_qgis.mcp_server.run_log import McpRunLog, client_thread_id
     from geogpt_qgis.mcp_server.tools import McpTools

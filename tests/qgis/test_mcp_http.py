@@ -63,7 +63,7 @@ def test_the_sdk_client_lists_tools_and_calls_them_over_http(serve, tool_ctx):
     from geogpt_qgis.tools.project import ProjectTools
 
     server = serve()
-    expected = ProjectTools(tool_ctx).describe_layer()
+    expected = ProjectTools(tool_ctx).describe_layer().text
 
     async def talk():
         async with client(server.url) as session:
@@ -167,12 +167,13 @@ def test_a_client_that_hangs_up_mid_call_leaves_nothing_half_done(serve, tool_ct
 
 
 def test_the_plugins_service_follows_the_settings_with_a_stored_token(demo_project, qgis_iface):
+    from geogpt_qgis.gui.background import run_in_background
     from geogpt_qgis.mcp_server.service import McpService
     from geogpt_qgis.toolbelt.preferences import PlgSettings
     from geogpt_qgis.toolbelt.secrets import mcp_server_token
     from tests.support.runs import wait_until
 
-    service = McpService(qgis_iface)
+    service = McpService(qgis_iface, run_in_background=run_in_background)
     states = []
     service.state_changed.connect(states.append)
     settings = PlgSettings(mcp_enabled=False, mcp_port=0, approval_policy="never")

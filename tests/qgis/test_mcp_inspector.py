@@ -23,10 +23,14 @@ INSPECTOR = REPO / "tools" / "mcp-inspector" / "node_modules" / ".bin" / "mcp-in
 @pytest.fixture
 def plugin_server(demo_project, qgis_iface):
     """The plugin's MCP service switched on (its token from the key store), approvals under policy "never"."""
+    from geogpt_qgis.gui.background import run_in_background
+    from geogpt_qgis.gui.mcp_approvals import DockApprovals
     from geogpt_qgis.mcp_server.service import McpService
     from geogpt_qgis.toolbelt.preferences import PlgSettings
 
-    service = McpService(qgis_iface, chat=lambda: None)
+    service = McpService(
+        qgis_iface, run_in_background=run_in_background, approvals=lambda policy: DockApprovals(lambda: None, policy)
+    )
     service.apply(PlgSettings(mcp_enabled=True, mcp_port=0, approval_policy="never"))
     wait_until(lambda: service.state.running or bool(service.state.error), 30)
     assert service.state.running, service.state.error

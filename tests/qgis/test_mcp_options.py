@@ -12,9 +12,10 @@ from tests.support.runs import wait_until
 
 @pytest.fixture
 def service(demo_project, qgis_iface):
+    from geogpt_qgis.gui.background import run_in_background
     from geogpt_qgis.mcp_server.service import McpService
 
-    created = McpService(qgis_iface)
+    created = McpService(qgis_iface, run_in_background=run_in_background)
     created.register()
     yield created
     created.shutdown()

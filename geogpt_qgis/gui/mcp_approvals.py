@@ -1,6 +1,7 @@
 """Approvals stay in QGIS: a gated call from an MCP client raises the dock's approval card and waits for the person.
 
-``DockApprovals`` is the in-plugin server's ``Approver``.  The approval policy
+``DockApprovals`` is the in-plugin server's ``Approver`` (``mcp_server.tools``):
+the plugin hands it to ``McpService``, so the MCP server never imports the dock.  The approval policy
 of the settings applies as in the dock: "never" refuses, "trust" lets the
 step run, "ask" shows the same ``ApprovalCard`` in the dock's chat, titled
 with the client's name (without "approve all", which belongs to a dock
