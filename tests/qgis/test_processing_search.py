@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import threading
+
+import pytest
 
 from geogpt_qgis.tools.processing.catalog import current_index, usable_algorithms
 from geogpt_qgis.tools.processing.search import AlgorithmEntry, AlgorithmIndex, stem, tokens
@@ -64,3 +67,21 @@ def test_fts5_query_syntax_in_the_words_is_searched_as_words_from_any_thread():
     worker.start()
     worker.join()
     assert len(found) == 1 and found[0][0] == "native:buffer"  # "near" also finds the distance one
+
+
+def test_a_score_is_bm25_with_the_field_weight_and_the_rarity_over_all_fields():
+    """FTS5's bm25 (k1 1.2, b 0.75) of one word in the name, computed here by hand, times the name's weight."""
+    toy = AlgorithmIndex(
+        [
+            AlgorithmEntry("native:a", "Tapered buffers", provider="native"),
+            AlgorithmEntry("native:b", "Buffer", provider="native"),
+            AlgorithmEntry("native:c", "Clip", provider="native"),
+        ]
+    )
+    (match,) = toy.search("taper", 5)
+    rarity = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))  # in 1 of 3 algorithms
+    average = (2 + 1 + 1) / 3  # name lengths in words
+    saturation = 1 * (1.2 + 1) / (1 + 1.2 * (1 - 0.75 + 0.75 * 2 / average))
+    whole_query_in_name = 1.6
+    assert match.entry.id == "native:a"
+    assert match.score == pytest.approx(3.0 * rarity * saturation * whole_query_in_name, rel=1e-9)

@@ -9,10 +9,12 @@ millisecond (``bench.algorithm_search``).  Qt-free, so it is tested on plain dat
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 import sqlite3
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -177,6 +179,7 @@ PHRASES: dict[tuple[str, ...], tuple[str, ...]] = {
 }
 
 
+@functools.lru_cache(maxsize=16384)  # the metadata's ~29,000 words are ~4,000 distinct ones
 def stem(word: str) -> str:
     """A light English stemmer: buffers/buffered/buffering -> buffer, computed/compute -> comput."""
     for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
@@ -222,37 +225,60 @@ class Match:
 
 
 class AlgorithmIndex:
-    """An in-memory SQLite FTS5 table over algorithm metadata, ranked by its ``bm25()``.
+    """Algorithm metadata in in-memory SQLite FTS5 tables, one per field, ranked with FTS5's ``bm25()``.
 
-    Each algorithm is one row; its fields are columns holding the words ``tokens`` makes
-    (stemmed here, so the query's synonyms meet them), weighted by ``FIELD_WEIGHTS``
-    through ``bm25()``'s column weights.  A query's words come in classes of equal weight
-    (its own words, phrase expansions, synonyms, geometry hints); bm25 is a sum over the
-    query's terms, so one MATCH per class, scaled by the class's weight, adds up to the
-    weighted score.  Coverage of the query's own words, a whole-phrase hit in the name
-    and the provider's prior then scale it.  Built once per registry state (``catalog``);
-    ``search`` may run on any thread.
+    Each field (``COLUMNS``) is its own FTS5 table holding the words ``tokens`` makes
+    (stemmed here, so the query's synonyms meet them), so each field has its own length
+    normalisation: a long help text does not dilute a hit in the name.  A document's
+    score is the sum, over the query's terms and the fields, of the term's weight (its
+    own word 1, a synonym less), the field's weight (``FIELD_WEIGHTS``) and bm25 of the
+    term in that field.  FTS5 scores a term's rarity within the one field; it is rescaled
+    to its rarity over every field (a word such as "polygon" is rare in names but common
+    overall, and ranking it as rare cost 2 of the 58 test queries).  Coverage of the
+    query's own words, a whole-phrase hit in the name and the provider's prior then scale
+    the score.  Made once per registry state (``catalog``); ``search`` runs on any thread.
     """
 
     def __init__(self, entries: Iterable[AlgorithmEntry]) -> None:
         self.entries = list(entries)
-        self._names = [" ".join(tokens(entry.name)) for entry in self.entries]
-        self._words: list[frozenset[str]] = []
-        self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._lock = threading.Lock()
-        texts: list[list[tuple[int, str]]] = [[] for _ in COLUMNS]
+        self._built = False
+        self._names: list[str] = []
+        self._words: list[frozenset[str]] = []
+        self._factors: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+
+    def build(self) -> None:
+        """Fill the tables (once; ~0.1 s).  ``search`` calls it: the index is made on the main thread, where
+        the registry is read, and filled on the first search's thread (the agent's worker), not the main one.
+        """
+        with self._lock:
+            if not self._built:
+                self._fill()
+                self._built = True
+
+    def _fill(self) -> None:
+        self._names = [" ".join(tokens(entry.name)) for entry in self.entries]
+        texts: dict[str, list[tuple[int, str]]] = {table: [] for table in COLUMNS}
+        in_field: dict[str, Counter[str]] = {table: Counter() for table in COLUMNS}
+        anywhere: Counter[str] = Counter()
         for rowid, entry in enumerate(self.entries):
             fields = _fields(entry)
-            self._words.append(frozenset(word for text in fields for word in text.split()))
-            for rows, text in zip(texts, fields, strict=True):
-                rows.append((rowid, text))
-        selects = []
-        for table, rows in zip(COLUMNS, texts, strict=True):  # table names are the constants in COLUMNS
+            words = frozenset(word for text in fields for word in text.split())
+            self._words.append(words)
+            anywhere.update(words)
+            for table, text in zip(COLUMNS, fields, strict=True):
+                texts[table].append((rowid, text))
+                in_field[table].update(set(text.split()))
+        for table in COLUMNS:  # table names are the constants in COLUMNS
             self._db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, tokenize='unicode61')")
-            self._db.executemany(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", rows)  # noqa: S608
-            weight = FIELD_WEIGHTS[table]
-            selects.append(f"SELECT rowid, -{weight} * bm25({table}) FROM {table} WHERE {table} MATCH :query")  # noqa: S608
-        self._sql = " UNION ALL ".join(selects)
+            self._db.executemany(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", texts[table])  # noqa: S608
+        # term -> (field, the field's weight x the term's rarity overall / its rarity in the field as FTS5 counts it)
+        count = len(self.entries)
+        for table, frequencies in in_field.items():
+            for term, frequency in frequencies.items():
+                factor = FIELD_WEIGHTS[table] * _idf(anywhere[term], count) / _fts5_idf(frequency, count)
+                self._factors[term].append((table, factor))
 
     def _query_terms(self, query: str) -> dict[str, float]:
         """The query's own stemmed words (weight 1) plus vocabulary expansions (lower weight)."""
@@ -283,15 +309,19 @@ class AlgorithmIndex:
         terms = self._query_terms(query)
         if not terms:
             return []
-        by_weight: dict[float, list[str]] = defaultdict(list)
+        self.build()
+        selects: list[str] = []
+        values: list[float | str] = []
         for term, weight in terms.items():
-            by_weight[weight].append(term)
+            for table, factor in self._factors.get(term, ()):
+                selects.append(_SELECT[table])
+                values += [weight * factor, f'"{term}"']  # terms are [a-z0-9]+: a quoted one is just the word
         scores: dict[int, float] = defaultdict(float)
         with self._lock:
-            for weight, group in by_weight.items():
-                match = " OR ".join(f'"{term}"' for term in sorted(group))  # terms are [a-z0-9]+: safe quoted
-                for rowid, score in self._db.execute(self._sql, {"query": match}):
-                    scores[rowid] += weight * score
+            for start in range(0, len(selects), _BATCH):
+                sql = " UNION ALL ".join(selects[start : start + _BATCH])
+                for rowid, score in self._db.execute(sql, values[2 * start : 2 * (start + _BATCH)]):
+                    scores[rowid] += score
         own = {term for term, weight in terms.items() if weight >= 1.0}
         phrase = " ".join(tokens(query))
         scored: list[Match] = []
@@ -309,9 +339,20 @@ class AlgorithmIndex:
         return scored[:limit]
 
 
-# One FTS5 table per field, so each field has its own length normalisation and document frequencies
-# (a long help text does not dilute a hit in the name), as BM25F's per-field weights intend.
-COLUMNS = ("name", "id", "tags", "grp", "short", "help")  # table names ("group" is an SQL keyword)
+COLUMNS = ("name", "id", "tags", "grp", "short", "help")  # one FTS5 table each ("group" is an SQL keyword)
+# One term in one field: FTS5's bm25 (lower is better) times the factor given first.
+_SELECT = {table: f"SELECT rowid, ? * -bm25({table}) FROM {table} WHERE {table} MATCH ?" for table in COLUMNS}  # noqa: S608
+_BATCH = 100  # SELECTs per statement (SQLite allows at most 500 in one compound SELECT)
+
+
+def _idf(frequency: int, count: int) -> float:
+    """A term's rarity over all fields (BM25's, kept positive)."""
+    return math.log(1 + (count - frequency + 0.5) / (frequency + 0.5))
+
+
+def _fts5_idf(frequency: int, count: int) -> float:
+    """The rarity FTS5's ``bm25()`` gives a term found in ``frequency`` of ``count`` rows (its floor included)."""
+    return max(math.log((count - frequency + 0.5) / (frequency + 0.5)), 1e-6)
 
 
 def _fields(entry: AlgorithmEntry) -> tuple[str, ...]:
