@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from qgis.core import QgsProject
 from qgis.PyQt.QtCore import QObject, Qt, pyqtSignal
 
 from geogpt_qgis.core.approval import APPROVE, POLICY_NEVER, POLICY_TRUST, REJECT, ApprovalRequest, Decision
@@ -101,6 +100,8 @@ class DockApprovals(QObject):
         if chat is None:
             pending.resolve(Decision(REJECT, automatic=NO_DOCK))
             return
+        from qgis.core import QgsProject  # here: the module stays Qt-only (tests/qgis/test_qt6_smoke.py)
+
         card = chat.add_approval_card(pending.request.to_dict())
         card.watch_project(QgsProject.instance())  # the MCP tools act on QGIS's own project
         card.title.setText(

@@ -1,8 +1,9 @@
 """QGIS 4 / Qt 6 readiness where no Qt 6 QGIS can be installed: the widgets on PyQt6, and the Qt 6 checker.
 
-Both run in the Qt 6 tools venv that make lint prepares (``.stamps/qt6-venv``: PyQt6 from PyPI, no
-system site packages, so none of QGIS 3's PyQt5 leaks in) and use the checker make lint fetched from
-Debian's qgis source package (``.stamps/qt6-checker``).
+Both run in the Qt 6 tools venv that make setup prepares (``.stamps/qt6-venv``: PyQt6 from PyPI, no
+system site packages, so none of QGIS 3's PyQt5 leaks in) and use the checker make setup fetched from
+Debian's qgis source package (``.stamps/qt6-checker``).  So this file sits in tests/qgis, which make test
+runs after make setup, not in tests/unit (which passes on a fresh clone with only requirements-dev.txt).
 
 The smoke test (tests/support/qt6_smoke.py, offscreen, in a child process) imports every module of
 geogpt_qgis/gui through the test-only ``qgis.PyQt`` stand-in in tests/support/qt6_qgis, and builds

@@ -1,6 +1,6 @@
 """Build the dock's and the options page's widgets under PyQt6, with no QGIS at all.
 
-Run by tests/unit/test_qt6_smoke.py with the Python of the Qt 6 tools venv (``.stamps/qt6-venv``,
+Run by tests/qgis/test_qt6_smoke.py with the Python of the Qt 6 tools venv (``.stamps/qt6-venv``,
 PyQt6 from PyPI, no system site packages), offscreen:
 
     .stamps/qt6-venv/bin/python tests/support/qt6_smoke.py
@@ -96,6 +96,7 @@ def sample_arguments(folder: Path) -> dict[str, Callable[[], tuple[tuple, dict]]
         "ConversationView": conversation_view,
         "RunController": lambda: (run_args(), {}),
         "ApprovalCard": lambda: ((request.to_dict(),), {}),
+        "DockApprovals": lambda: ((lambda: None, "ask"), {}),  # the MCP server's approver; no chat: it refuses
         "ChartView": lambda: ((str(png(folder)),), {}),
         "CodeHighlighter": lambda: ((QTextDocument("SELECT name FROM t -- note\nWHERE n > 5"), "sql"), {}),
         "CollapsibleSection": lambda: (("Title", QLabel("body")), {"expanded": True}),
