@@ -19,10 +19,12 @@ from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Code
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.effects import Effect
+from geogpt_qgis.core.targets import Target
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.code_runner import base_namespace, compile_snippet, run_snippet
 from geogpt_qgis.tools.layers import ordered_layers
+from geogpt_qgis.tools.safety.targets import layer_target
 
 _PATH = re.compile(
     r"^(?:[A-Za-z]:[\\/]|/|\.{1,2}[\\/]|~[\\/]).+|.+\.(?:gpkg|shp|tif|tiff|csv|geojson|json|qgz|qgs|txt|sqlite)$"
@@ -46,29 +48,31 @@ class CodeTools(ToolFamily):
 
     def preview_run_pyqgis(self, code: Code) -> ApprovalRequest:
         compile_snippet(code)  # a snippet that does not parse needs no approval: it is refused
+        affected, layers = self.ctx.on_main(self._mentioned, code)
         return ApprovalRequest(
             action="Run PyQGIS code",
             details=code,
             language="python",
-            affected=self.ctx.on_main(self._mentioned, code)
-            or ["anything in QGIS the code touches: the project, its layers, files"],
+            affected=affected or ["anything in QGIS the code touches: the project, its layers, files"],
             editable="code",
             effects=[Effect.RUN_CODE],
+            targets=layers,
         )
 
-    def _mentioned(self, source: str) -> list[str]:
-        """Layers and files the code names in string literals (main thread)."""
+    def _mentioned(self, source: str) -> tuple[list[str], list[Target]]:
+        """Layers and files the code names in string literals, and those layers as targets (main thread)."""
         strings = {
             node.value
             for node in ast.walk(ast.parse(source))
             if isinstance(node, ast.Constant) and isinstance(node.value, str)
         }
-        affected = []
+        affected, layers = [], []
         for layer in ordered_layers(self.ctx.project):
             if layer.name() in strings or layer.id() in strings:
                 affected.append(f"layer {layer.name()!r}")
+                layers.append(layer_target(layer, ("named in the code",)))
         affected += [f"file {s}" for s in sorted(strings) if _PATH.match(s)]
-        return affected
+        return affected, layers
 
     @gated(preview_run_pyqgis)
     def run_pyqgis(self, code: Code) -> ToolResult:

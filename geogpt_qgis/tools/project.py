@@ -68,7 +68,7 @@ from geogpt_qgis.tools.raster_sample import plan_sample, read_samples
 from geogpt_qgis.tools.raster_zonal import is_polygon_layer, zonal_summary
 from geogpt_qgis.tools.rasters import RasterReadPlan, describe_raster, grid_line, plan_raster_read
 from geogpt_qgis.tools.safety.expressions import expression_request, require_safe_expression
-from geogpt_qgis.tools.safety.targets import layer_target
+from geogpt_qgis.tools.safety.targets import layer_target, named_layer_targets
 
 SAMPLE_SIZE = 5000
 # An expression that measures geometries: the layer's geometry checks come with its answer.
@@ -193,7 +193,10 @@ class ProjectTools(ToolFamily):
         self, layer: str, fields: list[str] | None = None, expression: str = "", limit: int = 20
     ) -> ApprovalRequest | None:
         """Only an expression with side effects asks (tools/safety/expressions.py); it is parsed, not run."""
-        return expression_request(f"Read features of {layer!r}", [("the filter", expression)])
+        request = expression_request(f"Read features of {layer!r}", [("the filter", expression)])
+        if request is not None:
+            request.targets = self.ctx.on_main(named_layer_targets, self.ctx.project, layer, ("read",))
+        return request
 
     @gated(preview_read_features)
     def read_features(
@@ -252,7 +255,10 @@ class ProjectTools(ToolFamily):
     # -- selection ---------------------------------------------------------
     def preview_select_features(self, layer: str, expression: str) -> ApprovalRequest | None:
         """Only an expression with side effects asks (tools/safety/expressions.py); it is parsed, not run."""
-        return expression_request(f"Select features of {layer!r}", [("the expression", expression)])
+        request = expression_request(f"Select features of {layer!r}", [("the expression", expression)])
+        if request is not None:
+            request.targets = self.ctx.on_main(named_layer_targets, self.ctx.project, layer, ("select",))
+        return request
 
     @gated(preview_select_features)
     def select_features(self, layer: str, expression: Expression) -> ToolResult:

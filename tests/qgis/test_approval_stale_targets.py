@@ -100,3 +100,32 @@ def test_every_kind_of_change_on_a_layer_warns_by_id_and_a_decided_card_stops_wa
     for card in (*cards, decided, fresh):
         card.close_with("Dropped")
         card.deleteLater()
+
+
+def test_code_labels_and_unsafe_selections_name_their_layer_so_their_cards_warn_too(demo_project, tool_ctx):
+    from geogpt_qgis.tools.code import CodeTools
+    from geogpt_qgis.tools.maps.labels import LabelPart
+    from geogpt_qgis.tools.project import ProjectTools
+
+    code, labels, project = CodeTools(tool_ctx), LabelPart(tool_ctx), ProjectTools(tool_ctx)
+    ids = {name: demo_project.mapLayersByName(name)[0].id() for name in ("rivers", "parks", "schools", "roads")}
+    requests = {
+        "rivers": call_in_thread(code.preview_run_pyqgis, "layer = project.mapLayersByName('rivers')[0]"),
+        "parks": call_in_thread(labels.preview_label_layer, "parks", "env('OPENAI_API_KEY')"),
+        "schools": call_in_thread(project.preview_select_features, "schools", "env('HOME') = 'x'"),
+        "roads": call_in_thread(project.preview_read_features, "roads", expression="env('HOME') = 'x'"),
+    }
+    for name, request in requests.items():
+        assert request is not None and [(t.kind, t.ident) for t in request.targets] == [("layer", ids[name])], name
+    # A layer the code does not name, or a name that is no layer, is no target (the call fails on its own).
+    assert call_in_thread(code.preview_run_pyqgis, "print(1)").targets == []
+    assert call_in_thread(labels.preview_label_layer, "nowhere", "env('HOME')").targets == []
+    cards = {name: ApprovalCard(request.to_dict()) for name, request in requests.items()}
+    for card in cards.values():
+        card.watch_project(demo_project)
+    for name in requests:
+        remove(demo_project, name)
+        assert cards[name].warning is not None and cards[name].warning.text() == f"'{name}' {GONE}"
+    for card in cards.values():
+        card.close_with("Dropped")
+        card.deleteLater()

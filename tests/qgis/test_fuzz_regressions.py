@@ -174,7 +174,7 @@ def test_an_approval_preview_that_raises_answers_the_call_and_the_run_goes_on(
     def broken_preview(self, code):
         raise MemoryError("the preview ran out of memory")
 
-    monkeypatch.setattr(CodeTools, "preview_run_pyqgis", broken_preview)
+    monkeypatch.setattr(CodeTools.run_pyqgis, "approval_preview", broken_preview)  # the preview @gated names
     model_server.script(
         [
             Turn(tool_calls=[ToolCall("run_pyqgis", {"code": "project.clear()"}), ToolCall("list_layers", {})]),

@@ -45,6 +45,7 @@ from geogpt_qgis.tools.processing.compat import (
     enum_value,
 )
 from geogpt_qgis.tools.safety.expressions import expression_request, require_safe_expression
+from geogpt_qgis.tools.safety.targets import named_layer_targets
 
 OFF_WORDS = frozenset({"off", "none", "no", "remove", "clear"})
 DEFAULT_SIZE = 10.0
@@ -86,7 +87,10 @@ class LabelPart:
         self, layer: str, text: str, size: float | None = None, max_scale: float | None = None
     ) -> ApprovalRequest | None:
         """Only an expression with side effects asks; it is parsed, not run."""
-        return expression_request(f"Label {layer!r}", [("the label", text)])
+        request = expression_request(f"Label {layer!r}", [("the label", text)])
+        if request is not None:
+            request.targets = self.ctx.on_main(named_layer_targets, self.ctx.project, layer, ("label",))
+        return request
 
     @gated(preview_label_layer)
     def label_layer(

@@ -12,10 +12,11 @@ import hashlib
 import os
 from collections.abc import Iterable
 
-from qgis.core import QgsMapLayer
+from qgis.core import QgsMapLayer, QgsProject
 
 from geogpt_qgis.core.targets import FILE, LAYER, Target, broken_contract
 from geogpt_qgis.tools.base import ToolError
+from geogpt_qgis.tools.layers import resolve_layer
 
 
 def layer_source(layer: QgsMapLayer) -> str:
@@ -26,6 +27,19 @@ def layer_source(layer: QgsMapLayer) -> str:
 def layer_target(layer: QgsMapLayer, ops: Iterable[str], state: str = "") -> Target:
     """``layer`` by its id and data source (main thread)."""
     return Target(LAYER, layer.name(), layer.id(), layer_source(layer), state, tuple(ops))
+
+
+def named_layer_targets(project: QgsProject, ref: str, ops: Iterable[str]) -> list[Target]:
+    """The layer ``ref`` names, as the one target of a call on it (main thread).
+
+    None when ``ref`` names no layer: the call then fails on its own, with
+    the closest names, whether or not it was approved.
+    """
+    try:
+        layer = resolve_layer(project, ref)
+    except ToolError:
+        return []
+    return [layer_target(layer, ops)]
 
 
 def features_state(ids: Iterable[int]) -> str:
