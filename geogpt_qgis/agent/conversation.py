@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from geogpt_qgis.agent.worker import AgentWorker, preload_agent_stack
 from geogpt_qgis.core import secrets_scrub
@@ -38,12 +38,14 @@ if TYPE_CHECKING:
 
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.agent.session import AgentSession
-    from geogpt_qgis.agent.store import ConversationStore
+    from geogpt_qgis.agent.store import ConversationInfo, ConversationStore
     from geogpt_qgis.agent.transcript import Entry
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 RunEvents = Callable[["AgentSession", "ModelConfig"], AsyncIterator[Event]]
 
@@ -68,7 +70,7 @@ class Conversation:
         self.event = self.worker.run_event
         self.thread_id = uuid.uuid4().hex  # the conversation the next message goes to (main thread)
         self._ids = itertools.count(1)
-        self._runs: dict[int, tuple[Future, CancelToken]] = {}
+        self._runs: dict[int, tuple[Future[None], CancelToken]] = {}
         # Built on the agent's thread at first use.
         self._session: AgentSession | None = None
         self._store: ConversationStore | None = None
@@ -131,7 +133,7 @@ class Conversation:
         future.add_done_callback(functools.partial(self._run_done, run_id))
         return run_id
 
-    def _run_done(self, run_id: int, future: Future) -> None:
+    def _run_done(self, run_id: int, future: Future[None]) -> None:
         """Guarantee every run ends with exactly one ``RunFinished`` (even if cancelled before it began)."""
         self._runs.pop(run_id, None)
         if future.cancelled():
@@ -174,7 +176,7 @@ class Conversation:
         """Continue the conversation ``thread_id`` (e.g. the last one, after a restart)."""
         self.thread_id = thread_id
 
-    def open_conversation(self, thread_id: str) -> Future:
+    def open_conversation(self, thread_id: str) -> Future[OpenedConversation]:
         """Continue a stored conversation: an ``OpenedConversation`` (entries to show, pending approval)."""
         self.cancel_all()
         self.thread_id = thread_id
@@ -196,12 +198,12 @@ class Conversation:
         return OpenedConversation(thread_id, entries, request)
 
     # -- the current conversation's state (each a future, resolved on the agent's thread) ---
-    def pending_approval(self, thread_id: str | None = None) -> Future:
+    def pending_approval(self, thread_id: str | None = None) -> Future[ApprovalRequest | None]:
         """The approval a conversation (default: the current one) waits for, or None."""
         thread_id = thread_id or self.thread_id
         return self._call(lambda session: session.pending(thread_id))
 
-    def drop_pending(self) -> Future:
+    def drop_pending(self) -> Future[bool]:
         """Completes (True if there was one) once the current conversation's waiting step is given up.
 
         The conversation is fixed now: starting a new one right after cannot redirect the drop.
@@ -209,12 +211,12 @@ class Conversation:
         thread_id = self.thread_id
         return self._call(lambda session: session.drop_pending(thread_id))
 
-    def history(self, thread_id: str | None = None) -> Future:
+    def history(self, thread_id: str | None = None) -> Future[list[Any]]:
         """The stored messages (LangChain objects) of a conversation (default: the current one)."""
         thread_id = thread_id or self.thread_id
         return self._call(lambda session: session.history(thread_id))
 
-    def forget_always(self) -> Future:
+    def forget_always(self) -> Future[list[str]]:
         """Revoke the current conversation's "always for this tool" answers; completes with the tools they were for."""
         thread_id = self.thread_id
 
@@ -224,14 +226,14 @@ class Conversation:
         return self._call(forget)
 
     # -- the stored conversations -------------------------------------------------
-    def conversations(self, project: str | None = None) -> Future:
+    def conversations(self, project: str | None = None) -> Future[list[ConversationInfo]]:
         """``ConversationInfo`` of the stored conversations, newest first (``project``: only that file's)."""
         return self._call(lambda _session: self._stored().conversations(project))
 
-    def rename_conversation(self, thread_id: str, title: str) -> Future:
+    def rename_conversation(self, thread_id: str, title: str) -> Future[None]:
         return self._call(lambda _session: self._stored().rename(thread_id, title))
 
-    def delete_conversation(self, thread_id: str) -> Future:
+    def delete_conversation(self, thread_id: str) -> Future[None]:
         """Delete a conversation everywhere (state, catalogue entry, run log); deleting the current one starts anew."""
         if thread_id == self.thread_id:
             self.new_conversation()
@@ -242,7 +244,7 @@ class Conversation:
 
         return self._call(delete)
 
-    def export_conversation(self, thread_id: str) -> Future:
+    def export_conversation(self, thread_id: str) -> Future[str]:
         """The conversation, tool steps and results included, as a Markdown document (a ``str``)."""
 
         async def export(session: AgentSession) -> str:
@@ -257,7 +259,7 @@ class Conversation:
 
         return self._call(export)
 
-    def run_log(self, thread_id: str | None = None) -> Future:
+    def run_log(self, thread_id: str | None = None) -> Future[str]:
         """The run log of a conversation (default: the current one) as Markdown."""
         from geogpt_qgis.core.run_log import format_runs
 
@@ -269,8 +271,8 @@ class Conversation:
         return self._call(runs)
 
     # -- on the agent's thread ------------------------------------------------------
-    def _call(self, work: Callable[[AgentSession], Awaitable[Any]]) -> Future:
-        async def call() -> Any:
+    def _call(self, work: Callable[[AgentSession], Awaitable[T]]) -> Future[T]:
+        async def call() -> T:
             async with self._lock:
                 return await work(await self._session_on(None))
 

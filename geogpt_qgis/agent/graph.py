@@ -59,6 +59,7 @@ from geogpt_qgis.core.tokens import TokenCalibration
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.graph.state import CompiledStateGraph
 
     from geogpt_qgis.agent.toolkit import Toolkit
 
@@ -83,12 +84,12 @@ def build_graph(
     *,
     max_steps: int,
     context_tokens: int,
-    checkpointer: BaseCheckpointSaver | None = None,
+    checkpointer: BaseCheckpointSaver[str] | None = None,
     calibration: TokenCalibration | None = None,
     max_tokens: int = 1024,
     fallback: BaseChatModel | None = None,
     on_fallback: Callable[[], None] | None = None,
-) -> Any:
+) -> CompiledStateGraph[AgentState]:
     """Compile the graph; ``system_prompt`` opens every model call, the same text each time.
 
     ``model`` may be ``None`` to inspect a conversation's stored state only.

@@ -83,7 +83,7 @@ def answer_reserve(context_tokens: int) -> int:
     return min(ANSWER_RESERVE_TOKENS, max(context_tokens // 8, 256))
 
 
-def _merge(old: dict | None, new: dict | None) -> dict:
+def _merge(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
     """Reducer for per-reply bookkeeping: add entries, or start over on ``FORGET``.
 
     Starting over on each model reply matters for safety: a later call that

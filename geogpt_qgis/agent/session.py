@@ -56,8 +56,11 @@ from geogpt_qgis.tools.project import project_brief
 from geogpt_qgis.tools.registry import active_families, build_families
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.graph.state import CompiledStateGraph
 
+    from geogpt_qgis.agent.nodes import AgentState
     from geogpt_qgis.tools.base import ToolContext, ToolFamily
 
 log = logging.getLogger(__name__)
@@ -99,7 +102,7 @@ class AgentSession:
     def __init__(
         self,
         ctx: ToolContext,
-        checkpointer: BaseCheckpointSaver,
+        checkpointer: BaseCheckpointSaver[str],
         thread_id: str | None = None,
         store: ConversationStore | None = None,
     ) -> None:
@@ -116,7 +119,7 @@ class AgentSession:
         # (server, model) whose native tool calls the server refused in this session: asked guided from then on.
         self._guided_models: set[tuple[str, str]] = set()
         self._calibrations: dict[tuple[str, str], TokenCalibration] = {}
-        self._toolkits: dict[tuple, Toolkit] = {}
+        self._toolkits: dict[tuple[Any, ...], Toolkit] = {}
         # "Always for this tool" answers per conversation, for this session only (see StandingApprovals).
         self._standing: dict[str, StandingApprovals] = {}
 
@@ -341,7 +344,7 @@ class AgentSession:
         max_tokens: int = 1024,
         fallback: Any = None,
         on_fallback: Callable[[], None] | None = None,
-    ) -> Any:
+    ) -> CompiledStateGraph[AgentState]:
         """The graph for this run (``model`` None: only to read the conversation's state)."""
         families = await asyncio.to_thread(active_families, self.families)
         tools = [tool for family in families for tool in family.tools()]
@@ -365,7 +368,7 @@ class AgentSession:
             on_fallback=on_fallback,
         )
 
-    def _config(self, max_steps: int = 15, thread_id: str | None = None) -> dict[str, Any]:
+    def _config(self, max_steps: int = 15, thread_id: str | None = None) -> RunnableConfig:
         return {
             "configurable": {"thread_id": thread_id or self.thread_id},
             "recursion_limit": recursion_limit(max_steps),
@@ -407,7 +410,7 @@ class AgentSession:
             await graph.aupdate_state(config, {"messages": answered}, as_node="tools")
         return True
 
-    async def _stored_messages(self, config: dict[str, Any]) -> list[Any]:
+    async def _stored_messages(self, config: RunnableConfig) -> list[Any]:
         """The messages of the conversation's last checkpoint, without the writes of a step cut by a stop.
 
         A stop can land just after a tool step finished: its answer is then kept

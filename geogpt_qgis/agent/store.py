@@ -133,11 +133,11 @@ class ConversationStore:
         await self.connection.commit()
         return len(gone)
 
-    async def execute(self, sql: str, params: tuple = ()) -> None:
+    async def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         await self.connection.execute(sql, _scrubbed(params))
         await self.connection.commit()
 
-    async def _rows(self, sql: str, params: tuple = ()) -> list[tuple]:
+    async def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         async with self.connection.execute(sql, params) as cursor:
             return list(await cursor.fetchall())
 
@@ -160,7 +160,7 @@ class ConversationStore:
     async def conversations(self, project: str | None = None) -> list[ConversationInfo]:
         """Newest first; ``project`` keeps only those made in that project file."""
         sql = "SELECT thread_id, title, project, created, updated, turns FROM geogpt_conversations"
-        params: tuple = ()
+        params: tuple[Any, ...] = ()
         if project is not None:
             sql += " WHERE project = ?"
             params = (project,)
@@ -202,7 +202,7 @@ class ConversationStore:
             "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id < ?",
             (thread_id, keep),
         )
-        removed = cursor.rowcount
+        removed: int = cursor.rowcount
         await self.connection.execute(
             "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id < ?", (thread_id, keep)
         )
@@ -234,6 +234,6 @@ class ConversationStore:
         return runs
 
 
-def _scrubbed(params: tuple) -> tuple:
+def _scrubbed(params: tuple[Any, ...]) -> tuple[Any, ...]:
     """Query parameters with any known secret removed from their text."""
     return tuple(scrub(p) if isinstance(p, str) else p for p in params)

@@ -27,7 +27,7 @@ from geogpt_qgis.core.events import Event, RunFinished
 T = TypeVar("T")
 
 
-class AgentWorker(QThread):
+class AgentWorker(QThread):  # type: ignore[misc]  # QThread is Any to mypy: PyQt has no stubs here
     """Owns the event loop; runs what it is given on it and brings run events back to the main thread."""
 
     # run id, event object (a ``core.events`` dataclass); delivered on the main thread

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from geogpt_qgis.core.result_files import MARK, table_name
@@ -120,7 +120,7 @@ def _resolved(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _quiet():
+def _quiet() -> Iterator[None]:
     from osgeo import gdal
 
     gdal.PushErrorHandler("CPLQuietErrorHandler")

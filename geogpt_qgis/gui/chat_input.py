@@ -128,7 +128,8 @@ class ChatInput(QWidget):
         self.send_button.setToolTip(self.blocked if off else "")
 
     def approval_policy(self) -> str:
-        return self.policy.currentData()
+        policy: str = self.policy.currentData()
+        return policy
 
     def choose_policy(self, key: str) -> None:
         self.policy.setCurrentIndex(max(0, self.policy.findData(key)))

@@ -40,4 +40,5 @@ class CollapsibleSection(QWidget):
 
     @property
     def expanded(self) -> bool:
-        return self.header.isChecked()
+        checked: bool = self.header.isChecked()
+        return checked

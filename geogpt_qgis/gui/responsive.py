@@ -48,7 +48,7 @@ class ResponsiveRow(QWidget):
 
     def _needed(self, compact: bool) -> int:
         """The row's minimum width with the full or the short labels (text widths swapped, not set)."""
-        width = self.row.spacing() * max(0, self.row.count() - 1)
+        width: int = self.row.spacing() * max(0, self.row.count() - 1)
         labels = {id(button): (full, short) for button, full, short in self._labels}
         for index in range(self.row.count()):
             widget = self.row.itemAt(index).widget()

@@ -219,10 +219,12 @@ class ServerPicker(QWidget):
         return self._provider
 
     def server_url(self) -> str:
-        return self.url_edit.text().strip().rstrip("/")
+        url: str = self.url_edit.text().strip().rstrip("/")
+        return url
 
     def model(self) -> str:
-        return self.model_combo.currentText().strip()
+        name: str = self.model_combo.currentText().strip()
+        return name
 
     def typed_key(self) -> str | None:
         """A key typed but not stored yet (only OpenAI-compatible servers take one)."""

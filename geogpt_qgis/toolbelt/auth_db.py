@@ -71,7 +71,8 @@ def _config_id(manager: QgsAuthManager, account: str) -> str | None:
     name = config_name(account)
     for config_id, config in manager.availableAuthMethodConfigs().items():
         if config.name() == name:
-            return config_id
+            found: str = config_id
+            return found
     return None
 
 
@@ -81,7 +82,8 @@ def _unlock(manager: QgsAuthManager) -> bool:
     Headless (the command, the MCP server) no one is asked: only ``QGIS_AUTH_PASSWORD_FILE``, read by
     QGIS when it starts, can unlock the database there.
     """
-    return manager.masterPasswordIsSet() or manager.setMasterPassword(True)
+    unlocked: bool = manager.masterPasswordIsSet() or manager.setMasterPassword(True)
+    return unlocked
 
 
 def cannot_read_message(account: str) -> str:

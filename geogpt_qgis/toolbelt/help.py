@@ -38,4 +38,5 @@ def guide_url(page: str = "index.html") -> QUrl:
 
 def open_guide(page: str = "index.html") -> bool:
     """Open the guide in the system's browser; ``False`` when the system could not open it."""
-    return QDesktopServices.openUrl(guide_url(page))
+    opened: bool = QDesktopServices.openUrl(guide_url(page))
+    return opened

@@ -17,7 +17,8 @@ CONTEXT = "GeoGPT"
 
 def tr(text: str) -> str:
     """Translate a user-visible string in the plugin's translation context."""
-    return QCoreApplication.translate(CONTEXT, text)
+    translated: str = QCoreApplication.translate(CONTEXT, text)
+    return translated
 
 
 def qgis_locale() -> str:
@@ -36,7 +37,8 @@ def qgis_locale() -> str:
     settings = QSettings()
     if settings.value("locale/overrideFlag", False, type=bool):
         return str(settings.value("locale/userLocale", "") or "") or QLocale.system().name()
-    return QLocale.system().name()
+    system: str = QLocale.system().name()
+    return system
 
 
 def translation_file(locale: str) -> Path | None:

@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from urllib.parse import urlparse
 
 from geogpt_qgis.toolbelt import network, site_cleanup
@@ -263,7 +263,7 @@ class Installer:
     def __init__(self, plan: InstallPlan, on_progress: Callable[[Progress], None] | None = None) -> None:
         self.plan = plan
         self.on_progress = on_progress or (lambda _progress: None)
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[str] | None = None
         self._cancelled = threading.Event()
         self._lock = threading.Lock()
         self._log: IO[str] | None = None
@@ -460,7 +460,7 @@ class Installer:
             self._log.flush()
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen[str]) -> None:
     """Terminate a process and, on POSIX, the children it started (a wheel build holds the output pipe open)."""
     if os.name == "nt":
         process.terminate()
@@ -469,11 +469,12 @@ def _stop(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGTERM)
 
 
-def _last_json(lines: list[str]) -> dict | None:
+def _last_json(lines: list[str]) -> dict[str, Any] | None:
     for line in reversed(lines):
         if line.startswith("{"):
             try:
-                return json.loads(line)
+                found: dict[str, Any] = json.loads(line)  # a line starting with "{" parses to an object
+                return found
             except ValueError:
                 return None
     return None

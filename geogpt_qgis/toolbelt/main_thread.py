@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from qgis.PyQt.QtCore import QCoreApplication, QObject, Qt, QThread, pyqtSignal, pyqtSlot
 
@@ -45,16 +45,18 @@ def is_main_thread() -> bool:
     return app is not None and QThread.currentThread() is app.thread()
 
 
-class _Job:
-    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, cancel: CancelToken | None) -> None:
+class _Job(Generic[T]):
+    def __init__(
+        self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], cancel: CancelToken | None
+    ) -> None:
         self.fn, self.args, self.kwargs, self.cancel = fn, args, kwargs, cancel
         self.done = threading.Event()
-        self.result: Any = None
+        self.result: T | None = None
         self.error: BaseException | None = None
         self.abandoned = False
 
 
-class MainThreadBridge(QObject):
+class MainThreadBridge(QObject):  # type: ignore[misc]  # QObject is Any to mypy: PyQt has no stubs here
     """Create on the main thread (or move it there); call ``call`` from any thread."""
 
     _submitted = pyqtSignal(object)
@@ -63,7 +65,7 @@ class MainThreadBridge(QObject):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._closed = False
-        self._pending: set[_Job] = set()
+        self._pending: set[_Job[Any]] = set()
         self._lock = threading.Lock()
         self._acting = 0  # jobs running now (main thread only): changes they make are the agent's
         self._submitted.connect(self._execute, Qt.ConnectionType.QueuedConnection)
@@ -88,8 +90,8 @@ class MainThreadBridge(QObject):
     def run(
         self,
         fn: Callable[..., T],
-        args: tuple = (),
-        kwargs: dict | None = None,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
         cancel: CancelToken | None = None,
         timeout: float | None = None,
     ) -> T:
@@ -123,10 +125,11 @@ class MainThreadBridge(QObject):
                 self._pending.discard(job)
         if job.error is not None:
             raise job.error
-        return job.result
+        # fn returned (no error), so _execute stored its T; None only before that.
+        return cast(T, job.result)
 
-    @pyqtSlot(object)
-    def _execute(self, job: _Job) -> None:
+    @pyqtSlot(object)  # type: ignore[untyped-decorator]  # pyqtSlot is Any to mypy (no PyQt stubs)
+    def _execute(self, job: _Job[Any]) -> None:
         try:
             if job.abandoned or self._closed or (job.cancel is not None and job.cancel.cancelled):
                 job.error = RunCancelled("stopped by the user")
@@ -151,7 +154,7 @@ class MainThreadBridge(QObject):
             return
         self._disposed.emit(obj)
 
-    @pyqtSlot(object)
+    @pyqtSlot(object)  # type: ignore[untyped-decorator]  # pyqtSlot is Any to mypy (no PyQt stubs)
     def _drop(self, obj: object) -> None:
         del obj
 

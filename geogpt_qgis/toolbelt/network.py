@@ -300,25 +300,27 @@ def _router_classes(library: str) -> tuple[type, type]:
     sync_base: Any = lib.BaseTransport
     async_base: Any = lib.AsyncBaseTransport
 
-    class Router(sync_base):
+    class Router(sync_base):  # type: ignore[misc]  # the library is chosen at run time, so its base is Any
         def __init__(self, proxy: ProxyConfig) -> None:
             tls = ssl_context()  # here, on the caller's thread: requests may run where the main thread cannot answer
             self.routes = _Routes(lib, proxy, lambda url: lib.HTTPTransport(verify=tls, proxy=url))
 
         def handle_request(self, request: httpx.Request) -> httpx.Response:
-            return self.routes.pick(request).handle_request(request)
+            response: httpx.Response = self.routes.pick(request).handle_request(request)
+            return response
 
         def close(self) -> None:
             for made in self.routes.all():
                 made.close()
 
-    class AsyncRouter(async_base):
+    class AsyncRouter(async_base):  # type: ignore[misc]  # as Router
         def __init__(self, proxy: ProxyConfig) -> None:
             tls = ssl_context()
             self.routes = _Routes(lib, proxy, lambda url: lib.AsyncHTTPTransport(verify=tls, proxy=url))
 
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            return await self.routes.pick(request).handle_async_request(request)
+            response: httpx.Response = await self.routes.pick(request).handle_async_request(request)
+            return response
 
         async def aclose(self) -> None:
             for made in self.routes.all():

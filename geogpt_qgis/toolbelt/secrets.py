@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from types import ModuleType
 from urllib.parse import urlsplit
 
 from geogpt_qgis.core import secrets_scrub
@@ -41,7 +42,7 @@ def account_for(base_url: str) -> str:
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}{path}"
 
 
-def _usable_keyring():  # the keyring module (imported lazily) or None
+def _usable_keyring() -> ModuleType | None:  # the keyring module (imported lazily) or None
     """``keyring`` if its backend can really keep a key; ``None`` for the fail/null backends or an empty chain."""
     try:
         import keyring
@@ -62,7 +63,8 @@ def _keychain_get(account: str) -> str | None:
     if keyring is None:
         return None
     try:
-        return keyring.get_password(SERVICE, account)
+        password: str | None = keyring.get_password(SERVICE, account)
+        return password
     except Exception as exc:  # noqa: BLE001 - a broken keychain must not stop a keyless server
         log.warning(
             "The API key for %s could not be read from the system keychain (service '%s', account '%s': %s); "

@@ -92,7 +92,8 @@ def _parse(requirement_cls: Any, texts: Iterable[str]) -> list[Any]:
 
 def _satisfies(requirement: Any, version: str) -> bool:
     try:
-        return requirement.specifier.contains(version, prereleases=True)
+        fits: bool = requirement.specifier.contains(version, prereleases=True)
+        return fits
     except Exception:  # noqa: BLE001 - an unparsable version (some distro builds) is treated as not fitting
         return False
 

@@ -22,7 +22,7 @@ import time
 import traceback
 from typing import Any
 
-from geogpt_qgis.core.bounds import CODE_CHARS
+from geogpt_qgis.core.call_bounds import CODE_CHARS
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.tools.base import ToolError
 

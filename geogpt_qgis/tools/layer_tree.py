@@ -70,7 +70,7 @@ class Arrangement:
 
     def _index(self, parent: QgsLayerTreeGroup) -> int:
         if self.anchor is not None:
-            at = parent.children().index(self.anchor)
+            at: int = parent.children().index(self.anchor)
             return at if self.place == "above" else at + 1
         return len(parent.children()) if self.place == "bottom" else 0
 

@@ -83,7 +83,8 @@ def add_result_layer(project: QgsProject, layer: QgsMapLayer, base: str) -> str:
     check_layer(layer, f"the result layer {base!r}")  # coordinates that do not fit their CRS never reach the project
     layer.setName(unique_name(base, {other.name() for other in ordered_layers(project)}))
     project.addMapLayer(layer)
-    return layer.name()
+    name: str = layer.name()
+    return name
 
 
 def resolve_layer(project: QgsProject, ref: str) -> QgsMapLayer:
@@ -133,7 +134,8 @@ def geometry_label(layer: QgsMapLayer) -> str:
         return "-"
     if not layer.isSpatial():
         return "no geometry"
-    return QgsWkbTypes.displayString(layer.wkbType())
+    geometry: str = QgsWkbTypes.displayString(layer.wkbType())
+    return geometry
 
 
 def feature_count_label(layer: QgsMapLayer) -> str:

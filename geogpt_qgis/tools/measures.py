@@ -93,7 +93,8 @@ def ellipsoid_scope(ellipsoid: str) -> QgsExpressionContextScope:
 def use_ellipsoid(context: QgsProcessingContext, project: QgsProject, crs: QgsCoordinateReferenceSystem | None) -> str:
     """Measure on an ellipsoid in ``context`` when the project has none (main thread); returns the ellipsoid."""
     if has_ellipsoid(context.ellipsoid()):
-        return context.ellipsoid()
+        kept: str = context.ellipsoid()
+        return kept
     ellipsoid = measuring_ellipsoid(project.ellipsoid(), crs)
     QgsEllipsoidUtils.ellipsoidParameters(ellipsoid)  # built here, on the main thread (see layers.ellipsoid_made_here)
     context.setEllipsoid(ellipsoid)

@@ -484,7 +484,8 @@ def _fid_column(fields: QgsFields, source: QgsVectorLayerFeatureSource, cancel: 
     column = "fid"
     while column in names:
         if _holds_ids(fields, names[column], source, cancel):
-            return names[column]
+            held: str = names[column]
+            return held
         column = f"result_{column}"
     return column
 

@@ -130,8 +130,8 @@ def _scatter(axes: Any, data: ChartData) -> None:
     axes.scatter(xs, ys, s=12 if len(xs) > 500 else 24, alpha=0.7, color=COLORS[0])
 
 
-def _clip(text: Any, limit: int) -> str:
-    text = " ".join(str(text).split())
+def _clip(value: Any, limit: int) -> str:
+    text = " ".join(str(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -80,7 +80,8 @@ def jenks_breaks(values: list[float], classes: int) -> list[float]:
         """Squared deviations of data[start..end] (inclusive) for each start."""
         count = end - starts + 1
         total = s1[end + 1] - s1[starts]
-        return (s2[end + 1] - s2[starts]) - total * total / count
+        deviations: np.ndarray = (s2[end + 1] - s2[starts]) - total * total / count
+        return deviations
 
     ends = np.arange(n)
     cost = s2[1:] - s1[1:] * s1[1:] / (ends + 1)  # one class: data[0..end]

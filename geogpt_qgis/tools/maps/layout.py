@@ -300,7 +300,8 @@ def _scale_bar(layout: QgsPrintLayout, map_item: QgsLayoutItemMap, where: QgsLay
     bar.setLinkedMap(map_item)
     bar.applyDefaultSize(bar.guessUnits())
     bar.attemptMove(where)
-    return QgsUnitTypes.toString(bar.units())
+    units: str = QgsUnitTypes.toString(bar.units())
+    return units
 
 
 def _north_arrow(layout: QgsPrintLayout, map_item: QgsLayoutItemMap, right: float, top: float) -> str:

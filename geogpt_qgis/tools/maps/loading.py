@@ -216,7 +216,8 @@ class DataLoading:
         frame, home = self.ctx.on_main(self._frame)
         path = _local_path(source, home)
         if self._is_table(source, path):
-            return self._table(source)(name)
+            plan: LoadPlan | CollectionCopy = self._table(source)(name)
+            return plan
         if not self._file_trusted(path, home) and not approval_granted():
             raise ToolError(NEEDS_FILE_APPROVAL)
         if not path.exists():  # the folder's files are named only where the user may see them unasked
@@ -382,7 +383,8 @@ def _known_crs(crs: str) -> bool:
     thread that has ended makes later transforms from it invalid, and the next
     event loop crash.  Made here first, the worker's layer reuses it safely.
     """
-    return QgsCoordinateReferenceSystem(crs).isValid()
+    valid: bool = QgsCoordinateReferenceSystem(crs).isValid()
+    return valid
 
 
 def _local_path(source: str, home: str) -> Path:
@@ -425,7 +427,8 @@ def _made_here(plan: LoadPlan) -> QgsMapLayer | None:
 
 def _has_points(layer: QgsVectorLayer) -> bool:
     """A delimited-text layer with geometry and at least one feature (the provider counted them when it opened)."""
-    return layer.isSpatial() and layer.featureCount() != 0
+    has: bool = layer.isSpatial() and layer.featureCount() != 0
+    return has
 
 
 def _not_opened(plan: LoadPlan, layer: QgsMapLayer) -> str:

@@ -186,5 +186,5 @@ def renderer_words(layer: Any) -> str:
     renderer = layer.renderer()
     if renderer is None:
         return "no renderer"
-    kind = renderer.type()
+    kind: str = renderer.type()
     return RENDERER_WORDS.get(kind, kind)

@@ -28,7 +28,8 @@ def symbology_xml(layer: QgsMapLayer) -> str:
     """The layer's symbology as QGIS style XML."""
     document = QDomDocument()
     layer.exportNamedStyle(document, QgsReadWriteContext(), SYMBOLOGY)
-    return document.toString()
+    xml: str = document.toString()
+    return xml
 
 
 def apply_symbology_xml(layer: QgsMapLayer, xml: str) -> None:

@@ -183,7 +183,7 @@ def next_link(body: dict[str, Any], base: str) -> str | None:
     """The ``rel=next`` link of a page, if it stays on the same server (never follow a link elsewhere)."""
     for link in body.get("links") or []:
         if isinstance(link, dict) and link.get("rel") == "next" and isinstance(link.get("href"), str):
-            href = urljoin(base + "/", link["href"])
+            href: str = urljoin(base + "/", link["href"])
             if urlsplit(href).netloc == urlsplit(base).netloc:
                 return href
     return None

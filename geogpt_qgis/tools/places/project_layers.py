@@ -94,7 +94,7 @@ def is_text(qgs_field: QgsField) -> bool:
 
 
 def _string_field(layer: QgsVectorLayer, pattern: re.Pattern[str]) -> str:
-    names = [f.name() for f in layer.fields() if is_text(f)]
+    names: list[str] = [f.name() for f in layer.fields() if is_text(f)]
     exact = [n for n in names if pattern.match(n) and n.lower() in ("name", "navn", "type", "class", "kind")]
     matching = [n for n in names if pattern.search(n)]
     return (exact or matching or [""])[0]

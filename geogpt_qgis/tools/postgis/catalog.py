@@ -32,7 +32,8 @@ _KINDS = {"r": "table", "p": "table", "v": "view", "m": "materialized view", "f"
 
 
 def has_postgis(db: Database) -> bool:
-    return db.rows("SELECT to_regclass('geometry_columns') IS NOT NULL")[0][0]
+    found: bool = db.rows("SELECT to_regclass('geometry_columns') IS NOT NULL")[0][0]
+    return found
 
 
 def list_tables(db: Database, schema: str = "") -> str:

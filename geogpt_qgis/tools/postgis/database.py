@@ -136,8 +136,9 @@ class Database:
             self._raise(exc, statement, offset)
         return cursor
 
-    def rows(self, sql: str | Composable, params: Sequence[Any] | None = None) -> list[tuple]:
-        return self.execute(sql, params).fetchall()
+    def rows(self, sql: str | Composable, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        fetched: list[tuple[Any, ...]] = self.execute(sql, params).fetchall()
+        return fetched
 
     def _raise(self, exc: Exception, statement: str | None, offset: int = 0) -> None:
         import psycopg

@@ -107,7 +107,7 @@ def renamed_note(requested: str, algorithm: QgsProcessingAlgorithm) -> str:
 
 def parameter_type_label(definition: Any, algorithm: QgsProcessingAlgorithm) -> str:
     """``vector layer (polygon)``, ``distance in the units of INPUT's CRS``, ``enum 0=Round, 1=Flat``."""
-    kind = definition.type()
+    kind: str = definition.type()
     if kind in ("source", "vector", "multilayer") and hasattr(definition, "dataTypes"):
         types = [SOURCE_TYPE_NAMES.get(enum_value(t), str(t)) for t in definition.dataTypes()]
         base = _TYPE_LABELS.get(kind, kind)

@@ -223,12 +223,13 @@ def _fits(got: QgsRectangle, expected: QgsRectangle, target: QgsCoordinateRefere
     slack_abs = REPROJECTION_SLACK_DEGREES if target.isGeographic() else REPROJECTION_SLACK_METRES
     dx = (expected.width() * REPROJECTION_TOLERANCE) + slack_abs
     dy = (expected.height() * REPROJECTION_TOLERANCE) + slack_abs
-    return (
+    fits: bool = (
         expected.xMinimum() - dx <= got.xMinimum()
         and got.xMaximum() <= expected.xMaximum() + dx
         and expected.yMinimum() - dy <= got.yMinimum()
         and got.yMaximum() <= expected.yMaximum() + dy
     )
+    return fits
 
 
 def _gap_metres(got: QgsRectangle, expected: QgsRectangle, target: QgsCoordinateReferenceSystem) -> float:
@@ -240,7 +241,8 @@ def _gap_metres(got: QgsRectangle, expected: QgsRectangle, target: QgsCoordinate
         max(got.yMaximum() - expected.yMaximum(), 0.0),
     )
     scale = METRES_PER_DEGREE if target.isGeographic() else target_metres_per_unit(target)
-    return max(gaps) * scale
+    gap: float = max(gaps) * scale
+    return gap
 
 
 def target_metres_per_unit(crs: QgsCoordinateReferenceSystem) -> float:
