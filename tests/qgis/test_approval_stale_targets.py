@@ -18,6 +18,8 @@ from qgis.PyQt.QtWidgets import QLabel
 from geogpt_qgis.gui.approval_card import ApprovalCard
 from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
+from tests.qgis.test_mcp_approvals import call_in_background, cards, chat, serve_with  # noqa: F401 - fixtures
+from tests.qgis.test_mcp_http import texts
 from tests.support.dock import items_of, type_and_send
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import call_in_thread, wait_until
@@ -56,7 +58,8 @@ def test_an_edit_card_warns_when_its_layer_is_removed_while_it_waits_and_approvi
     path = schools.source().split("|")[0]
     before = stored_count(path, "schools")
     type_and_send(panel, "delete the primary schools")
-    wait_until(lambda: panel.statuses[-1:] == ["paused"], 120)
+    wait_until(lambda: bool(panel.statuses), 120)
+    assert panel.statuses == ["paused"], panel.statuses
     card = panel.runs.awaiting
     assert isinstance(card, ApprovalCard) and card.layer_ids() == {schools.id(): "schools"}
     assert card.warning is None and card.approve_button.isDefault()
@@ -129,3 +132,21 @@ def test_code_labels_and_unsafe_selections_name_their_layer_so_their_cards_warn_
     for card in cards.values():
         card.close_with("Dropped")
         card.deleteLater()
+
+
+def test_an_mcp_clients_card_warns_too_and_its_rejection_reaches_the_client(chat, serve_with, tool_ctx):  # noqa: F811
+    from geogpt_qgis.gui.mcp_approvals import DockApprovals
+
+    server = serve_with(DockApprovals(lambda: chat, "ask"))
+    outcome: dict = {}
+    arguments = {"layer": "schools", "expression": PRIMARY, "field": "name", "value": "'closed'"}
+    thread = call_in_background(server.url, "edit_features", arguments, outcome)
+    wait_until(lambda: len(cards(chat)) == 1, 120)
+    card = cards(chat)[0]
+    assert card.warning is None
+    remove(tool_ctx.project, "schools")
+    assert card.warning is not None and card.warning.text() == f"'schools' {GONE}"
+    card.reject_button.click()
+    wait_until(lambda: not thread.is_alive(), 120)
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["result"].is_error and "rejected" in texts(outcome["result"])
