@@ -75,3 +75,31 @@ def test_reading_a_failure_imports_no_client_library():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_ollamas_error_in_the_middle_of_an_answer_is_said_as_the_servers():
+    import ollama
+
+    from geogpt_qgis.agent.config import ModelConfig
+    from geogpt_qgis.agent.providers.explain import explain_model_error
+
+    stopped = ollama.ResponseError("llama runner process has terminated")  # as the client raises a streamed error
+    assert faults(stopped) == Fault.STOPPED
+    config = ModelConfig(provider="ollama", base_url="http://127.0.0.1:11434", model="qwen3:8b")
+    assert explain_model_error(stopped, config) == (
+        "The Ollama server at http://127.0.0.1:11434 stopped with an error: llama runner process has terminated. "
+        "Try again."
+    )
+
+
+def test_a_reply_the_clients_schema_refuses_is_a_schema_fault():
+    import pydantic
+
+    class Reply(pydantic.BaseModel):
+        name: str
+
+    with pytest.raises(pydantic.ValidationError) as refused:
+        Reply.model_validate({"name": None})
+    wrapped = RuntimeError("the client gave up")
+    wrapped.__cause__ = refused.value  # as ``raise ... from``
+    assert faults(wrapped) == Fault.SCHEMA  # found among the causes
