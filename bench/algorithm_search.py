@@ -1,6 +1,6 @@
 """Algorithm search: top-5 accuracy on analysts' queries and the time per query.
 
-Every query of the search test set (``tests/support/search_queries.py``, written
+Every query of the search test set (``harness/search_queries.py``, written
 the way analysts ask, each with the algorithm(s) a skilled QGIS user would pick)
 is ranked against every algorithm installed in this QGIS.  Accuracy: the share
 of queries whose expected algorithm is among the first 5 results.  Time: wall
@@ -44,7 +44,7 @@ GOAL_SEARCH_MS = 50.0
 
 def measure() -> dict[str, Any]:
     from geogpt_qgis.tools.processing import catalog
-    from tests.support.search_queries import SEARCH_CASES
+    from harness.search_queries import SEARCH_CASES
 
     catalog._cache.clear()
     started = time.perf_counter()

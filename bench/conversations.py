@@ -43,7 +43,7 @@ def answer(i: int) -> str:
 
 
 def analyst(body: dict[str, Any]) -> Any:
-    from tests.support.model_server import ToolCall, Turn
+    from harness.model_server import ToolCall, Turn
 
     messages = body["messages"]
     users = [m for m in messages if m["role"] == "user"]
@@ -78,7 +78,7 @@ def build_conversation(project: Any, store: Path, server: Any) -> tuple[str, lis
     from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
-    from tests.support.runs import RunRecorder
+    from harness.runs import RunRecorder
 
     samples = timed_checkpoints()
     bridge = MainThreadBridge()
@@ -119,7 +119,7 @@ def open_in_dock(project: Any, store: Path, thread_id: str) -> dict[str, Any]:
     from qgis.PyQt.QtCore import QCoreApplication
 
     from geogpt_qgis.gui.dock import ChatDock
-    from tests.support.runs import wait_until
+    from harness.runs import wait_until
 
     dock = ChatDock(None, project, store_path=store)
     dock.resize(420, 800)
@@ -170,8 +170,8 @@ def open_in_dock(project: Any, store: Path, thread_id: str) -> dict[str, Any]:
 def main() -> dict[str, Any]:
     from qgis.core import QgsProject
 
-    from tests.support.demo import copy_demo
-    from tests.support.model_server import ScriptedModelServer
+    from harness.demo import copy_demo
+    from harness.model_server import ScriptedModelServer
 
     with headless_qgis(), tempfile.TemporaryDirectory() as tmp:
         project = QgsProject.instance()

@@ -32,7 +32,7 @@ GOAL_SECONDS = 1.0
 
 
 def ensure_big_table() -> None:
-    from tests.support.postgis import connect
+    from harness.postgis import connect
 
     with connect() as conn, conn.cursor() as cursor:
         cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (TABLE,))
@@ -66,7 +66,7 @@ def geojson_round_trip(folder: Path) -> tuple[float, int]:
     """
     from qgis.core import QgsVectorLayer
 
-    from tests.support.postgis import connect
+    from harness.postgis import connect
 
     started = time.perf_counter()
     path = folder / "result.geojson"
@@ -87,8 +87,8 @@ def measure() -> dict[str, Any]:
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
     from geogpt_qgis.tools.postgis.family import PostgisTools
-    from tests.support.postgis import saved_connection
-    from tests.support.runs import call_in_thread
+    from harness.postgis import saved_connection
+    from harness.runs import call_in_thread
 
     ensure_big_table()
     project = QgsProject.instance()

@@ -39,8 +39,8 @@ def measure() -> dict[str, Any]:
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
     from geogpt_qgis.tools.processing.family import ProcessingTools
-    from tests.support.big_layers import write_big_points
-    from tests.support.runs import call_in_thread
+    from harness.big_layers import write_big_points
+    from harness.runs import call_in_thread
 
     project = QgsProject.instance()
     with tempfile.TemporaryDirectory() as work:

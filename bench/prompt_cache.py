@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import headless_qgis, sized
-from tests.support.llama_server import LocalProxy
+from harness.llama_server import LocalProxy
 
 TURNS = sized(10, 2)  # the quick run (make test): the cold first call, then one with a state note
 REPEATS = sized(3, 1)
@@ -319,9 +319,9 @@ def one_repetition(workdir: Path, bridge: Any) -> dict[str, Any]:
     from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.tools.base import ToolContext
     from geogpt_qgis.tools.project_watch import ProjectWatcher
-    from tests.support.demo import copy_demo
-    from tests.support.llama_server import MODEL_ALIAS, running_llama_server
-    from tests.support.runs import RunRecorder
+    from harness.demo import copy_demo
+    from harness.llama_server import MODEL_ALIAS, running_llama_server
+    from harness.runs import RunRecorder
 
     config_path = workdir / "tokenizer_config.json"
     config_path.write_text(
@@ -438,8 +438,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> dict[str, Any]:
     with headless_qgis():
         from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
-        from tests.support.demo import ensure_demo
-        from tests.support.llama_server import MODEL_PATH
+        from harness.demo import ensure_demo
+        from harness.llama_server import MODEL_PATH
 
         ensure_demo()
         bridge = MainThreadBridge()

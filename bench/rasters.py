@@ -65,7 +65,7 @@ def measure() -> dict[str, Any]:
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
     from geogpt_qgis.tools.project import ProjectTools
-    from tests.support.runs import call_in_thread
+    from harness.runs import call_in_thread
 
     project = QgsProject.instance()
     tools = ProjectTools(ToolContext(project=project, bridge=MainThreadBridge(), iface=None))

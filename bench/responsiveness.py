@@ -31,7 +31,7 @@ BIG_LAYER_POINTS = sized(200_000, 5_000)
 
 def markdown_answer(tokens: int) -> str:
     """A realistic answer of about ``tokens`` streamed tokens: paragraphs, lists, tables, code."""
-    from tests.support.model_server import split_tokens
+    from harness.model_server import split_tokens
 
     parts: list[str] = []
     index = 0
@@ -63,7 +63,7 @@ def render_cost_ms(tokens: int, repeats: int = sized(5, 1), tokens_per_flush: in
     from qgis.PyQt.QtWidgets import QApplication
 
     from geogpt_qgis.gui.chat_view import ChatView
-    from tests.support.model_server import split_tokens
+    from harness.model_server import split_tokens
 
     pieces = split_tokens(markdown_answer(tokens))
     best = float("inf")
@@ -89,11 +89,11 @@ def measure() -> dict[str, Any]:
 
     from geogpt_qgis.gui.dock import ChatDock
     from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
-    from tests.support.big_layers import write_big_points
-    from tests.support.demo import copy_demo
-    from tests.support.iface import FaithfulIface
-    from tests.support.model_server import ScriptedModelServer, ToolCall, Turn, split_tokens
-    from tests.support.runs import wait_until
+    from harness.big_layers import write_big_points
+    from harness.demo import copy_demo
+    from harness.iface import FaithfulIface
+    from harness.model_server import ScriptedModelServer, ToolCall, Turn, split_tokens
+    from harness.runs import wait_until
 
     with tempfile.TemporaryDirectory() as work, ScriptedModelServer() as server:
         work_dir = Path(work)

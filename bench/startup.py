@@ -1,4 +1,4 @@
-"""Start-up cost of the plugin, measured in fresh QGIS processes (see tests/support/startup_probe.py)."""
+"""Start-up cost of the plugin, measured in fresh QGIS processes (see harness/startup_probe.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ GOAL_STARTUP_MS = 50.0
 
 def bench_startup() -> dict:
     runs = sized(STARTUP_RUNS, 1)
-    reports = [run_child("tests.support.startup_probe", timeout=180) for _ in range(runs)]
+    reports = [run_child("harness.startup_probe", timeout=180) for _ in range(runs)]
     load_ms = [r["load_seconds"] * 1000 for r in reports]
     panel_ms = [r["panel_seconds"] * 1000 for r in reports]
     agent_ms = [r["agent_import_seconds"] * 1000 for r in reports]

@@ -59,10 +59,10 @@ def main(only: str = "") -> dict[str, Any]:
         from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
         from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
         from geogpt_qgis.tools.base import ToolContext
-        from tests.support.demo import GPKG, ensure_demo
-        from tests.support.model_server import ScriptedModelServer
-        from tests.support.ogc_server import running_ogc_server
-        from tests.support.postgis import saved_connection
+        from harness.demo import GPKG, ensure_demo
+        from harness.model_server import ScriptedModelServer
+        from harness.ogc_server import running_ogc_server
+        from harness.postgis import saved_connection
 
         ensure_demo()
         bridge = MainThreadBridge()

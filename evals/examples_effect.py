@@ -30,7 +30,7 @@ SHAPES |= {"POLYGON": "polygon", "MULTIPOLYGON": "polygon"}
 def demo_vocabulary() -> Any:
     """The demo town's layers (with shapes) and fields, read from the GeoPackage."""
     from geogpt_qgis.core.recipe_search import Vocabulary
-    from tests.support.demo import GPKG, ensure_demo
+    from harness.demo import GPKG, ensure_demo
 
     ensure_demo()
     with sqlite3.connect(GPKG) as db:

@@ -10,7 +10,7 @@ from typing import Any
 from shapely.geometry.base import BaseGeometry
 from shapely.ops import unary_union
 
-from tests.support.gpkg import read_layer
+from harness.gpkg import read_layer
 
 
 class Oracle:

@@ -4,7 +4,7 @@ The scripted suite (``make eval``) shows what the agent does when the model
 works as a competent one would; this shows what real weak local models make of
 the same fourteen questions, so that prompt, schema and mode changes can be
 judged on them.  Two models, each served by llama-cpp-python's
-OpenAI-compatible server (tests/support/llama_server.py; ``make llama`` builds
+OpenAI-compatible server (harness/llama_server.py; ``make llama`` builds
 it): Gemma 3 270M (Q4_K_M, ``--chat_format gemma``: a base model whose GGUF has
 no chat template) and SmolLM2-135M-Instruct (Q4_1, instruction-tuned, its
 GGUF's own ChatML template).  Each runs in both tool-call modes (native:
@@ -47,7 +47,7 @@ PROFILES = ("full", "compact")
 class Setup:
     """One run of the tasks: a model (its server), a tool-call mode and a tool profile."""
 
-    model: Any  # tests.support.llama_server.GgufModel
+    model: Any  # harness.llama_server.GgufModel
     mode: str
     profile: str
 
@@ -63,8 +63,8 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.tools.base import ToolContext
-    from tests.support.demo import copy_demo
-    from tests.support.runs import RunRecorder
+    from harness.demo import copy_demo
+    from harness.runs import RunRecorder
 
     folder = workdir / f"{setup.model.alias}-{setup.mode}-{setup.profile}" / task.id
     project = QgsProject.instance()
@@ -145,8 +145,8 @@ def main(
         from evals.tasks_analysis import SINGLE
         from evals.tasks_project import INSPECTION
         from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
-        from tests.support.demo import GPKG, ensure_demo
-        from tests.support.llama_server import GEMMA, SMOLLM2, running_llama_server
+        from harness.demo import GPKG, ensure_demo
+        from harness.llama_server import GEMMA, SMOLLM2, running_llama_server
 
         chosen = [m for m in (GEMMA, SMOLLM2) if not models or m.alias in models or m.path.stem in models]
         ensure_demo()

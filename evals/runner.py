@@ -13,7 +13,7 @@ from typing import Any
 
 from evals.oracle import Oracle
 from evals.task import GROUPS, Call, Expected, Fix, LayerExpect, Reads, Task
-from tests.support.model_server import ScriptedModelServer, ToolCall, Turn
+from harness.model_server import ScriptedModelServer, ToolCall, Turn
 
 NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
@@ -155,8 +155,8 @@ class EvalRunner:
 
         from geogpt_qgis.agent.config import ModelConfig
         from geogpt_qgis.agent.conversation import Conversation
-        from tests.support.demo import copy_demo
-        from tests.support.runs import RunRecorder
+        from harness.demo import copy_demo
+        from harness.runs import RunRecorder
 
         folder = self.workdir / task.id
         shutil.rmtree(folder, ignore_errors=True)

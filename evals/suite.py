@@ -31,8 +31,8 @@ def run_suite(workdir: Path, server: Any, gpkg: Path, ctx_factory: Any, count_to
 
     from geogpt_qgis.agent.toolkit import Toolkit
     from geogpt_qgis.tools.registry import active_families, build_families
-    from tests.support.demo import copy_demo
-    from tests.support.runs import call_in_thread
+    from harness.demo import copy_demo
+    from harness.runs import call_in_thread
 
     oracle = Oracle(gpkg)
     runner = EvalRunner(workdir, server, oracle, ctx_factory, count_tokens)

@@ -15,7 +15,7 @@ from typing import Any
 from evals.oracle import Oracle
 from evals.task import FEATURES, Call, Expected, LayerExpect, Reads, Task
 
-SENSORS_CSV = "sensors.csv"  # beside the demo project (tests/support/demo.copy_demo), read relative to it
+SENSORS_CSV = "sensors.csv"  # beside the demo project (harness/demo.copy_demo), read relative to it
 TOLERANCE_DEGREES = 1e-9
 
 

@@ -87,7 +87,7 @@ def styled_as_in_the_demo(layer_name: str) -> Check:
         from qgis.core import QgsProject
 
         from geogpt_qgis.tools.maps.style_history import symbology_xml
-        from tests.support.demo import PROJECT
+        from harness.demo import PROJECT
 
         layer = _layer(project, layer_name)
         original = QgsProject()

@@ -1,6 +1,6 @@
 """Dock and options polish (issue 22): a missing API key is a hint, not an error; the small dialogs say what they do.
 
-Real model servers on 127.0.0.1 (tests/support/model_server.py), the real dock and options page.
+Real model servers on 127.0.0.1 (harness/model_server.py), the real dock and options page.
 """
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ def hostile_ogc_server(folder: Path) -> Iterator[str]:
     }
     with (folder / "pygeoapi.log").open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.ogc_server", str(port)], cwd=REPO, env=env, stdout=log, stderr=log
+            [sys.executable, "-m", "harness.ogc_server", str(port)], cwd=REPO, env=env, stdout=log, stderr=log
         )
         try:
             deadline = time.monotonic() + 60

@@ -110,7 +110,7 @@ def test_unload_during_a_run_stops_it_cleanly(real_iface, tmp_path, monkeypatch,
 def test_plugin_start_up_imports_nothing_heavy():
     """classFactory + initGui in a fresh QGIS process must not import LangChain, LangGraph, keyring or HTTP clients."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.support.startup_probe"],
+        [sys.executable, "-m", "harness.startup_probe"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -2,7 +2,7 @@
 
 Every other test talks to the scripted server; here the bytes come from a real
 engine and a real (weak) model: its chat template, chunk shapes, error bodies
-and crashes.  ``make llama`` builds the server once (tests/support/llama_server.py).
+and crashes.  ``make llama`` builds the server once (harness/llama_server.py).
 
 What the 270M model does on its own is not the point, the wire is: where a test
 needs the model to do one thing (call a named tool, write ``<think>`` tags, say

@@ -8,7 +8,7 @@ reach the model.  Here the agent is set up as a user would (provider
 OpenAI-compatible, the server's base URL, the model's alias, a shorter answer
 bound in the settings) and nothing changes the requests: the pass-through
 proxy only records what was sent and streamed.  ``make llama`` builds the
-server and fetches the model (tests/support/llama_server.py).
+server and fetches the model (harness/llama_server.py).
 """
 
 from __future__ import annotations

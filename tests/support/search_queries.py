@@ -1,68 +1,7 @@
-"""Queries written the way analysts ask, with the algorithm(s) a skilled QGIS user would pick.
+"""Now ``harness.search_queries``, shared with evals/ and bench/: this name is that same module, so imports stay."""
 
-Used by the search quality test (the expected id must be in the top 5 for at
-least 90% of them) and the search benchmark.
-"""
+import sys
 
-from __future__ import annotations
+import harness.search_queries
 
-SEARCH_CASES: list[tuple[str, tuple[str, ...]]] = [
-    ("buffer", ("native:buffer",)),
-    ("make a 500 m zone around the rivers", ("native:buffer",)),
-    ("count points in polygons", ("native:countpointsinpolygon",)),
-    ("how many schools are in each district", ("native:countpointsinpolygon",)),
-    ("dissolve by attribute", ("native:dissolve",)),
-    ("merge polygons that share the same district name", ("native:dissolve",)),
-    ("nearest neighbour analysis", ("native:nearestneighbouranalysis",)),
-    ("find the closest hospital to each school", ("native:joinbynearest", "qgis:distancetonearesthubpoints")),
-    ("spatial join", ("native:joinattributesbylocation",)),
-    ("attach the district name to each school", ("native:joinattributesbylocation",)),
-    ("clip roads to the district boundary", ("native:clip",)),
-    ("cut a layer with a polygon", ("native:clip",)),
-    ("intersection of two layers", ("native:intersection",)),
-    ("keep only the schools that lie inside the centre district", ("native:extractbylocation", "native:clip")),
-    ("extract by location", ("native:extractbylocation",)),
-    ("select features by attribute value", ("native:extractbyattribute", "qgis:selectbyattribute")),
-    ("filter features with an expression", ("native:extractbyexpression", "qgis:selectbyexpression")),
-    ("reproject to another crs", ("native:reprojectlayer",)),
-    ("change the projection of a layer", ("native:reprojectlayer",)),
-    ("centroids of polygons", ("native:centroids",)),
-    ("centre point of each district", ("native:centroids", "native:pointonsurface")),
-    ("field calculator", ("native:fieldcalculator",)),
-    ("add a new column computed from an expression", ("native:fieldcalculator",)),
-    ("calculate area and perimeter of polygons", ("qgis:exportaddgeometrycolumns", "native:fieldcalculator")),
-    ("convex hull", ("native:convexhull",)),
-    ("thiessen polygons around hospitals", ("qgis:voronoipolygons", "native:voronoipolygons")),
-    ("heatmap of schools", ("qgis:heatmapkerneldensityestimation",)),
-    ("kernel density estimation", ("qgis:heatmapkerneldensityestimation",)),
-    ("create a regular grid of hexagons", ("native:creategrid",)),
-    ("random points inside polygons", ("native:randompointsinpolygons", "qgis:randompointsinsidepolygons")),
-    ("total length of roads in each district", ("native:sumlinelengths",)),
-    ("merge several vector layers into one", ("native:mergevectorlayers",)),
-    ("split multipart features into single parts", ("native:multiparttosingleparts",)),
-    ("fix invalid geometries", ("native:fixgeometries",)),
-    ("simplify geometries", ("native:simplifygeometries",)),
-    ("smooth lines", ("native:smoothgeometry",)),
-    ("points along lines at a regular interval", ("native:pointsalonglines",)),
-    ("extract the vertices of polygons", ("native:extractvertices",)),
-    ("erase one layer from another", ("native:difference",)),
-    ("union of two polygon layers", ("native:union",)),
-    ("bounding box of each feature", ("native:boundingboxes",)),
-    ("statistics by categories", ("qgis:statisticsbycategories",)),
-    ("mean and standard deviation of a field", ("qgis:basicstatisticsforfields", "native:basicstatisticsforfields")),
-    ("zonal statistics of a raster inside polygons", ("native:zonalstatisticsfb",)),
-    ("slope from a dem", ("native:slope", "gdal:slope")),
-    ("hillshade", ("native:hillshade", "gdal:hillshade")),
-    ("contour lines from an elevation raster", ("gdal:contour", "gdal:contour_polygon")),
-    ("rasterize polygons", ("gdal:rasterize",)),
-    ("convert a raster to polygons", ("gdal:polygonize", "native:pixelstopolygons")),
-    ("shortest path between two points on the road network", ("native:shortestpathpointtopoint",)),
-    ("service area around a hospital along roads", ("native:serviceareafrompoint",)),
-    ("distance matrix between points", ("qgis:distancematrix",)),
-    ("create points from a table of x y coordinates", ("native:createpointslayerfromtable",)),
-    ("delete duplicate geometries", ("native:deleteduplicategeometries",)),
-    ("join a table by a common field", ("native:joinattributestable",)),
-    ("points where lines intersect", ("native:lineintersections",)),
-    ("polygons to lines", ("native:polygonstolines",)),
-    ("lines to polygons", ("qgis:linestopolygons",)),
-]
+sys.modules[__name__] = harness.search_queries

@@ -1,6 +1,6 @@
 """Measure what loading the plugin costs a running QGIS: run as a fresh process.
 
-    python -m tests.support.startup_probe
+    python -m harness.startup_probe
 
 Prints one JSON line: the seconds spent in ``classFactory`` + ``initGui``, then
 in building the chat panel (the dock's first show), the heavy third-party
@@ -47,7 +47,7 @@ def main() -> None:
     app.initQgis()
     import qgis.utils  # noqa: F401 - loaded by QGIS before any plugin
 
-    from tests.support.iface import FaithfulIface
+    from harness.iface import FaithfulIface
 
     with tempfile.TemporaryDirectory() as profile:
         QgsApplication.qgisSettingsDirPath = staticmethod(
