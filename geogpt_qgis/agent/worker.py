@@ -101,10 +101,30 @@ class AgentWorker(QThread):  # type: ignore[misc]  # QThread is Any to mypy: PyQ
         self.run_event.emit(run_id, event)
 
     def shutdown(self, timeout_ms: int = 3000) -> None:
-        """End the thread: its tasks are cancelled, then the closers run (used on unload and exit)."""
+        """End the thread: its tasks are cancelled, then the closers run (used on unload and exit).
+
+        Waits at most ``timeout_ms`` on the main thread.  A thread still ending
+        after that (a tool or a closer is slow; a loaded machine) must outlive
+        its owner: Qt aborts the whole process when a running QThread is
+        destroyed (the dock's ``deleteLater``, or its Python wrapper collected).
+        So it leaves its parent and is kept in ``_DRAINING`` until it has
+        finished, then released on the main thread.
+        """
         if self._loop is not None and self.isRunning():
             self._loop.call_soon_threadsafe(self._loop.stop)
-            self.wait(timeout_ms)
+            if not self.wait(timeout_ms):
+                self.setParent(None)
+                _DRAINING.add(self)
+                self.finished.connect(self._drained)  # queued to the main thread, where this object lives
+
+    def _drained(self) -> None:
+        """Main thread, once the thread has ended: it may now be destroyed."""
+        self.wait()
+        _DRAINING.discard(self)
+
+
+# Workers whose thread outlived ``shutdown``'s wait: held here until it ends (see ``AgentWorker.shutdown``).
+_DRAINING: set[AgentWorker] = set()
 
 
 def preload_agent_stack() -> None:
