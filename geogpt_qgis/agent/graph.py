@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langgraph.graph import END, START, StateGraph
 
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.graph.state import CompiledStateGraph
+    from langgraph.types import StateSnapshot
 
     from geogpt_qgis.agent.toolkit import Toolkit
 
@@ -131,7 +132,7 @@ def recursion_limit(max_steps: int) -> int:
     return 2 * max_steps + 3 * MAX_TOOL_CALLS_PER_RUN + 10
 
 
-def pending_request(state: Any) -> ApprovalRequest | None:
+def pending_request(state: StateSnapshot) -> ApprovalRequest | None:
     """The approval a conversation is waiting for (from ``graph.aget_state``), if any."""
     for interrupt_ in getattr(state, "interrupts", ()) or ():
         value = getattr(interrupt_, "value", None)

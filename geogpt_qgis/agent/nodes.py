@@ -60,8 +60,9 @@ from geogpt_qgis.core.text import short
 from geogpt_qgis.core.tokens import TokenCalibration, estimate_tokens
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
+    from langchain_core.language_models import BaseChatModel, LanguageModelInput
     from langchain_core.messages.tool import InvalidToolCall, ToolCall
+    from langchain_core.runnables import Runnable
     from langgraph.types import StreamWriter
 
     from geogpt_qgis.agent.toolkit import Toolkit
@@ -142,7 +143,7 @@ class NodeSetup:
         return answer_reserve(self.context_tokens)
 
     @functools.cached_property
-    def bound_model(self) -> Any:
+    def bound_model(self) -> Runnable[LanguageModelInput, AIMessage]:
         """The model with the tools bound, made on first use (a graph built to read state never needs it)."""
         if self.model is None:
             raise RuntimeError("this graph was built without a model")

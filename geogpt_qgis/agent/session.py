@@ -384,7 +384,9 @@ class AgentSession:
         graph = await self._graph(None, 8192, 15)
         return await self._answer_open_calls(graph, "Not done: the user dropped this step.", True, thread_id)
 
-    async def _answer_open_calls(self, graph: Any, answer: str, paused: bool, thread_id: str | None = None) -> bool:
+    async def _answer_open_calls(
+        self, graph: CompiledStateGraph[AgentState], answer: str, paused: bool, thread_id: str | None = None
+    ) -> bool:
         """Answer, in the store, every tool call of a step that will not run, with ``answer``; whether there was one.
 
         ``paused``: the step waits for approval (the user dropped it or moved
@@ -420,7 +422,7 @@ class AgentSession:
         saved = await self.checkpointer.aget_tuple({"configurable": dict(config["configurable"])})
         return list(saved.checkpoint["channel_values"].get("messages", [])) if saved is not None else []
 
-    async def _keep_cut_answer(self, graph: Any, shown: str) -> None:
+    async def _keep_cut_answer(self, graph: CompiledStateGraph[AgentState], shown: str) -> None:
         """Store the part of an answer the user saw before the model call failed (a server that died mid-answer).
 
         Without it the dock would show text that reopening the conversation loses; it is stored as the
@@ -431,7 +433,7 @@ class AgentSession:
         message = AIMessage(content=f"{shown.rstrip()}\n\n{CUT_OFF_ANSWER}")
         await graph.aupdate_state(self._config(), {"messages": [message]}, as_node="model")
 
-    async def _keep_stopped(self, graph: Any, tracker: RunTracker) -> None:
+    async def _keep_stopped(self, graph: CompiledStateGraph[AgentState], tracker: RunTracker) -> None:
         """Keep what a stopped run did, marked stopped: the history stays well-formed and shows the stop.
 
         The steps of the reply under way are answered (a finished one with its
