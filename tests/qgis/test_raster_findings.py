@@ -1,4 +1,8 @@
-"""Conflicting georeferencings and pixel-is-point, found with raw GDAL (tools/raster_findings, no QGIS)."""
+"""Conflicting georeferencings and pixel-is-point, found with raw GDAL (tools/raster_findings, no QGIS).
+
+In tests/qgis, not tests/unit, for GDAL's Python bindings alone: they come with QGIS's system packages, not
+from requirements-dev.txt (tests/unit passes on a fresh clone with only that installed).
+"""
 
 from __future__ import annotations
 
