@@ -1,9 +1,9 @@
-"""What an approval names, resolved: the exact layer, table or file a gated call would change.
+"""What an approval names, resolved: the exact layer, table, file or URL a gated call would act on.
 
 A card that says "delete 31 features from 'schools'" is a contract on *that*
 layer (its id and data source) and *those* features, not on whatever is called
 'schools' when the call runs.  A ``Target`` records the resolved identity
-(``ident``: a layer id, ``connection/schema.table``, a real path), where it
+(``ident``: a layer id, ``connection/schema.table``, a real path, a URL), where it
 lives (``source``), the state the card showed (``state``: the features it
 counts, a table's oid, a file's inode/size/mtime) and what the call does to it
 (``ops``: delete, update, insert, drop...).  ``broken_contract`` says why the
@@ -18,17 +18,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-LAYER, TABLE, FILE = "layer", "table", "file"
+LAYER, TABLE, FILE, URL = "layer", "table", "file", "url"
 
 
 @dataclass(frozen=True)
 class Target:
     """One resolved thing a call acts on (see the module docstring)."""
 
-    kind: str  # LAYER, TABLE or FILE
-    name: str  # as the user knows it: the layer's name, schema.table, the path given
-    ident: str  # what it resolves to: the layer id, "connection/schema.table", the real path
-    source: str = ""  # where it lives: the layer's data source, the connection's server and database
+    kind: str  # LAYER, TABLE, FILE or URL
+    name: str  # as the user knows it: the layer's name, schema.table, the path or URL given
+    ident: str  # what it resolves to: the layer id, "connection/schema.table", the real path, the URL
+    source: str = ""  # where it lives: the layer's data source, the connection's server and database, the host
     state: str = ""  # what must not change between the card and the run (features, oid, inode/size/mtime)
     ops: tuple[str, ...] = ()  # what the call does to it: "delete", "update field", "insert", "drop", "write"...
 

@@ -150,3 +150,21 @@ def test_an_mcp_clients_card_warns_too_and_its_rejection_reaches_the_client(chat
     wait_until(lambda: not thread.is_alive(), 120)
     assert "error" not in outcome, outcome.get("error")
     assert outcome["result"].is_error and "rejected" in texts(outcome["result"])
+
+
+def test_a_url_a_call_would_request_is_a_typed_target(demo_project, tool_ctx):
+    from geogpt_qgis.core.targets import URL, Target, broken_contract
+    from geogpt_qgis.tools.maps.loading import DataLoading
+
+    url = "http://127.0.0.1:9/data/wells.geojson"  # never requested: previews only read
+    request = call_in_thread(DataLoading(tool_ctx).preview_load_data, url)
+    assert request is not None and request.targets == [Target(URL, url, url, "127.0.0.1:9", "", ("request",))]
+    download = {"URL": "http://user:pw@downloads.example.org/a.csv", "OUTPUT": "TEMPORARY_OUTPUT"}
+    request = call_in_thread(ProcessingTools(tool_ctx).preview_run_algorithm, "native:filedownloader", download)
+    assert request is not None
+    (target,) = [t for t in request.targets if t.kind == URL]
+    assert (target.ident, target.source, target.ops) == (download["URL"], "downloads.example.org", ("request",))
+    other = {**download, "URL": "http://downloads.example.org/b.csv"}
+    now = call_in_thread(ProcessingTools(tool_ctx).preview_run_algorithm, "native:filedownloader", other)
+    problem = broken_contract(request.targets, now.targets)  # another URL is another contract
+    assert problem is not None and "a.csv' (http" in problem and "is not what this call would change now" in problem

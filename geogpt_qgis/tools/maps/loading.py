@@ -70,7 +70,7 @@ from geogpt_qgis.tools.maps.files import missing_file, plan_file
 from geogpt_qgis.tools.maps.load_plan import RASTER, LoadPlan
 from geogpt_qgis.tools.ogc.servers import parse_servers
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
-from geogpt_qgis.tools.safety.targets import file_target
+from geogpt_qgis.tools.safety.targets import file_target, url_target
 from geogpt_qgis.tools.thread_guard import raster_layer, vector_layer
 
 if TYPE_CHECKING:
@@ -140,6 +140,7 @@ class DataLoading:
             details=f"GeoGPT would request this URL, which you did not give in this conversation:\n{url}",
             affected=[f"URL {url}"],
             effects=[Effect.NETWORK, Effect.ADD_LAYER],
+            targets=[url_target(url, ("request",))],
         )
 
     def _file_request(self, source: str) -> ApprovalRequest | None:

@@ -23,7 +23,7 @@ from geogpt_qgis.tools.processing.params import check_before_approval
 from geogpt_qgis.tools.processing.runner import ProcessingRunner
 from geogpt_qgis.tools.processing.search import format_matches
 from geogpt_qgis.tools.safety.algorithms import classify_algorithm
-from geogpt_qgis.tools.safety.targets import file_target, layer_target
+from geogpt_qgis.tools.safety.targets import file_target, layer_target, url_target
 
 SEARCH_RESULTS = 6  # enough to choose from, few enough to read
 
@@ -99,7 +99,7 @@ class ProcessingTools(ToolFamily):
         )
 
     def _targets(self, algorithm: QgsProcessingAlgorithm, parameters: dict[str, Any]) -> list[Target]:
-        """The project layers and files the parameters name, resolved (main thread): layer ids, real paths."""
+        """The project layers, files and URLs the parameters name, resolved (main thread): layer ids, real paths."""
         layers = {layer.id(): layer for layer in self.ctx.project.mapLayers().values()}
         by_name: dict[str, list[QgsMapLayer]] = {}
         for layer in layers.values():
@@ -116,6 +116,8 @@ class ProcessingTools(ToolFamily):
                     targets.append(layer_target(named[0], ("write",) if writes else ("use",)))
                 elif os.path.isabs(text.split("|")[0]) or text.startswith("~"):
                     targets.append(file_target(text.split("|")[0], ("write",) if writes else ("read",)))
+                elif "://" in text:
+                    targets.append(url_target(text, ("send",) if writes else ("request",)))
         return list(dict.fromkeys(targets))
 
     @gated(preview_run_algorithm)

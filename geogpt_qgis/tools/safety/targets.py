@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from qgis.core import QgsMapLayer, QgsProject
 
-from geogpt_qgis.core.targets import FILE, LAYER, Target, broken_contract
+from geogpt_qgis.core.targets import FILE, LAYER, URL, Target, broken_contract
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.layers import resolve_layer
 
@@ -62,6 +63,18 @@ def file_target(path: str, ops: Iterable[str]) -> Target:
     """``path`` by where it really leads (symbolic links and ``..`` resolved) and its state there."""
     real = os.path.realpath(os.path.expanduser(path))
     return Target(FILE, path, real, "", file_state(real), tuple(ops))
+
+
+def url_target(url: str, ops: Iterable[str]) -> Target:
+    """``url`` as the call would request it, its host (without any user or password) as where it lives."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # not a number: the URL as given still names it
+        port = None
+    host = parts.hostname or ""
+    where = f"{host}:{port}" if port else host
+    return Target(URL, url, url, where, "", tuple(ops))
 
 
 def require_approved_file(approved: list[Target], path: str, ops: Iterable[str], tool: str) -> None:
