@@ -37,9 +37,10 @@ from bench.common import REPO, headless_qgis
 
 ANSWER_TOKENS = 256  # a bound on each answer, so a looping model costs seconds, not minutes
 MAX_STEPS = 5
+TASK_SECONDS = 300  # one task's bound: a run past it is stopped and fails
 
 
-MODES = ("native", "guided")
+MODES = ("guided", "native")
 PROFILES = ("full", "compact")
 
 
@@ -62,6 +63,7 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
     from evals.runner import check_answer, check_layer
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.agent.conversation import Conversation
+    from geogpt_qgis.core.events import RunFinished
     from geogpt_qgis.tools.base import ToolContext
     from harness.demo import copy_demo
     from harness.runs import RunRecorder
@@ -89,7 +91,12 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
     started = time.monotonic()
     try:
         run = worker.submit(task.question, config)
-        finished = recorder.wait(run, 600)
+        try:
+            finished = recorder.wait(run, TASK_SECONDS)
+        except AssertionError:  # a model that never stops calling within the bound: stopped, scored as it stands
+            worker.cancel(run)
+            finished = recorder.wait(run, 60)
+            finished = RunFinished("timed out", f"it did not end within {TASK_SECONDS} s and was stopped")
     finally:
         seconds = time.monotonic() - started
         worker.shutdown()
@@ -137,7 +144,11 @@ def summary(setup: Setup, results: list[dict[str, Any]], seconds: float) -> dict
 
 
 def main(
-    only: str = "", models: tuple[str, ...] = (), modes: tuple[str, ...] = MODES, profiles: tuple[str, ...] = PROFILES
+    only: str = "",
+    models: tuple[str, ...] = (),
+    modes: tuple[str, ...] = MODES,
+    profiles: tuple[str, ...] = PROFILES,
+    on_run: Any = None,
 ) -> dict[str, Any]:
     """Every (model, mode, profile) run asked for; one server per model, shared by its runs."""
     with headless_qgis():
@@ -148,7 +159,7 @@ def main(
         from harness.demo import GPKG, ensure_demo
         from harness.llama_server import GEMMA, SMOLLM2, running_llama_server
 
-        chosen = [m for m in (GEMMA, SMOLLM2) if not models or m.alias in models or m.path.stem in models]
+        chosen = [m for m in (SMOLLM2, GEMMA) if not models or m.alias in models or m.path.stem in models]
         ensure_demo()
         bridge = MainThreadBridge()
         workdir = Path(tempfile.mkdtemp(prefix="geogpt-eval-real-"))
@@ -166,6 +177,8 @@ def main(
                             results = [run_task(task, server, setup, oracle, workdir, bridge) for task in tasks]
                             runs.append(summary(setup, results, time.monotonic() - run_started))
                             _print_run(runs[-1])
+                            if on_run is not None:
+                                on_run(runs)
         finally:
             bridge.close()
             shutil.rmtree(workdir, ignore_errors=True)
@@ -200,17 +213,38 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--mode", action="append", choices=MODES, default=[], help="default: both")
     parser.add_argument("--profile", action="append", choices=PROFILES, default=[], help="default: both")
     parser.add_argument("--no-examples", action="store_true", help="leave the find_examples family out")
+    parser.add_argument("--out", default="", help="write the results here (default: evals/results-real.json)")
     return parser.parse_args(argv)
+
+
+def _write(path: Path, runs: list[dict[str, Any]], started: float, complete: bool, examples: bool) -> None:
+    """The results so far (after each run: a long evaluation that is stopped keeps what it measured)."""
+    report = {"seconds": round(time.monotonic() - started, 1), "runs": runs, "complete": complete}
+    report["find_examples"] = examples
+    path.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
 if __name__ == "__main__":
     options = _arguments(sys.argv[1:])
     if options.no_examples:
         without_examples()
-    report = main(options.only, tuple(options.model), tuple(options.mode) or MODES, tuple(options.profile) or PROFILES)
-    report["find_examples"] = not options.no_examples
-    text = json.dumps(report, indent=1, ensure_ascii=False)
+    whole = not (options.only or options.model or options.mode or options.profile)
     name = "results-real-no-examples.json" if options.no_examples else "results-real.json"
-    if not options.only and not options.model and not options.mode and not options.profile:
-        (REPO / "evals" / name).write_text(text, encoding="utf-8")
+    out = Path(options.out) if options.out else (REPO / "evals" / name if whole else None)
+    began = time.monotonic()
+    examples = not options.no_examples
+
+    def saved(runs: list[dict[str, Any]]) -> None:
+        if out is not None:
+            _write(out, runs, began, False, examples)
+
+    report = main(
+        options.only,
+        tuple(options.model),
+        tuple(options.mode) or MODES,
+        tuple(options.profile) or PROFILES,
+        on_run=saved,
+    )
+    if out is not None:
+        _write(out, report["runs"], began, True, examples)
     _print(report)
