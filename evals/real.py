@@ -96,7 +96,7 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
         except AssertionError:  # a model that never stops calling within the bound: stopped, scored as it stands
             worker.cancel(run)
             finished = recorder.wait(run, 60)
-            finished = RunFinished("timed out", f"it did not end within {TASK_SECONDS} s and was stopped")
+            finished = RunFinished("cancelled", f"it did not end within {TASK_SECONDS} s and was stopped")
     finally:
         seconds = time.monotonic() - started
         worker.shutdown()
