@@ -214,7 +214,8 @@ class ApprovalCard(QFrame):
 
     @property
     def pending(self) -> bool:
-        return self.approve_button.isEnabled()
+        enabled: bool = self.approve_button.isEnabled()
+        return enabled
 
     def _approve(self, trust: bool, always: bool = False) -> None:
         if not self.pending:

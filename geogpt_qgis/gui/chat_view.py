@@ -52,7 +52,7 @@ SLICE_SECONDS = 0.010
 class ChatView(QScrollArea):
     """A scrolling column of chat items."""
 
-    layer_clicked = pyqtSignal(str)  # a layer name clicked in a Sources section
+    layer_clicked = pyqtSignal(str, str)  # a layer clicked in a Sources section: its id ("": stored without), name
     placeholder_shown = pyqtSignal(bool)  # the first-run card came or went (the panel de-duplicates its status)
 
     def __init__(self, parent: QWidget | None = None) -> None:

@@ -261,9 +261,14 @@ class ConversationView(QWidget):
     def _store_failed(self, error: BaseException) -> None:
         self._say(tr("The conversation store failed: {e}").format(e=error))
 
-    def select_layer(self, name: str) -> None:
-        """A layer name was clicked in Sources: make it the current layer of the layer tree."""
-        layer = next(iter(self.project.mapLayersByName(name)), None) or self.project.mapLayer(name)
+    def select_layer(self, layer_id: str, name: str = "") -> None:
+        """A layer was clicked in Sources: make it the current layer of the layer tree.
+
+        By its id; by its name only for a layer stored before ids were kept (the first of that name).
+        """
+        by_name = next(iter(self.project.mapLayersByName(name)), None) if not layer_id else None
+        layer = self.project.mapLayer(layer_id) if layer_id else by_name
+        name = name or layer_id
         if layer is None:
             self._say(tr("The layer {name} is no longer in the project.").format(name=name))
             return

@@ -1,7 +1,9 @@
 """The "Sources" section under an answer, and the bookkeeping that builds it from the turn's tool artifacts.
 
-Layer names are links: a click asks the panel to select that layer in the
-layer tree (``layer_clicked``).  Chart and exported file paths open the file.  The section
+Layer names are links to the layer's id: a click asks the panel to select that
+layer in the layer tree (``layer_clicked(layer_id, name)``), so two layers of
+the same name are told apart.  A layer stored before ids were kept links to its
+name instead (``layer_id`` empty).  Chart and exported file paths open the file.  The section
 starts collapsed, like tool steps, so answers stay the first thing read.
 """
 
@@ -15,20 +17,20 @@ from qgis.PyQt.QtCore import QUrl, pyqtSignal
 from qgis.PyQt.QtGui import QDesktopServices
 from qgis.PyQt.QtWidgets import QWidget
 
-from geogpt_qgis.core.artifacts import ToolArtifact
+from geogpt_qgis.core.artifacts import LayerRef, ToolArtifact
 from geogpt_qgis.core.events import ToolFinished
 from geogpt_qgis.core.sources import Sources, collect_sources
 from geogpt_qgis.gui.auto_height import AutoHeightTextBrowser
 from geogpt_qgis.gui.collapsible import CollapsibleSection
 from geogpt_qgis.toolbelt.i18n import tr
 
-LAYER_SCHEME = "layer"
-LINKED = {"Layers", "Results"}
+LAYER_SCHEME = "layer"  # layer:<id>
+LAYER_NAME_SCHEME = "layername"  # layername:<name>, for a layer stored without its id
 FILES = {"Charts", "Files"}  # local files: a click opens them
 
 
 def sources_html(sources: Sources) -> str:
-    """The lists as HTML; layers and results link to ``layer:<name>``, charts and written files to the file."""
+    """The lists as HTML; layers and results link to ``layer:<id>``, charts and written files to the file."""
     headings = {
         "Layers": tr("Layers"),
         "Tables": tr("Tables"),
@@ -38,10 +40,11 @@ def sources_html(sources: Sources) -> str:
         "Charts": tr("Charts"),
         "Files": tr("Files"),
     }
+    linked = {"Layers": sources.layers, "Results": sources.results}
     lines = []
     for heading, items in sources.sections():
-        if heading in LINKED:
-            shown = [f'<a href="{LAYER_SCHEME}:{quote(item, safe="")}">{html.escape(item)}</a>' for item in items]
+        if heading in linked:
+            shown = [f'<a href="{layer_link(layer)}">{html.escape(layer.name)}</a>' for layer in linked[heading]]
         elif heading in FILES:
             shown = [
                 f'<a href="{QUrl.fromLocalFile(item).toString()}" title="{html.escape(item)}">'
@@ -54,10 +57,17 @@ def sources_html(sources: Sources) -> str:
     return "<br/>".join(lines)
 
 
+def layer_link(layer: LayerRef) -> str:
+    """``layer:<id>``, or ``layername:<name>`` for a reference without an id."""
+    if layer.layer_id:
+        return f"{LAYER_SCHEME}:{quote(layer.layer_id, safe='')}"
+    return f"{LAYER_NAME_SCHEME}:{quote(layer.name, safe='')}"
+
+
 class SourcesView(CollapsibleSection):
     """``▸ Sources (5)``; expanded: the lists, with clickable layer names."""
 
-    layer_clicked = pyqtSignal(str)
+    layer_clicked = pyqtSignal(str, str)  # layer id ("" for a layer stored without one), name
 
     def __init__(self, sources: Sources, parent: QWidget | None = None) -> None:
         body = AutoHeightTextBrowser(max_height=220)
@@ -71,14 +81,21 @@ class SourcesView(CollapsibleSection):
         body.anchorClicked.connect(self._follow)
 
     def _follow(self, url: QUrl) -> None:
+        target = url.path(QUrl.ComponentFormattingOption.FullyDecoded)
         if url.scheme() == LAYER_SCHEME:
-            self.layer_clicked.emit(url.path(QUrl.ComponentFormattingOption.FullyDecoded))
+            known = [layer for layer in self.sources.layers + self.sources.results if layer.layer_id == target]
+            self.layer_clicked.emit(target, known[0].name if known else "")
+        elif url.scheme() == LAYER_NAME_SCHEME:
+            self.layer_clicked.emit("", target)
         elif url.isLocalFile():
             QDesktopServices.openUrl(url)
 
-    def click_layer(self, name: str) -> None:
-        """What a click on ``name`` does (for tests and keyboard use)."""
-        self._follow(QUrl(f"{LAYER_SCHEME}:{quote(name, safe='')}"))
+    def click_layer(self, layer: LayerRef | str) -> None:
+        """What a click on ``layer`` does (for tests and keyboard use); a name is its first entry of that name."""
+        if isinstance(layer, str):
+            named = [ref for ref in self.sources.layers + self.sources.results if ref.name == layer]
+            layer = named[0] if named else LayerRef(layer)
+        self._follow(QUrl(layer_link(layer)))
 
 
 class TurnSources:

@@ -2,9 +2,9 @@
 
 A tool is a plain method with typed arguments and a short docstring: the
 signature and docstring are the schema the model reads, so both stay precise.
-It returns the text the model reads, or a ``ToolResult`` that adds the typed
-artifact (layers read and added, tables, a chart...) the dock, the Sources
-list, the run log and the evals read instead of the text.
+It returns a ``ToolResult``: the text the model reads, and the typed artifact
+(layers read and added, tables, a chart...) the dock, the Sources list, the
+run log and the evals read instead of the text.
 Tools run on the agent's worker thread; whatever touches the project goes
 through ``ToolContext.on_main``.
 """
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 
 T = TypeVar("T")
-# A tool answers with text for the model, or with that text and what it used and made (``core.artifacts``).
-ToolFunction = Callable[..., str | ToolResult]
+# A tool answers with the text for the model and what it used and made (``core.artifacts``).
+ToolFunction = Callable[..., ToolResult]
 
 
 class ToolError(Exception):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from contextvars import ContextVar
 
+from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.tools.base import ToolContext, ToolFamily, ToolFunction
 
 # The names of the tools the model was sent in this run (set by the agent session); ``None``: all of them.
@@ -37,7 +38,7 @@ class CapabilityTools(ToolFamily):
     def tools(self) -> list[ToolFunction]:
         return [self.describe_capabilities]
 
-    def describe_capabilities(self) -> str:
+    def describe_capabilities(self) -> ToolResult:
         """What you can do now, by family."""
         offered = offered_tools.get()
         lines = ["Tools available now:"]
@@ -56,7 +57,7 @@ class CapabilityTools(ToolFamily):
             lines.insert(1, NOT_OFFERED_NOTE)
         if off:
             lines += ["\nNot available in this session:", *off]
-        return "\n".join(lines)
+        return ToolResult("\n".join(lines))
 
 
 def _arguments(function: ToolFunction) -> str:

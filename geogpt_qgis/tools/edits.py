@@ -32,7 +32,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, approved_targets, gated
-from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
+from geogpt_qgis.core.artifacts import LayerRef, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.fuzzy import did_you_mean
@@ -214,7 +214,7 @@ class EditTools(ToolFamily):
             text = self.ctx.on_main(self._delete, vector.id(), ids, bound)
         else:
             text = self.ctx.on_main(self._update, vector.id(), ids, field, value, bound)
-        return ToolResult(text, ToolArtifact(layers=(vector.name(),)))
+        return ToolResult(text, ToolArtifact(layers=(LayerRef.of(vector),)))
 
     def _check_binding(self, bound: Target, ref: str) -> None:
         """The approved layer is still there, from the same source, and the name given still means it (main thread).

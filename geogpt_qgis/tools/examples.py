@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import threading
 
+from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.core.recipe_search import RecipeIndex, Vocabulary
 from geogpt_qgis.core.recipes import Recipe, load, render
 from geogpt_qgis.core.tokens import estimate_tokens
@@ -73,13 +74,15 @@ class ExampleTools(ToolFamily):
 
         return user_recipes()
 
-    def find_examples(self, question: str) -> str:
+    def find_examples(self, question: str) -> ToolResult:
         """Tool calls that solved similar questions."""
         vocabulary = self.ctx.on_main(self._vocabulary)
         found = recipe_index(self.user_recipes()).search(question, vocabulary, MAX_EXAMPLES)
         if not found:
-            return "No worked example matches; use find_algorithm or describe the data first."
-        return "Examples (replace <placeholders> with the user's layers, fields and values):\n" + render_examples(found)
+            return ToolResult("No worked example matches; use find_algorithm or describe the data first.")
+        return ToolResult(
+            "Examples (replace <placeholders> with the user's layers, fields and values):\n" + render_examples(found)
+        )
 
     def _vocabulary(self) -> Vocabulary:
         """The project's layer names with their shape, and their field names (main thread)."""

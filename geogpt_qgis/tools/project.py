@@ -23,7 +23,7 @@ from qgis.core import (
 )
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, approved_targets, gated
-from geogpt_qgis.core.artifacts import Selection, ToolArtifact, ToolResult
+from geogpt_qgis.core.artifacts import LayerRef, Selection, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.field_stats import summarize_fields
@@ -119,7 +119,7 @@ class ProjectTools(ToolFamily):
             headers, rows
         )
 
-    def describe_layer(self, layer: str = "", at: str = "") -> str | ToolResult:
+    def describe_layer(self, layer: str = "", at: str = "") -> ToolResult:
         """Describe a layer: fields, values, CRS, extent, count; raster bands, stats. No layer: list them.
 
         Args:
@@ -128,14 +128,15 @@ class ProjectTools(ToolFamily):
         if not layer.strip():
             if at.strip():
                 raise ToolError("name the raster layer to read values from with layer")
-            return self.ctx.on_main(self._list_layers)
+            return ToolResult(self.ctx.on_main(self._list_layers))
         if at.strip() and self.ctx.on_main(is_polygon_layer, self.ctx.project, at):
             return zonal_summary(self.ctx, layer, at)
         if at.strip():
             sample = self.ctx.on_main(plan_sample, self.ctx.project, layer, at)
-            return ToolResult(read_samples(sample, self.ctx.cancel), ToolArtifact(layers=(sample.raster.name,)))
-        name, header, plan = self.ctx.on_main(self._describe_header, layer)
-        read = ToolArtifact(layers=(name,))
+            sampled = ToolArtifact(layers=(LayerRef(sample.raster.name),))
+            return ToolResult(read_samples(sample, self.ctx.cancel), sampled)
+        described_layer, header, plan = self.ctx.on_main(self._describe_header, layer)
+        read = ToolArtifact(layers=(described_layer,))
         checks = self.ctx.on_main(lambda: plan_checks(resolve_layer(self.ctx.project, layer)))
         if isinstance(plan, RasterReadPlan):
             described = [header, *describe_raster(plan, self.ctx.cancel), *check_notes(checks, self.ctx.cancel)]
@@ -179,15 +180,15 @@ class ProjectTools(ToolFamily):
             raster = plan_raster_read(layer)
             lines[0] = f"Layer {layer.name()!r} (id {layer.id()}): raster, {visible}"
             lines.insert(1, grid_line(raster))
-            return layer.name(), "\n".join(lines), raster
+            return LayerRef.of(layer), "\n".join(lines), raster
         if not isinstance(layer, QgsVectorLayer):
-            return layer.name(), "\n".join(lines), None
+            return LayerRef.of(layer), "\n".join(lines), None
         if layer.subsetString():
             lines.append(f"Filter: {layer.subsetString()}")
         selected = layer.selectedFeatureCount()
         if selected:
             lines.append(f"Selected: {counted(selected, 'feature')}")
-        return layer.name(), "\n".join(lines), plan_vector_read(layer)
+        return LayerRef.of(layer), "\n".join(lines), plan_vector_read(layer)
 
     def preview_read_features(
         self, layer: str, fields: list[str] | None = None, expression: str = "", limit: int = 20
@@ -216,7 +217,7 @@ class ProjectTools(ToolFamily):
         more = len(rows) > limit
         rows = rows[:limit]
         figures = tuple(units[name] for name in columns if name in units)
-        read = ToolArtifact(layers=(plan.layer_name,), figures=figures)
+        read = ToolArtifact(layers=(LayerRef(plan.layer_name, plan.layer_id),), figures=figures)
         if not rows:
             where = f" where {expression}." if expression else "."
             return ToolResult(f"No features in {plan.layer_name!r}{where}{notes}", read)
@@ -269,7 +270,7 @@ class ProjectTools(ToolFamily):
         notes = self._measure_notes(layer, expression)
         ids = collect_matching_ids(plan, request, self.ctx.cancel)
         done = self.ctx.on_main(self._apply_selection, plan.layer_id, ids, expression, plan.feature_count)
-        return ToolResult("\n".join([done, *notes]), done.artifact) if notes else done
+        return done.with_text("\n".join([done.text, *notes])) if notes else done
 
     def _measure_notes(self, layer: str, expression: str) -> list[str]:
         """A filter that measures geometries ($area, length()...): what in them changes its figures (issue 31)."""
@@ -374,9 +375,9 @@ class ProjectTools(ToolFamily):
                     f"{approved.source}), but {ref!r} now names layer {target.id()} ({source}). Nothing was "
                     "changed. If it is still wanted, call set_layer again: the user will be asked."
                 )
-        name = target.name()
+        removed = LayerRef.of(target)
         self.ctx.project.removeMapLayer(target.id())
-        return ToolResult(f"Removed layer {name!r} from the project.", ToolArtifact(layers=(name,)))
+        return ToolResult(f"Removed layer {removed.name!r} from the project.", ToolArtifact(layers=(removed,)))
 
     def _set_layer(
         self,
@@ -400,7 +401,7 @@ class ProjectTools(ToolFamily):
             done.append(self._zoom(target))
         if arrangement is not None:
             done.append(arrangement.apply())
-        return ToolResult(" ".join(done), ToolArtifact(layers=(target.name(),)))
+        return ToolResult(" ".join(done), ToolArtifact(layers=(LayerRef.of(target),)))
 
     def _zoom(self, target: QgsMapLayer) -> str:
         if isinstance(target, QgsVectorLayer) and target.selectedFeatureCount():
@@ -527,4 +528,4 @@ def project_brief(project: QgsProject, max_layers: int = 30) -> str:
 
 def _selected(layer: QgsVectorLayer) -> ToolArtifact:
     """A call that changed ``layer``'s selection: the layer was read, and is left with this many selected."""
-    return ToolArtifact(layers=(layer.name(),), selected=(Selection(layer.name(), layer.selectedFeatureCount()),))
+    return ToolArtifact(layers=(LayerRef.of(layer),), selected=(Selection(layer.name(), layer.selectedFeatureCount()),))

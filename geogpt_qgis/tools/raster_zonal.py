@@ -51,7 +51,7 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
-from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
+from geogpt_qgis.core.artifacts import LayerRef, ToolArtifact, ToolResult
 from geogpt_qgis.core.text import NAME_MAX_CHARS, markdown_table, short
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import python_value, resolve_vector_layer
@@ -212,7 +212,9 @@ def zonal_summary(ctx: ToolContext, raster: str, zones: str) -> ToolResult:
         if areas is not None:
             ctx.on_main(_rewrite_class_fields, ctx.project, added, areas)
     table = ctx.on_main(_table, ctx.project, plan, added, areas)
-    artifact = ToolArtifact(layers=(plan.raster, plan.zones), added=run.artifact.added)
+    read = {layer.name: layer for layer in run.artifact.layers}  # the run's inputs, with their ids
+    layers = tuple(read.get(name, LayerRef(name)) for name in (plan.raster, plan.zones))
+    artifact = ToolArtifact(layers=layers, added=run.artifact.added)
     # What the run found in the zones or the raster (invalid or overlapping zones, two georeferencings) stays said.
     notes = [line for line in run.text.splitlines() if line.startswith("Note: input ")]
     return ToolResult("\n".join([run.text.splitlines()[0], table, *notes]), artifact)

@@ -188,9 +188,11 @@ GATED = {
         "export_map",
         lambda env: {"path": str(env.tmp_path / "town.pdf"), "title": "Elvbury"},
         lambda env: ((env.tmp_path / "town.pdf").exists(), len(env.project.layoutManager().layouts())),
-        lambda env, before: before == (False, 0)
-        and (env.tmp_path / "town.pdf").is_file()
-        and env.project.layoutManager().layoutByName("Elvbury") is not None,
+        lambda env, before: (
+            before == (False, 0)
+            and (env.tmp_path / "town.pdf").is_file()
+            and env.project.layoutManager().layoutByName("Elvbury") is not None
+        ),
         "with the exported map",
         "town.pdf",
     ),

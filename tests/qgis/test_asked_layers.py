@@ -24,7 +24,7 @@ def in_one_run(token: CancelToken, tools: ProcessingTools, *args) -> str:
 
     def call() -> str:
         current_cancel_token.set(token)
-        return tools.run_algorithm(*args)
+        return tools.run_algorithm(*args).text
 
     return call_in_thread(call)
 
@@ -43,17 +43,17 @@ def in_one_run(token: CancelToken, tools: ProcessingTools, *args) -> str:
 )
 def test_optional_secondary_outputs_are_made_only_when_asked(tools, demo_project, algorithm, parameters, extra):
     before = layer_names(demo_project)
-    result = call_in_thread(tools.run_algorithm, algorithm, parameters, "picked")
+    result = call_in_thread(tools.run_algorithm, algorithm, parameters, "picked").text
     assert layer_names(demo_project) - before == {"picked"}
     assert extra not in result
 
-    asked = call_in_thread(tools.run_algorithm, algorithm, {**parameters, extra: "TEMPORARY_OUTPUT"}, "asked")
+    asked = call_in_thread(tools.run_algorithm, algorithm, {**parameters, extra: "TEMPORARY_OUTPUT"}, "asked").text
     assert layer_names(demo_project) - before == {"picked", "asked", f"asked_{extra.lower()}"}
     assert f"{extra}: added layer 'asked_{extra.lower()}'" in asked
 
 
 def test_describe_algorithm_says_optional_outputs_are_made_only_when_asked(tools):
-    text = call_in_thread(tools.find_algorithm, "native:extractbyattribute")
+    text = call_in_thread(tools.find_algorithm, "native:extractbyattribute").text
     assert "Outputs (added to the project as layers; leave them out): OUTPUT (" in text
     assert (
         'Optional outputs, made only if you pass NAME="TEMPORARY_OUTPUT" (only when the user asked): FAIL_OUTPUT'

@@ -41,7 +41,7 @@ def charts(tool_ctx) -> InsightTools:
 def chart_of(result: ToolResult) -> tuple[Path, dict]:
     """The PNG a result's artifact names (the model reads it too), checked to be a PNG, and the numbers beside it."""
     path = Path(result.artifact.chart)
-    assert result.splitlines()[0] == f"Chart image: {path}", result
+    assert result.text.splitlines()[0] == f"Chart image: {path}", result.text
     assert path.is_file() and path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 5000
     return path, json.loads(path.with_suffix(".json").read_text("utf-8"))
 
@@ -59,13 +59,13 @@ def test_bar_chart_png_holds_the_data_of_an_independent_aggregation(charts, demo
     result = call_in_thread(charts.make_chart, "schools", "bar", "district", "pupils", "Pupils per district")
     path, data = chart_of(result)
     assert path.parent.parent == profile / "charts"  # beside the conversation store, a folder per conversation
-    assert result.artifact.layers == ("schools",) and not result.artifact.tables
+    assert result.artifact.layer_names == ("schools",) and not result.artifact.tables
     expected = dict(query(gpkg_of(demo_project), "SELECT district, sum(pupils) FROM schools GROUP BY district"))
     assert dict(zip(data["categories"], data["series"][""], strict=True)) == expected
     assert data["categories"][0] == max(expected, key=expected.get)  # biggest first
     assert (data["kind"], data["title"], data["rows"]) == ("bar", "Pupils per district", 31)
     top = max(expected, key=expected.get)
-    assert f"| {top} | {expected[top]:,} |" in result
+    assert f"| {top} | {expected[top]:,} |" in result.text
 
 
 def test_grouped_bars_pie_line_histogram_and_scatter(charts, demo_project):
@@ -144,8 +144,8 @@ def test_sql_results_and_postgres_layers_are_aggregated_by_the_database(charts, 
     with saved_connection("charts_pg"):
         result = call_in_thread(charts.make_chart, "SELECT * FROM schools", "bar", "type", "mean(pupils)")
         _, data = chart_of(result)
-        assert "from SQL on 'charts_pg' (31 rows)" in result
-        assert result.artifact.tables == ("schools (charts_pg)",) and not result.artifact.layers
+        assert "from SQL on 'charts_pg' (31 rows)" in result.text
+        assert result.artifact.table_labels == ("schools (charts_pg)",) and not result.artifact.layers
         assert dict(zip(data["categories"], data["series"][""], strict=True)) == pytest.approx(expected)
         # A million rows of a query: only the bins cross the wire.
         big = f"SELECT g AS v FROM generate_series(1, {MILLION}) g"
@@ -158,8 +158,8 @@ def test_sql_results_and_postgres_layers_are_aggregated_by_the_database(charts, 
     uri.setDataSource("public", "schools", "geom", "", "fid")
     demo_project.addMapLayer(QgsVectorLayer(uri.uri(False), "pg_schools", "postgres"))
     result = call_in_thread(charts.make_chart, "pg_schools", "bar", "type", "mean(pupils)")
-    assert "from layer 'pg_schools' (PostgreSQL 127.0.0.1/geogpt_demo)" in result
-    assert result.artifact.layers == ("pg_schools",)
+    assert "from layer 'pg_schools' (PostgreSQL 127.0.0.1/geogpt_demo)" in result.text
+    assert result.artifact.layer_names == ("pg_schools",)
     _, data = chart_of(result)
     assert dict(zip(data["categories"], data["series"][""], strict=True)) == pytest.approx(expected)
 

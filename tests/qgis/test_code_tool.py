@@ -55,7 +55,7 @@ def test_the_code_sees_the_live_project_and_iface(code, demo_project, qgis_iface
         'layer.selectByExpression("\\"type\\" = \'primary\'")\n'
         "layer.selectedFeatureCount()",
     )
-    assert text == "Output:\n9 districts\nTrue True\n\nValue: 16"
+    assert text.text == "Output:\n9 districts\nTrue True\n\nValue: 16"
     assert demo_project.mapLayersByName("schools")[0].selectedFeatureCount() == 16
     assert text.artifact.empty  # it added nothing
 
@@ -67,18 +67,18 @@ def test_layers_the_code_adds_are_in_its_artifact(code, demo_project):
 
 
 def test_the_namespace_lasts_for_the_conversation_only(code, demo_project):
-    assert run_approved(code, "total = 41") == "The code ran; it printed nothing."
-    assert run_approved(code, "total + 1") == "Value: 42"
+    assert run_approved(code, "total = 41").text == "The code ran; it printed nothing."
+    assert run_approved(code, "total + 1").text == "Value: 42"
     with pytest.raises(ToolError) as raised:
         run_approved(code, "total + 1", conversation="another")
     assert "NameError: name 'total' is not defined" in str(raised.value)
 
 
 def test_stdout_and_stderr_are_captured_and_trimmed(code, demo_project, capsys):
-    text = run_approved(code, "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)")
+    text = run_approved(code, "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)").text
     assert text == "Output:\nto stdout\nto stderr\n"
     assert capsys.readouterr().out == ""  # nothing leaked to the console
-    long = run_approved(code, "for i in range(20000):\n    print('line', i)")
+    long = run_approved(code, "for i in range(20000):\n    print('line', i)").text
     assert len(long) < 3200
     assert long.startswith("Output:\nline 0\n") and long.rstrip().endswith("line 19999")
     assert "characters not shown" in long
@@ -103,7 +103,7 @@ def test_the_code_time_limit_ends_an_endless_loop(code, demo_project):
     with pytest.raises(ToolError, match=r"The code was stopped after 1 s \(the code time limit\)"):
         run_approved(code, "n = 0\nwhile True:\n    n += 1")
     assert time.monotonic() - started < 5
-    assert run_approved(code, "n > 1000") == "Value: True"  # the namespace kept what the loop did
+    assert run_approved(code, "n > 1000").text == "Value: True"  # the namespace kept what the loop did
 
 
 def press_later(seconds: float, action: Callable[[], None]) -> list[float]:
@@ -153,7 +153,7 @@ def test_stop_ends_an_endless_loop_quickly_and_qgis_stays_responsive(code, demo_
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert len(ticks) > 10 and max(gaps) < 0.3, max(gaps)
     # The snippet itself was interrupted: the main thread is free again.
-    assert run_approved(code, "1 + 1", conversation="stop") == "Value: 2"
+    assert run_approved(code, "1 + 1", conversation="stop").text == "Value: 2"
 
 
 def test_stop_during_approved_code_ends_the_run(tool_ctx, demo_project, tmp_path, model_server):
@@ -185,7 +185,7 @@ def test_stop_during_approved_code_ends_the_run(tool_ctx, demo_project, tmp_path
 def test_exit_in_the_code_does_not_close_qgis(code, demo_project):
     with pytest.raises(ToolError, match=r"The code was ended by exit\(\); QGIS keeps running"):
         run_approved(code, "print('bye')\nimport sys\nsys.exit(3)")
-    assert run_approved(code, "'still here'") == "Value: 'still here'"
+    assert run_approved(code, "'still here'").text == "Value: 'still here'"
 
 
 def test_the_approval_card_lists_layers_and_files_the_code_names(code, demo_project):

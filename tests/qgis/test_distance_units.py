@@ -82,7 +82,7 @@ def utm_shapes(path: str) -> list:
 def test_a_buffer_on_a_file_in_degrees_is_in_metres(tools, demo_project, gpkg, tmp_path):
     path = in_degrees(gpkg, "hospitals", tmp_path)
     tools.notice_user_text(f"the file is {path}")  # outside the project: the user names it (else it asks)
-    result = run(tools, "native:buffer", {"INPUT": path, "DISTANCE": 500, "SEGMENTS": 64}, "zones")
+    result = run(tools, "native:buffer", {"INPUT": path, "DISTANCE": 500, "SEGMENTS": 64}, "zones").text
     assert "is in EPSG:4326 (degrees)" in result and f"reprojected to {UTM32}" in result
     zones = layer(demo_project, "zones")
     assert zones.crs() == QgsCoordinateReferenceSystem(UTM32)
@@ -107,7 +107,7 @@ def test_tapered_buffer_widths_on_a_layer_in_degrees_are_metres(tools, demo_proj
     path = in_degrees(gpkg, "rivers", tmp_path)
     demo_project.addMapLayer(QgsVectorLayer(path, "rivers_wgs84", "ogr"))
     params = {"INPUT": "rivers_wgs84", "START_WIDTH": 10, "END_WIDTH": 20, "SEGMENTS": 32}
-    result = run(tools, "native:taperedbuffer", params, "tapered")
+    result = run(tools, "native:taperedbuffer", params, "tapered").text
     assert "START_WIDTH=10 would be degrees" in result
     tapered = layer(demo_project, "tapered")
     assert tapered.crs() == QgsCoordinateReferenceSystem(UTM32)
@@ -124,7 +124,7 @@ def test_wedge_radii_on_a_layer_in_degrees_are_metres(tools, demo_project, gpkg,
     path = in_degrees(gpkg, "hospitals", tmp_path)
     demo_project.addMapLayer(QgsVectorLayer(path, "hospitals_wgs84", "ogr"))
     params = {"INPUT": "hospitals_wgs84", "AZIMUTH": 0, "WIDTH": 90, "OUTER_RADIUS": 500, "INNER_RADIUS": 100}
-    result = run(tools, "native:wedgebuffers", params, "wedges")
+    result = run(tools, "native:wedgebuffers", params, "wedges").text
     assert "reprojected to" in result
     wedges = shapes(layer(demo_project, "wedges"))
     annulus_quarter = (math.pi * 500**2 - math.pi * 100**2) / 4
@@ -192,7 +192,7 @@ def test_unit_hints_are_in_the_layer_crs_units(tools, demo_project, tmp_path, wr
 
 def test_a_distance_on_a_layer_in_feet_says_it_is_feet(tools, demo_project, tmp_path):
     feet_layer(demo_project, tmp_path)
-    result = run(tools, "native:buffer", {"INPUT": "ny_points", "DISTANCE": 500, "SEGMENTS": 64}, "ny_zone")
+    result = run(tools, "native:buffer", {"INPUT": "ny_points", "DISTANCE": 500, "SEGMENTS": 64}, "ny_zone").text
     assert f"DISTANCE is in {feet_name()}, the units of 'ny_points' (EPSG:2263)." in result
     (zone,) = shapes(layer(demo_project, "ny_zone"))
     radius_feet = math.sqrt(zone.area / math.pi)
@@ -222,7 +222,7 @@ def test_gdal_grid_radii_on_a_layer_in_degrees_are_metres(tools, demo_project, g
     path = in_degrees(gpkg, "schools", tmp_path)
     demo_project.addMapLayer(QgsVectorLayer(path, "schools_wgs84", "ogr"))
     params = {"INPUT": "schools_wgs84", "Z_FIELD": "pupils", "RADIUS_1": 300, "RADIUS_2": 300, "NODATA": -1}
-    result = run(tools, "gdal:gridnearestneighbor", params, "nearest_pupils")
+    result = run(tools, "gdal:gridnearestneighbor", params, "nearest_pupils").text
     assert "RADIUS_1=300 would be degrees" in result
     grid = gdal.Open(layer(demo_project, "nearest_pupils").source())
     assert CRS.from_wkt(grid.GetProjection()).to_epsg() == 32632

@@ -39,7 +39,7 @@ def test_the_schema_is_at_most_60_tekken_tokens_and_the_prompt_gets_one_line(exa
     ],
 )
 def test_the_project_names_become_placeholders_and_the_method_comes_back(examples, question, method):
-    text = call_in_thread(examples.find_examples, question)
+    text = call_in_thread(examples.find_examples, question).text
     assert method in text
     assert 1 <= text.count("Q: ") <= 3
     assert estimate_tokens(text.split("\n", 1)[1]) <= MAX_TOKENS
@@ -54,11 +54,11 @@ def test_a_recipe_of_the_users_own_is_found_and_a_deleted_one_is_not(examples, t
         calls=(("run_pyqgis", {"code": "score(<polygon layer>, <line layer>)"}),),
     )
     recipe_store.add_recipe(mine)
-    text = call_in_thread(examples.find_examples, "What is the flood risk score of each park from the rivers?")
+    text = call_in_thread(examples.find_examples, "What is the flood risk score of each park from the rivers?").text
     assert "score(<polygon layer>, <line layer>)" in text.split("Q: ")[1]
     assert recipe_store.delete_recipe("mine-1")
-    assert "score(" not in call_in_thread(examples.find_examples, "flood risk score of each park from the rivers")
+    assert "score(" not in call_in_thread(examples.find_examples, "flood risk score of each park from the rivers").text
 
 
 def test_a_question_with_nothing_to_match_says_what_to_do_instead(examples):
-    assert "find_algorithm" in call_in_thread(examples.find_examples, "the of and")
+    assert "find_algorithm" in call_in_thread(examples.find_examples, "the of and").text

@@ -90,7 +90,7 @@ def test_a_pdf_has_one_page_of_the_asked_size(headless, home, page, size_mm):
     assert len(pages) == 1
     assert pages[0] == pytest.approx(size_mm, abs=0.5)
     assert result.artifact.files == (str((home / "map.pdf").resolve()),)
-    assert f"{size_mm[0]:g} × {size_mm[1]:g} mm" in result
+    assert f"{size_mm[0]:g} × {size_mm[1]:g} mm" in result.text
 
 
 def test_the_layout_is_kept_with_every_item_and_a_legend_of_the_visible_layers(headless, demo_project, home):
@@ -113,8 +113,8 @@ def test_the_layout_is_kept_with_every_item_and_a_legend_of_the_visible_layers(h
     assert arrow.picturePath().endswith("arrows/NorthArrow_02.svg") and Path(arrow.picturePath()).is_file()
     assert item(kept, "title", QgsLayoutItemLabel).text() == "Elvbury schools"
     assert item(kept, "attribution", QgsLayoutItemLabel).text() == MADE_WITH  # the demo layers name no rights
-    assert "Elvbury schools" in result and "Layout Manager" in result
-    assert result.artifact.layers == tuple(shown)
+    assert "Elvbury schools" in result.text and "Layout Manager" in result.text
+    assert result.artifact.layer_names == tuple(shown)
 
 
 def test_exporting_again_with_the_same_title_replaces_geogpts_layout_never_the_users(headless, demo_project, home):
@@ -143,7 +143,7 @@ def test_a_png_has_the_pages_pixels_at_the_dpi(headless, home):
 def test_headless_the_map_shows_the_projects_saved_view(headless, demo_project, home):
     saved = QgsRectangle(561000, 6201000, 563000, 6202000)
     demo_project.viewSettings().setDefaultViewExtent(QgsReferencedRectangle(saved, demo_project.crs()))
-    result = approved(headless, "view.pdf", "View")
+    result = approved(headless, "view.pdf", "View").text
     shown = item(layout(demo_project, "View"), "map", QgsLayoutItemMap).extent()
     assert shown.contains(saved)
     assert shown.center().x() == pytest.approx(saved.center().x()) and shown.center().y() == pytest.approx(
@@ -168,7 +168,7 @@ def test_a_canvas_png_headless_is_the_views_shape_at_the_dpi(headless, demo_proj
     assert image.width() == HEADLESS_WIDTH_PX * 2
     assert image.height() > 100
     assert demo_project.layoutManager().layouts() == []  # no layout for a plain image
-    assert "pixels" in result and result.artifact.files == (str((home / "plain.png").resolve()),)
+    assert "pixels" in result.text and result.artifact.files == (str((home / "plain.png").resolve()),)
     # Something was drawn: not one colour.
     colours = {image.pixel(x, y) for x in range(0, image.width(), 37) for y in range(0, image.height(), 37)}
     assert len(colours) > 5

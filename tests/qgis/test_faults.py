@@ -348,8 +348,11 @@ def test_qgis_killed_during_a_tool_step_keeps_the_finished_steps(model_server, t
         opened = result_of(worker.open_conversation(thread_id))
         with sqlite3.connect(store) as db:
             assert db.execute("SELECT status, error FROM geogpt_runs").fetchall() == [
-                ("stopped", "QGIS closed before this run ended (it was closed, killed or crashed); "
-                 "the steps that had finished are kept.")
+                (
+                    "stopped",
+                    "QGIS closed before this run ended (it was closed, killed or crashed); "
+                    "the steps that had finished are kept.",
+                )
             ]
         assert "**stopped** ■" in result_of(worker.run_log())
         assert [(e.kind, e.name) for e in opened.entries][:2] == [("user", ""), ("tool", "describe_layer")]
@@ -413,7 +416,7 @@ def test_postgresql_restarted_mid_query_gives_a_clear_error_and_the_next_call_wo
         message = str(error.value)
         assert f"the connection to {name!r} was lost" in message and "try again" in message
         assert time.monotonic() - started < 5  # told at once, not after the query's time
-        text = call_in_thread(tools.run_sql, "SELECT 41 + 1 AS answer", name, timeout=30)
+        text = call_in_thread(tools.run_sql, "SELECT 41 + 1 AS answer", name, timeout=30).text
         assert "42" in text
 
 

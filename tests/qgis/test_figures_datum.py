@@ -50,7 +50,7 @@ def test_monte_mario_to_wgs84_is_kept_and_right(tool_ctx, demo_project):
     tools = ProcessingTools(tool_ctx)
     text = call_in_thread(
         tools.run_algorithm, "native:reprojectlayer", {"INPUT": "rome_mm", "TARGET_CRS": "EPSG:4326"}, "rome_wgs84"
-    )
+    ).text
     assert "fault" not in text and "withheld" not in text, text
     best = Transformer.from_crs("EPSG:4806", "EPSG:4326", always_xy=True, allow_ballpark=False)
     ballpark = Transformer.from_crs("EPSG:4806", "EPSG:4326", always_xy=True)
@@ -67,7 +67,7 @@ def test_no_datum_shift_twin_is_kept_without_notes(tool_ctx, demo_project):
     tools = ProcessingTools(tool_ctx)
     text = call_in_thread(
         tools.run_algorithm, "native:reprojectlayer", {"INPUT": "berlin_utm", "TARGET_CRS": "EPSG:4326"}, "berlin_ll"
-    )
+    ).text
     assert "Note:" not in text, text
     expected = Transformer.from_crs("EPSG:25833", "EPSG:4326", always_xy=True)
     for n, point in moved(only_layer(demo_project, "berlin_ll")).items():

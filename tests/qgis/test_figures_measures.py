@@ -70,7 +70,7 @@ def calculate(ctx: ToolContext, layer: str, formula: str, out: str) -> tuple[str
         out,
     )
     result = ctx.project.mapLayersByName(out)[0]
-    return text, next(result.getFeatures())["a"], text.artifact
+    return text.text, next(result.getFeatures())["a"], text.artifact
 
 
 # -- linear units: US survey feet ----------------------------------------------------------
@@ -118,8 +118,8 @@ def test_a_filter_in_a_bare_project_measures_on_the_ellipsoid(bare):
     bare.project.addMapLayer(polygon_layer("EPSG:4326", DEGREES_SQUARE, "zone"))
     expected = geod_area(DEGREES_SQUARE, "EPSG:4326", "WGS84", "EPSG:4326")
     tools = ProjectTools(bare)
-    below = call_in_thread(tools.read_features, "zone", None, f"$area < {expected * 1.001}")
-    above = call_in_thread(tools.read_features, "zone", None, f"$area > {expected * 0.999}")
+    below = call_in_thread(tools.read_features, "zone", None, f"$area < {expected * 1.001}").text
+    above = call_in_thread(tools.read_features, "zone", None, f"$area > {expected * 0.999}").text
     assert "All 1 " in below and "All 1 " in above, (below, above)
 
 
@@ -128,7 +128,7 @@ def test_read_features_and_statistics_carry_the_unit_written(bare):
     bare.project.addMapLayer(polygon_layer("EPSG:4326", DEGREES_SQUARE, "zone"))
     _, value, _ = calculate(bare, "zone", "$area", "zone_area")
     read = call_in_thread(ProjectTools(bare).read_features, "zone_area", ["a"])
-    assert "a (m², ellipsoidal on WGS 84)" in read, read
+    assert "a (m², ellipsoidal on WGS 84)" in read.text, read.text
     assert read.artifact.figures[0].unit == "m²"
     stats = call_in_thread(
         ProcessingTools(bare).run_algorithm,
@@ -136,10 +136,10 @@ def test_read_features_and_statistics_carry_the_unit_written(bare):
         {"INPUT_LAYER": "zone_area", "FIELD_NAME": "a"},
         "zone_stats",
     )
-    assert "m² (ellipsoidal on WGS 84)" in stats, stats
+    assert "m² (ellipsoidal on WGS 84)" in stats.text, stats.text
     (total,) = [f for f in stats.artifact.figures if f.what.startswith("SUM")]
     assert total.value == pytest.approx(value) and total.unit == "m²"
-    described = call_in_thread(ProjectTools(bare).describe_layer, "zone_area")
+    described = call_in_thread(ProjectTools(bare).describe_layer, "zone_area").text
     assert "- a (Real, m², ellipsoidal on WGS 84): " in described, described
 
 
@@ -150,10 +150,10 @@ def test_an_expression_field_in_a_bare_project_says_how_qgis_measured_it(bare):
     real = QgsField(QgsVectorLayer("None?field=x:double", "types", "memory").fields()[0])  # a Real, Qt 5 and 6
     real.setName("area_m2")
     layer.addExpressionField("$area", real)
-    read = call_in_thread(ProjectTools(bare).read_features, "zone", ["area_m2"])
+    read = call_in_thread(ProjectTools(bare).read_features, "zone", ["area_m2"]).text
     assert "area_m2 (m², planar in EPSG:4326 (the project has no ellipsoid))" in read, read
     assert "not a true measure" in read
-    described = call_in_thread(ProjectTools(bare).describe_layer, "zone")
+    described = call_in_thread(ProjectTools(bare).describe_layer, "zone").text
     assert "Note: field 'area_m2'" in described and "not a true measure" in described, described
 
 
@@ -177,8 +177,8 @@ def test_an_aggregate_of_areas_says_its_unit_and_a_count_does_not(bare):
         {"INPUT": "zone", "GROUP_BY": "NULL", "AGGREGATES": aggregates},
         "zone_total",
     )
-    assert [f.what for f in text.artifact.figures] == ["AGGREGATES 'total': $area"], text
-    read = call_in_thread(ProjectTools(bare).read_features, "zone_total", ["total", "n"])
+    assert [f.what for f in text.artifact.figures] == ["AGGREGATES 'total': $area"], text.text
+    read = call_in_thread(ProjectTools(bare).read_features, "zone_total", ["total", "n"]).text
     assert "| total (m², ellipsoidal on WGS 84) | n |" in read, read
     total = float(read.splitlines()[3].strip("|").split("|")[0])
     assert total == pytest.approx(geod_area(DEGREES_SQUARE, "EPSG:4326", "WGS84", "EPSG:4326"), abs=0.001)
@@ -192,7 +192,9 @@ def test_a_value_derived_from_an_area_is_not_labelled_as_one(bare):
     expected = 500 / (geod_area(DEGREES_SQUARE, "EPSG:4326", "WGS84", "EPSG:4326") / 1e6)
     assert value == pytest.approx(expected, rel=1e-5)
     assert "$area: m², ellipsoidal on WGS 84" in text  # what it used, and how that was measured
-    read = call_in_thread(ProjectTools(bare).read_features, "zone_density", ["a"])
+    read = call_in_thread(ProjectTools(bare).read_features, "zone_density", ["a"]).text
     assert "| a |" in read and "m²" not in read, read
     calculate(bare, "zone", "round($area, 1)", "zone_rounded")  # still an area: labelled
-    assert "a (m², ellipsoidal on WGS 84)" in call_in_thread(ProjectTools(bare).read_features, "zone_rounded", ["a"])
+    assert (
+        "a (m², ellipsoidal on WGS 84)" in call_in_thread(ProjectTools(bare).read_features, "zone_rounded", ["a"]).text
+    )

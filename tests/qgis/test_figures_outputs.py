@@ -48,14 +48,14 @@ def test_the_class_table_is_made_and_named_as_asked(tool_ctx, demo_project, tmp_
         {"INPUT": "steep_cells", "BAND": 1, **asked},
         "steep_report",
     )
-    assert [a.name for a in text.artifact.added] == ["steep_report"], text
+    assert [a.name for a in text.artifact.added] == ["steep_report"], text.text
     (table,) = demo_project.mapLayersByName("steep_report")
     rows = {int(f["value"]): f for f in table.getFeatures()}
     values, counts = np.unique(data, return_counts=True)
     assert sorted(rows) == values.tolist()
     for value, count in zip(values.tolist(), counts.tolist(), strict=True):
         assert rows[value]["count"] == count
-    read = call_in_thread(ProjectTools(tool_ctx).read_features, "steep_report")
+    read = call_in_thread(ProjectTools(tool_ctx).read_features, "steep_report").text
     assert "All 3 of 3 features" in read, read
 
 
@@ -67,4 +67,4 @@ def test_an_algorithm_with_a_default_layer_keeps_its_optional_extras_off(tool_ct
         {"INPUT": "schools", "EXPRESSION": "true"},
         "all_schools",
     )
-    assert [a.name for a in text.artifact.added] == ["all_schools"], text
+    assert [a.name for a in text.artifact.added] == ["all_schools"], text.text

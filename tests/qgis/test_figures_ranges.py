@@ -68,7 +68,7 @@ def test_a_most_common_minimum_is_in_the_range(pg):
     tools, connection = pg
     low, high = true_range("schools", "pupils")
     assert low == 90 and histogram("schools", "pupils")[0] != "90"  # the trap: the histogram leaves 90 out
-    text = call_in_thread(tools.describe_table, ["geogpt_ranges.schools"], connection)
+    text = call_in_thread(tools.describe_table, ["geogpt_ranges.schools"], connection).text
     assert f"- pupils: integer: from 90 to {high};" in text, text
     budget_low, budget_high = true_range("schools", "budget")
     assert f"from {float(budget_low):g} to {float(budget_high):g};" in text  # numerics as plain decimals
@@ -78,7 +78,7 @@ def test_a_most_common_minimum_is_in_the_range(pg):
 def test_a_range_too_costly_to_read_is_marked_approximate(pg, monkeypatch):
     tools, connection = pg
     monkeypatch.setattr(ranges, "RANGE_TIMEOUT_MS", 1)  # any scan of 600,000 rows takes longer
-    text = call_in_thread(tools.describe_table, ["geogpt_ranges.big", "geogpt_ranges.schools"], connection)
+    text = call_in_thread(tools.describe_table, ["geogpt_ranges.big", "geogpt_ranges.schools"], connection).text
     bounds = histogram("big", "v")
     assert f"from {bounds[0]} to {bounds[-1]} (approximate, from the database's statistics" in text, text
     low, high = true_range("schools", "pupils")  # the session went on after the timed-out scan:
@@ -89,7 +89,7 @@ def test_a_computed_numeric_reads_plainly_and_still_filters(pg):
     """avg() of integers is 466.6666666666666667: rounded to 15 digits, said, and round() finds it again."""
     tools, connection = pg
     values = "(VALUES (100), (200), (1100)) AS t(x)"
-    text = str(call_in_thread(tools.run_sql, f"SELECT avg(x) AS mean, sum(x) AS total FROM {values}", connection))
+    text = str(call_in_thread(tools.run_sql, f"SELECT avg(x) AS mean, sum(x) AS total FROM {values}", connection).text)
     assert "| 466.666666666667 | 1400 |" in text, text
     assert "Note: numeric values of 'mean' with more than 15 significant digits are rounded to 15" in text
     with connect() as conn, conn.cursor() as cursor:
@@ -116,11 +116,11 @@ def test_sql_measure_columns_say_their_unit_and_method(tool_ctx, sql, unit, meth
         text = call_in_thread(PostgisTools(tool_ctx).run_sql, sql + " ORDER BY name LIMIT 1", name)
     (figure,) = text.artifact.figures
     assert figure.unit == unit and figure.method.startswith(method), figure
-    assert f"column 'a' (st_area): {figure.basis}" in text, text
+    assert f"column 'a' (st_area): {figure.basis}" in text.text, text.text
     with connect() as conn, conn.cursor() as cursor:
         cursor.execute("SELECT ST_AsBinary(geom) FROM districts ORDER BY name LIMIT 1")
         district = wkb.loads(bytes(cursor.fetchone()[0]))
-    shown = float(text.split("\n")[3].strip("|").split("|")[1])
+    shown = float(text.text.split("\n")[3].strip("|").split("|")[1])
     if unit == "m²" and method.startswith("planar"):
         assert shown == pytest.approx(district.area, rel=1e-9)
     elif unit == "m²":

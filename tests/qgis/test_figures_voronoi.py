@@ -51,6 +51,8 @@ def test_two_points_get_a_way_forward_that_answers(tool_ctx, demo_project):
 
 def test_three_points_make_three_cells_without_a_hint(tool_ctx, demo_project):
     demo_project.addMapLayer(points([*SITES, (560300.0, 6201000.0)], "three"))
-    text = call_in_thread(ProcessingTools(tool_ctx).run_algorithm, "qgis:voronoipolygons", {"INPUT": "three"}, "cells")
+    text = call_in_thread(
+        ProcessingTools(tool_ctx).run_algorithm, "qgis:voronoipolygons", {"INPUT": "three"}, "cells"
+    ).text
     assert "Way forward" not in text
     assert demo_project.mapLayersByName("cells")[0].featureCount() == 3

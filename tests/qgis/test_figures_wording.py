@@ -13,13 +13,13 @@ def test_one_feature_is_singular_in_results_and_reads(tool_ctx, demo_project):
         "native:extractbyexpression",
         {"INPUT": "schools", "EXPRESSION": "$id = 1"},
         "one_school",
-    )
+    ).text
     assert ": Point, 1 feature, EPSG:25832" in text, text
-    read = call_in_thread(ProjectTools(tool_ctx).read_features, "one_school", ["name"])
+    read = call_in_thread(ProjectTools(tool_ctx).read_features, "one_school", ["name"]).text
     assert read.startswith("All 1 of 1 feature of 'one_school':"), read
-    described = call_in_thread(ProjectTools(tool_ctx).describe_layer, "one_school")
+    described = call_in_thread(ProjectTools(tool_ctx).describe_layer, "one_school").text
     assert "Point, 1 feature, visible" in described and "values from all 1 feature)" in described, described
-    twin = call_in_thread(ProjectTools(tool_ctx).read_features, "schools", ["name"], "", 2)
+    twin = call_in_thread(ProjectTools(tool_ctx).read_features, "schools", ["name"], "", 2).text
     assert twin.startswith("First 2 features of 'schools'"), twin
 
 

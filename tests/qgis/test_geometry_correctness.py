@@ -49,7 +49,7 @@ def gpkg(demo_project) -> Path:
 
 
 def run(tools: ProcessingTools, algorithm: str, parameters: dict, output_name: str = "") -> str:
-    return call_in_thread(tools.run_algorithm, algorithm, parameters, output_name)
+    return call_in_thread(tools.run_algorithm, algorithm, parameters, output_name).text
 
 
 def run_approved(tools: ProcessingTools, algorithm: str, parameters: dict, output_name: str = "") -> str:
@@ -58,7 +58,7 @@ def run_approved(tools: ProcessingTools, algorithm: str, parameters: dict, outpu
     def approved() -> str:
         token = current_decision.set(Decision(APPROVE))
         try:
-            return tools.run_algorithm(algorithm, parameters, output_name)
+            return tools.run_algorithm(algorithm, parameters, output_name).text
         finally:
             current_decision.reset(token)
 
@@ -186,7 +186,7 @@ def test_single_sided_buffers_and_enclosing_circles_are_accurate_too(tools, demo
 
 
 def test_describe_algorithm_says_which_default_the_tools_use(tools):
-    text = call_in_thread(tools.find_algorithm, "native:minimumenclosingcircle")
+    text = call_in_thread(tools.find_algorithm, "native:minimumenclosingcircle").text
     assert "- SEGMENTS: integer (>= 8, <= 100000); default 128 here (areas within 0.1% of the exact circle; " in text
     assert "QGIS's own default 72 is 0.13% low" in text
 

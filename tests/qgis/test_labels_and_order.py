@@ -82,11 +82,11 @@ def test_a_field_labels_polygons_centred_inside_with_a_buffer_in_points(label_la
     assert text_format.size() == 12 and text_format.sizeUnit() == POINTS
     assert text_format.buffer().enabled() and text_format.buffer().size() > 0
     assert not settings.scaleVisibility
-    assert result == (
+    assert result.text == (
         "Labelled 'parks' with field 'name' (12 pt, white buffer, centred inside each polygon). "
         'text="undo" restores the previous labels.'
     )
-    assert result.artifact.layers == ("parks",)
+    assert result.artifact.layer_names == ("parks",)
 
 
 def test_points_and_lines_get_their_own_placement_and_case_is_forgiven(label_layer, demo_project):
@@ -101,7 +101,7 @@ def test_points_and_lines_get_their_own_placement_and_case_is_forgiven(label_lay
 
 def test_an_expression_labels_and_scale_limit_is_reported(label_layer, demo_project):
     expression = "\"name\" || ' (' || \"pupils\" || ')'"
-    result = label_layer("schools", expression, max_scale=10000)
+    result = label_layer("schools", expression, max_scale=10000).text
     settings = settings_of(demo_project, "schools")
     assert settings.isExpression and settings.fieldName == expression
     assert "shown at scales larger than 1:10,000" in result
@@ -109,9 +109,9 @@ def test_an_expression_labels_and_scale_limit_is_reported(label_layer, demo_proj
 
 def test_off_removes_the_labels(label_layer, demo_project):
     label_layer("parks", "name")
-    assert label_layer("parks", "off") == "Removed the labels of 'parks'."
+    assert label_layer("parks", "off").text == "Removed the labels of 'parks'."
     assert not layer(demo_project, "parks").labelsEnabled()
-    assert label_layer("parks", "off") == "'parks' had no labels."
+    assert label_layer("parks", "off").text == "'parks' had no labels."
 
 
 def test_undo_restores_the_labels_each_call_replaced_in_turn(label_layer, demo_project):
@@ -121,11 +121,11 @@ def test_undo_restores_the_labels_each_call_replaced_in_turn(label_layer, demo_p
     label_layer("parks", "name", size=9)
     label_layer("parks", "area_ha", size=14)
     label_layer("parks", "off")
-    assert label_layer("parks", "undo") == "Restored the previous labels of 'parks' with 'area_ha'."
+    assert label_layer("parks", "undo").text == "Restored the previous labels of 'parks' with 'area_ha'."
     assert parks.labelsEnabled() and settings_of(demo_project, "parks").format().size() == 14
-    assert label_layer("parks", "UNDO") == "Restored the previous labels of 'parks' with 'name'."
+    assert label_layer("parks", "UNDO").text == "Restored the previous labels of 'parks' with 'name'."
     assert settings_of(demo_project, "parks").format().size() == 9
-    assert label_layer("parks", "undo") == "Restored the previous labels of 'parks': none shown."
+    assert label_layer("parks", "undo").text == "Restored the previous labels of 'parks': none shown."
     assert not parks.labelsEnabled()
     with pytest.raises(ToolError, match="no earlier labels"):
         label_layer("parks", "undo")
@@ -179,11 +179,11 @@ def test_top_bottom_above_and_below_move_the_layer_in_the_tree(project_tools, de
     root.findLayer(layer(demo_project, "rivers").id()).setItemVisibilityChecked(False)
     assert names(demo_project) == LAYERS_TOP_DOWN
 
-    assert project_tools.set_layer("rivers", move="above:landuse") == "Moved 'rivers' above 'landuse'."
+    assert project_tools.set_layer("rivers", move="above:landuse").text == "Moved 'rivers' above 'landuse'."
     assert names(demo_project) == moved(LAYERS_TOP_DOWN, "rivers", 5)
     project_tools.set_layer("rivers", move="top")
     assert names(demo_project) == moved(LAYERS_TOP_DOWN, "rivers", 0)
-    assert project_tools.set_layer("rivers", move="bottom") == "Moved 'rivers' to the bottom of the layer tree."
+    assert project_tools.set_layer("rivers", move="bottom").text == "Moved 'rivers' to the bottom of the layer tree."
     assert names(demo_project) == moved(LAYERS_TOP_DOWN, "rivers", 8)
     project_tools.set_layer("rivers", move="Below  schools")  # the words, not only the colon form
     assert names(demo_project) == moved(LAYERS_TOP_DOWN, "rivers", 1)
@@ -199,7 +199,7 @@ def test_top_bottom_above_and_below_move_the_layer_in_the_tree(project_tools, de
 def test_a_new_group_is_created_where_the_layer_was_and_an_existing_group_takes_more(project_tools, demo_project):
     root = demo_project.layerTreeRoot()
     root.findLayer(layer(demo_project, "hospitals").id()).setExpanded(False)
-    result = project_tools.set_layer("schools", group="Services")
+    result = project_tools.set_layer("schools", group="Services").text
     assert result == "Created group 'Services'. Moved 'schools' into group 'Services'."
     assert names(demo_project) == [("Services", ["schools"]), *LAYERS_TOP_DOWN[1:]]
     project_tools.set_layer("hospitals", group="services")  # the existing group, whatever its case
@@ -213,7 +213,7 @@ def test_a_new_group_is_created_where_the_layer_was_and_an_existing_group_takes_
     assert names(demo_project)[:2] == ["landuse", ("Services", ["hospitals", "schools", "roads"])]
     project_tools.set_layer("rivers", move="below:hospitals")  # next to a layer inside a group
     assert names(demo_project)[1] == ("Services", ["hospitals", "rivers", "schools", "roads"])
-    assert project_tools.set_layer("rivers", move="top") == "Moved 'rivers' to the top of the layer tree."
+    assert project_tools.set_layer("rivers", move="top").text == "Moved 'rivers' to the top of the layer tree."
     assert names(demo_project)[0] == "rivers"
 
 

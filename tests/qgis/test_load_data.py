@@ -17,6 +17,7 @@ import pytest
 from qgis.core import QgsProject, QgsRasterLayer, QgsVectorLayer, QgsWkbTypes
 from qgis.PyQt.QtCore import QTimer
 
+from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.maps.family import MapTools
@@ -39,7 +40,7 @@ def loader(tool_ctx, tmp_path) -> DataLoading:
     return made
 
 
-def load(loader: DataLoading, source: str, **kwargs: str) -> str:
+def load(loader: DataLoading, source: str, **kwargs: str) -> ToolResult:
     return call_in_thread(loader.load_data, source, **kwargs)
 
 
@@ -128,7 +129,7 @@ def test_every_vector_format_loads_linked_to_its_file(loader, tmp_path, key):
         for name, x, y in POINTS:
             assert got[name] == pytest.approx((x, y), abs=1e-6)
     geometry = "Point" if key != "kml" else QgsWkbTypes.displayString(layer.wkbType())  # LIBKML may say PointZ
-    assert f"Loaded 'wells {key}' ({geometry}, 3 features, {layer.crs().authid()})" in text
+    assert f"Loaded 'wells {key}' ({geometry}, 3 features, {layer.crs().authid()})" in text.text
     assert text.artifact.added[0].name == f"wells {key}" and text.artifact.added[0].layer_id == layer.id()
 
 
@@ -137,7 +138,7 @@ def test_a_geopackage_with_several_layers_needs_the_layer_named(loader, tmp_path
     message = refused(loader, str(paths["gpkg"]), "has 2 layers; pass layer")
     assert "wells (Point, 3)" in message and "well_zones (" in message
     assert "did you mean 'well_zones'" in refused(loader, str(paths["gpkg"]), "no layer 'wel_zones'", layer="wel_zones")
-    text = load(loader, str(paths["gpkg"]), layer="well_zones")
+    text = load(loader, str(paths["gpkg"]), layer="well_zones").text
     zones = layer_named("well_zones")
     assert (
         zones.featureCount() == 3
@@ -150,7 +151,7 @@ def test_a_geopackage_with_several_layers_needs_the_layer_named(loader, tmp_path
 
 
 def test_a_geotiff_loads_as_a_raster_relative_to_the_project_folder(loader, demo_project):
-    text = load(loader, "elvbury_dem.tif", name="dem again", crs="EPSG:4326")
+    text = load(loader, "elvbury_dem.tif", name="dem again", crs="EPSG:4326").text
     layer = layer_named("dem again")
     assert isinstance(layer, QgsRasterLayer) and layer.providerType() == "gdal"
     assert Path(layer.source()) == Path(demo_project.homePath()) / "elvbury_dem.tif"
@@ -169,7 +170,7 @@ def test_the_demo_sensors_csv_loads_as_lon_lat_points_and_says_how_it_read_them(
     path = Path(demo_project.homePath()) / "sensors.csv"
     expected = sensors(path)
     assert 20 <= len(expected) <= 40
-    text = load(loader, str(path))
+    text = load(loader, str(path)).text
     layer = layer_named("sensors")
     assert layer.providerType() == "delimitedtext" and layer.crs().authid() == "EPSG:4326"
     assert layer.featureCount() == len(expected)
@@ -202,7 +203,7 @@ def test_projected_xy_columns_get_the_project_crs_by_a_stated_guess(loader, demo
         writer = csv.writer(handle)
         writer.writerow(["name", "Easting", "Northing"])
         writer.writerows([key, f"{x:.3f}", f"{y:.3f}"] for key, (x, y) in expected.items())
-    text = load(loader, str(path), name="utm sensors")
+    text = load(loader, str(path), name="utm sensors").text
     layer = layer_named("utm sensors")
     assert layer.crs().authid() == "EPSG:25832" and layer.featureCount() == len(expected)
     got = xy(layer)
@@ -215,7 +216,7 @@ def test_projected_xy_columns_get_the_project_crs_by_a_stated_guess(loader, demo
 def test_projected_values_away_from_the_layers_but_in_the_crs_area_of_use_get_the_project_crs(loader, tmp_path):
     path = tmp_path / "far_sites.csv"
     path.write_text("site,x,y\nfjord,500000,6600000\nisland,510000,6650000\n", encoding="utf-8")  # UTM 32N, not town
-    text = load(loader, str(path))
+    text = load(loader, str(path)).text
     assert "guessed the project's CRS EPSG:25832: the values lie in its area of use" in text
     assert layer_named("far_sites").crs().authid() == "EPSG:25832"
 
@@ -223,7 +224,7 @@ def test_projected_values_away_from_the_layers_but_in_the_crs_area_of_use_get_th
 def test_a_crs_given_is_used_and_a_wrong_one_changes_nothing(loader, tmp_path):
     path = tmp_path / "points.csv"
     path.write_text("name,x,y\n" + "".join(f"{n},{x},{y}\n" for n, x, y in POINTS), encoding="utf-8")
-    text = load(loader, str(path), crs="EPSG:25832")
+    text = load(loader, str(path), crs="EPSG:25832").text
     assert "CRS: EPSG:25832, as given." in text and layer_named("points").crs().authid() == "EPSG:25832"
     refused(loader, str(path), "EPSG:4326", crs="EPSG:4326", name="wrong")  # metres read as degrees
     refused(loader, str(path), "not a CRS QGIS knows", crs="EPSG:99999999")
@@ -237,7 +238,7 @@ def test_a_wkt_column_and_semicolons_are_found(loader, tmp_path):
     ]
     path.write_text("zone;shape_wkt\n" + "".join(f"{z};{w}\n" for z, w in rows), encoding="utf-8")
     # "shape_wkt" is no known name: the column is found by its values.
-    text = load(loader, str(path))
+    text = load(loader, str(path)).text
     layer = layer_named("zones")
     assert (
         layer.featureCount() == 2
@@ -251,7 +252,7 @@ def test_a_wkt_column_and_semicolons_are_found(loader, tmp_path):
 def test_a_tsv_with_decimal_commas_loads(loader, tmp_path):
     path = tmp_path / "gauges.tsv"
     path.write_text("id\tlon\tlat\n1\t10,0125\t55,9512\n2\t10,0450\t55,9711\n", encoding="utf-8")
-    text = load(loader, str(path))
+    text = load(loader, str(path)).text
     layer = layer_named("gauges")
     got = {f["id"]: (f.geometry().asPoint().x(), f.geometry().asPoint().y()) for f in layer.getFeatures()}
     assert got == {1: pytest.approx((10.0125, 55.9512)), 2: pytest.approx((10.045, 55.9711))}
@@ -336,7 +337,7 @@ def test_remote_geojson_through_vsicurl_and_a_plain_url(loader, served):
     load(loader, f"/vsicurl/{url}/wells.geojson", name="remote wells")
     layer = layer_named("remote wells")
     assert layer.source().startswith(f"/vsicurl/{url}/wells.geojson") and layer.featureCount() == 3
-    text = load(loader, f"{url}/wells.fgb")
+    text = load(loader, f"{url}/wells.fgb").text
     assert layer_named("wells").source().startswith(f"/vsicurl/{url}/wells.fgb")
     assert "Loaded 'wells' (Point, 3 features, EPSG:25832)" in text
 
@@ -348,7 +349,7 @@ def test_a_wms_layer_is_chosen_by_name_or_title(loader, served):
     message = refused(loader, capabilities, "has 2 layers; pass layer")
     assert "parks (Town parks)" in message and "roads (Road network)" in message
     assert "did you mean 'parks'" in refused(loader, capabilities, "no layer 'parsk'", layer="parsk")
-    text = load(loader, capabilities, layer="Road network")
+    text = load(loader, capabilities, layer="Road network").text
     layer = layer_named("Road network")
     assert isinstance(layer, QgsRasterLayer) and layer.providerType() == "wms"
     source = layer.source()
@@ -373,7 +374,7 @@ def test_a_wmts_layer_loads_in_its_tile_matrix_set(loader, served):
     url, _ = served
     capabilities = f"{url}/wmts/1.0.0/WMTSCapabilities.xml"
     loader.notice_user_text(capabilities)
-    text = load(loader, capabilities)
+    text = load(loader, capabilities).text
     layer = layer_named("Shaded relief")
     source = layer.source()
     assert layer.providerType() == "wms" and "tileMatrixSet=WebMercatorQuad" in source and "layers=relief" in source
@@ -398,7 +399,7 @@ def test_an_xyz_template_is_checked_by_its_first_tile(loader, tmp_path):
             f"{url}/none/{{z}}/{{x}}/{{-y}}.png",
         ]
         loader.notice_user_text(" ".join([*templates, dead]))
-        text = load(loader, templates[0], name="tiles")
+        text = load(loader, templates[0], name="tiles").text
         layer = layer_named("tiles")
         assert layer.providerType() == "wms" and "type=xyz" in layer.source()
         assert "XYZ tiles (the first tile answered with an image)" in text
@@ -429,8 +430,8 @@ def test_an_ogc_api_collection_url_becomes_a_copy_of_its_features(loader, ogc_se
     assert layer.providerType() == "ogr" and ".gpkg" in layer.source()  # the project's results GeoPackage
     assert layer.featureCount() == len(served) > 0
     assert text.artifact.collections == ("hospitals (" + ogc_server.url.split("//")[1] + ")",)
-    assert "a copy of the server's features" in text and "All of the collection's features" in text
-    assert "query_ogc_collection" in text
+    assert "a copy of the server's features" in text.text and "All of the collection's features" in text.text
+    assert "query_ogc_collection" in text.text
     assert "schools" in refused(loader, ogc_server.url, "collections; pass layer")
     assert "did you mean 'schools'" in refused(loader, ogc_server.url, "no collection", layer="school")
 
@@ -449,11 +450,11 @@ def test_a_saved_connections_table_loads_as_a_postgis_layer(loader):
         assert added.providerType() == "postgres" and added.featureCount() == expected
         assert "dbname='geogpt_demo'" in added.source() and 'table="public"."schools" (geom)' in added.source()
         assert added.crs().authid() == "EPSG:25832"
-        assert text.artifact.tables == ("public.schools (maps load db)",)
+        assert text.artifact.table_labels == ("public.schools (maps load db)",)
         assert "did you mean 'public.schools'" in refused(loader, "maps load db.public.schols", "no table")
         load(loader, "maps load db.rivers", name="pg rivers")  # no schema: public
         assert layer_named("pg rivers").featureCount() > 0
-        assert "Loaded 'schools_2' (Point, EPSG:25832) from public.schools (maps load db)." in text
+        assert "Loaded 'schools_2' (Point, EPSG:25832) from public.schools (maps load db)." in text.text
     with saved_connection("elvbury"):  # a file of the project's folder wins over the connection "elvbury"
         load(loader, "elvbury.gpkg", layer="parks", name="park file")
         assert layer_named("park file").providerType() == "ogr"
@@ -504,7 +505,7 @@ def write_raster_gpkg(path: Path, tables: list[str]) -> None:
 def test_a_geopackage_of_one_raster_loads_it(loader, tmp_path):
     path = tmp_path / "heights.gpkg"
     write_raster_gpkg(path, ["heights"])
-    text = load(loader, str(path))
+    text = load(loader, str(path)).text
     layer = layer_named("heights")
     assert isinstance(layer, QgsRasterLayer) and layer.providerType() == "gdal"
     assert (layer.width(), layer.height(), layer.crs().authid()) == (40, 30, "EPSG:25832")

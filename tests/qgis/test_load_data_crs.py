@@ -30,7 +30,7 @@ def test_a_file_in_another_crs_transforms_like_pyproj_after_loading(tool_ctx, de
     del written  # closed: on disk
     loader = DataLoading(tool_ctx)
     loader.notice_user_text(f"my copy is in {tmp_path}/")
-    text = call_in_thread(loader.load_data, str(copy), "", "", f"schools_{epsg}")
+    text = call_in_thread(loader.load_data, str(copy), "", "", f"schools_{epsg}").text
     assert f"EPSG:{epsg}" in str(text)
     (layer,) = demo_project.mapLayersByName(f"schools_{epsg}")
     for _ in range(5):

@@ -82,7 +82,7 @@ def test_a_slow_oapif_collection_is_fetched_on_the_worker_while_the_main_thread_
     first = served_features[0]
     point = by_name[first["properties"]["name"]]
     assert (point.x(), point.y()) == pytest.approx(tuple(first["geometry"]["coordinates"]))
-    assert "3 features" in text and "a copy of the server's features" in text
+    assert "3 features" in text.text and "a copy of the server's features" in text.text
     assert gap < 0.5, (gap, took)
 
 
@@ -107,7 +107,7 @@ def test_a_remote_csv_with_lon_lat_columns_loads_as_points_in_the_guessed_crs(lo
     got = {f["name"]: (f.geometry().asPoint().x(), f.geometry().asPoint().y()) for f in layer.getFeatures()}
     assert layer.geometryType() == QgsWkbTypes.GeometryType.PointGeometry and len(got) == len(expected) == 40
     assert all(got[k] == pytest.approx(v) for k, v in expected.items())
-    assert layer.crs().authid() == "EPSG:4326" and "guessed EPSG:4326" in text and "X='lon', Y='lat'" in text
+    assert layer.crs().authid() == "EPSG:4326" and "guessed EPSG:4326" in text.text and "X='lon', Y='lat'" in text.text
     table = call_in_thread(loader.load_data, f"{served}/plain.csv")  # no coordinates: a table, as before
     plain = QgsProject.instance().mapLayer(table.artifact.added[0].layer_id)
     assert not plain.isSpatial() and plain.featureCount() == 2

@@ -57,7 +57,7 @@ def test_tools_resources_and_answers_are_the_dock_agents(project_file, tmp_path,
     schemas = {s["function"]["name"]: s["function"] for s in toolkit.bounded_schemas}
     tool_ctx.project.clear()
     assert tool_ctx.project.read(str(project_file))
-    expected_layers = ProjectTools(tool_ctx).describe_layer()
+    expected_layers = ProjectTools(tool_ctx).describe_layer().text
     layer_count = len(tool_ctx.project.mapLayers())
 
     async def talk():
@@ -88,7 +88,8 @@ def test_tools_resources_and_answers_are_the_dock_agents(project_file, tmp_path,
     assert not layers.is_error and texts(layers) == expected_layers
     assert not old_name.is_error and texts(old_name) == expected_layers
     assert not described.is_error and "Fields (" in texts(described) and "schools" in texts(described)
-    assert described.meta["geogpt/artifact"]["layers"] == ["schools"]
+    (read,) = described.meta["geogpt/artifact"]["layers"]  # with its id: the layer itself, whatever its name
+    assert read["name"] == "schools" and read["layer_id"].startswith("schools")
     for result, call in ((bad_type, ("describe_layer", {"layer": 5})), (missing, ("read_features", {}))):
         assert result.is_error
         assert texts(result) == toolkit.check_arguments(*call).text

@@ -33,7 +33,7 @@ def wells(crs: str) -> QgsVectorLayer:
 @pytest.mark.parametrize(("crs", "noted"), [("", True), ("EPSG:25832", False)], ids=["no-crs", "twin"])
 def test_a_layer_without_crs_is_named_on_describe_and_before_a_run(tool_ctx, demo_project, crs, noted):
     demo_project.addMapLayer(wells(crs))
-    described = str(call_in_thread(ProjectTools(tool_ctx).describe_layer, "wells"))
+    described = str(call_in_thread(ProjectTools(tool_ctx).describe_layer, "wells").text)
     assert (NOTE in described) is noted, described
     ran = str(
         call_in_thread(
@@ -41,7 +41,7 @@ def test_a_layer_without_crs_is_named_on_describe_and_before_a_run(tool_ctx, dem
             "native:countpointsinpolygon",
             {"POLYGONS": "districts", "POINTS": "wells"},
             "counted",
-        )
+        ).text
     )
     assert (NOTE in ran) is noted, ran
     if noted:

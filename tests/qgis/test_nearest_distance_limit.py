@@ -50,11 +50,13 @@ def test_the_probe_agrees_with_a_measured_join(demo_project):
 
 def test_run_algorithm_warns_exactly_when_this_qgis_ignores_the_limit(tool_ctx, demo_project):
     affected = _affected(demo_project)
-    text = call_in_thread(ProcessingTools(tool_ctx).run_algorithm, "native:joinbynearest", JOIN, "schools_served")
+    text = call_in_thread(ProcessingTools(tool_ctx).run_algorithm, "native:joinbynearest", JOIN, "schools_served").text
     assert "native:joinbynearest finished." in text
     assert ("ignores MAX_DISTANCE" in text) == affected, text
     plain = {key: value for key, value in JOIN.items() if key not in ("MAX_DISTANCE", "DISCARD_NONMATCHING")}
-    text = call_in_thread(ProcessingTools(tool_ctx).run_algorithm, "native:joinbynearest", plain, "schools_nearest")
+    text = call_in_thread(
+        ProcessingTools(tool_ctx).run_algorithm, "native:joinbynearest", plain, "schools_nearest"
+    ).text
     assert "ignores" not in text  # no limit asked for: nothing to warn about
 
 
@@ -69,12 +71,12 @@ def test_the_warning_tells_the_model_how_to_filter(tool_ctx, demo_project, monke
     """What an affected QGIS (3.40.6 on Debian trixie) answers: the probe's answer stood in for, the rest real."""
     monkeypatch.setattr(nearest_check, "max_distance_ignored", lambda: True)
     tools = ProcessingTools(tool_ctx)
-    text = call_in_thread(tools.run_algorithm, "native:joinbynearest", JOIN, "schools_served")
+    text = call_in_thread(tools.run_algorithm, "native:joinbynearest", JOIN, "schools_served").text
     assert "ignores MAX_DISTANCE of native:joinbynearest" in text
     assert 'filtering the result on its "distance" field (e.g. select_features with "distance" <= 1000)' in text
     text = call_in_thread(
         tools.run_algorithm, "native:extractbyexpression", {"INPUT": "schools", "EXPRESSION": OVERLAY}, "near"
-    )
+    ).text
     assert "ignores overlay_nearest's max_distance" in text
     selected = call_in_thread(ProjectTools(tool_ctx).select_features, "schools", OVERLAY).text
     assert "Note: This QGIS" in selected and "overlay_nearest('layer', $geometry)[0]) <= d" in selected

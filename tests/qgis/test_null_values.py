@@ -75,14 +75,14 @@ def test_python_value_turns_every_qt_value_into_a_plain_one(value):
 
 def test_the_model_reads_null_as_null_and_dates_as_dates(tool_ctx, nullable):
     tools = ProjectTools(tool_ctx)
-    table = tools.read_features("nullable")
+    table = tools.read_features("nullable").text
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| i ")]
     assert len(rows) == 2, table
     first, second = ([c.strip() for c in row.strip("|").split("|")] for row in rows)
     assert first == ["NULL"] * len(FIELDS)
     assert second[:3] == ["7", "2.5", "Elm"]
     assert second[3:6] == ["2024-01-02", "2024-01-02 03:04:05", "03:04:05"]
-    described = tools.describe_layer("nullable")
+    described = tools.describe_layer("nullable").text
     for text in (table, described):
         assert "QVariant" not in text and "PyQt" not in text and "QDate" not in text and "QByteArray" not in text
     assert "Fields (8; values from all 2 features)" in described, described

@@ -63,7 +63,7 @@ def test_every_value_read_features_shows_selects_exactly_its_rows_when_copied_in
     rng = random.Random(7)
     values = AWKWARD + [rng.uniform(-1e7, 1e7) for _ in range(15)] + [rng.uniform(55.9, 56.0) for _ in range(15)]
     layer = _layer(demo_project, "exact_numbers", "price", values)
-    table = ProjectTools(tool_ctx).read_features("exact_numbers", ["id", "price"], limit=len(values))
+    table = ProjectTools(tool_ctx).read_features("exact_numbers", ["id", "price"], limit=len(values)).text
     cells = _cells(table)
     assert len(cells) == len(values), table
     stored = numpy.array(values)
@@ -111,7 +111,7 @@ def _bin_labels(text: str) -> list[tuple[str, str, int]]:
 )
 def test_histogram_bins_read_apart_and_agree_with_numpy(charts, demo_project, values):
     _layer(demo_project, "binned", "v", values)
-    text = call_in_thread(charts.make_chart, "binned", "histogram", "v")
+    text = call_in_thread(charts.make_chart, "binned", "histogram", "v").text
     bins = _bin_labels(text)
     counts, edges = numpy.histogram(numpy.array(values), bins=len(bins))
     labels = [bins[0][0]] + [hi for _lo, hi, _n in bins]
@@ -134,7 +134,7 @@ def test_chart_statistics_are_plain_decimals_not_exponents(charts, demo_project)
         features.append(feature)
     assert layer.dataProvider().addFeatures(features)[0]
     demo_project.addMapLayer(layer)
-    text = call_in_thread(charts.make_chart, "stats", "bar", "cat", "mean(v)")
+    text = call_in_thread(charts.make_chart, "stats", "bar", "cat", "mean(v)").text
     shown = dict(_cells(text[text.index("| ") :]))
     for cat in ("a", "b", "c"):
         mean = float(numpy.mean([v for c, v in rows if c == cat]))

@@ -25,7 +25,7 @@ def ogc(tool_ctx, ogc_server) -> OgcTools:
 
 
 def test_the_server_s_fid_is_described_as_the_feature_id(ogc):
-    text = call_in_thread(ogc.describe_ogc_collections, ["schools"])
+    text = call_in_thread(ogc.describe_ogc_collections, ["schools"]).text
     assert "all null" not in text, text
     count = int(re.search(r"^Features: ([\d,]+)$", text, re.MULTILINE).group(1).replace(",", ""))
     assert count > 1

@@ -55,7 +55,7 @@ def test_the_family_is_off_without_a_server_and_on_with_a_configured_one_or_a_ur
         tools.notice_user_text(f"Look at {ogc_server.url}/collections?f=html please.")
         assert tools.unavailable_reason() is None
         context = contextvars.copy_context()  # the agent runs tools in a copy of the run's context
-        assert "hospitals" in call(context.run, tools.describe_ogc_collections, None, ogc_server.url)
+        assert "hospitals" in call(context.run, tools.describe_ogc_collections, None, ogc_server.url).text
     finally:
         current_conversation.reset(token)
     assert tools.unavailable_reason() is not None  # another conversation has not named it
@@ -70,16 +70,16 @@ def test_a_url_nobody_gave_is_refused(ogc):
 
 # -- listing and describing ------------------------------------------------------------------
 def test_collections_are_listed_with_title_and_description(ogc):
-    text = call(ogc.describe_ogc_collections)
+    text = call(ogc.describe_ogc_collections).text
     assert text.splitlines()[0].endswith(": 6 feature collections")
     for name, (title, description, _) in POSTGIS_COLLECTIONS.items():
         assert f"- {name} — {title!r}: {description}" in text
     assert "- parks_file — 'Parks (file)': Parks and green spaces, from a GeoJSON file." in text
-    assert call(ogc.describe_ogc_collections, None, "elvbury") == text  # by name, case-insensitively
+    assert call(ogc.describe_ogc_collections, None, "elvbury").text == text  # by name, case-insensitively
 
 
 def test_describing_gives_types_extent_crs_count_and_common_values_from_a_sample(ogc):
-    text = call(ogc.describe_ogc_collections, ["schools", "hospitals"])
+    text = call(ogc.describe_ogc_collections, ["schools", "hospitals"]).text
     schools, hospitals = text.split("\n\n")
     (count,) = sql("SELECT count(*) FROM schools")[0]
     assert f"Features: {count:,}" in schools
@@ -95,7 +95,7 @@ def test_describing_gives_types_extent_crs_count_and_common_values_from_a_sample
 
 
 def test_a_collection_without_numbered_matches_is_still_described_from_its_sample(ogc):
-    text = call(ogc.describe_ogc_collections, ["parks_file"])
+    text = call(ogc.describe_ogc_collections, ["parks_file"]).text
     assert "- area_ha (number) — min " in text
     assert "values from a sample of 14 features" in text
 
@@ -113,11 +113,13 @@ def test_a_filtered_query_adds_exactly_the_matching_features_as_a_layer(ogc, dem
     assert layer.crs().authid() == "EPSG:25832"  # the data's own CRS, asked of the server
     assert QgsWkbTypes.displayString(layer.wkbType()) == "Point"
     kind = "fetched features, in the project's GeoPackage"
-    assert text.startswith(f"Added layer 'big' ({kind}): {len(expected)} features")
+    assert text.text.startswith(f"Added layer 'big' ({kind}): {len(expected)} features")
     assert text.artifact.added_names == ["big"] and text.artifact.collections[0].startswith("schools (")
     # Version branch: pygeoapi 0.22 (Python 3.12+) fills the id in as a fid property too, 0.21 leaves it out.
-    assert "Fields: name, type, pupils, district" in text or "Fields: fid, name, type, pupils, district" in text
-    assert "Served in EPSG:25832" in text
+    assert (
+        "Fields: name, type, pupils, district" in text.text or "Fields: fid, name, type, pupils, district" in text.text
+    )
+    assert "Served in EPSG:25832" in text.text
     assert "filter: district = 'Centre' AND pupils > 200" in layer.metadata().abstract()
     # Attributes keep their types and values.
     first = next(layer.getFeatures())
@@ -128,7 +130,7 @@ def test_a_filtered_query_adds_exactly_the_matching_features_as_a_layer(ogc, dem
 def test_paging_is_followed_up_to_the_limit_and_a_reached_limit_is_reported(ogc, demo_project):
     (total,) = sql("SELECT count(*) FROM roads")[0]
     assert total > 2 * MAX_ITEMS
-    text = call(ogc.query_ogc_collection, "roads", limit=120, output_name="some_roads")
+    text = call(ogc.query_ogc_collection, "roads", limit=120, output_name="some_roads").text
     layer = added(demo_project, "some_roads")
     assert layer.featureCount() == 120
     assert f"Limit reached: {total:,} features match, only the first 120 were fetched" in text
@@ -137,7 +139,7 @@ def test_paging_is_followed_up_to_the_limit_and_a_reached_limit_is_reported(ogc,
 
 def test_a_whole_collection_stays_linked_to_the_server(ogc, demo_project):
     (total,) = sql("SELECT count(*) FROM roads")[0]
-    text = call(ogc.query_ogc_collection, "roads", output_name="roads_live")
+    text = call(ogc.query_ogc_collection, "roads", output_name="roads_live").text
     layer = added(demo_project, "roads_live")
     assert layer.providerType() == "OAPIF"
     assert "linked to the server" in text
@@ -159,7 +161,7 @@ BOX = (562_000, 6_201_000, 566_000, 6_204_000)
 
 
 def test_a_bbox_in_the_data_crs_is_sent_as_is(ogc, demo_project):
-    text = call(ogc.query_ogc_collection, "schools", bbox=list(BOX), bbox_crs="EPSG:25832", output_name="boxed")
+    text = call(ogc.query_ogc_collection, "schools", bbox=list(BOX), bbox_crs="EPSG:25832", output_name="boxed").text
     expected = sql("SELECT name FROM schools WHERE ST_Intersects(geom, ST_MakeEnvelope(%s, %s, %s, %s, 25832))", *BOX)
     assert sorted(f["name"] for f in added(demo_project, "boxed").getFeatures()) == sorted(n for (n,) in expected)
     assert "converted" not in text
@@ -171,7 +173,9 @@ def test_a_bbox_in_a_crs_the_server_lacks_is_converted_and_clipped_exactly(ogc, 
     to_mercator = Transformer.from_crs("EPSG:25832", "EPSG:3857", always_xy=True)
     x0, y0 = to_mercator.transform(BOX[0], BOX[1])
     x1, y1 = to_mercator.transform(BOX[2], BOX[3])
-    text = call(ogc.query_ogc_collection, "schools", bbox=[x0, y0, x1, y1], bbox_crs="EPSG:3857", output_name="merc")
+    text = call(
+        ogc.query_ogc_collection, "schools", bbox=[x0, y0, x1, y1], bbox_crs="EPSG:3857", output_name="merc"
+    ).text
     expected = sql(
         "SELECT name FROM schools WHERE ST_Intersects(ST_Transform(geom, 3857), ST_MakeEnvelope(%s, %s, %s, %s, 3857))",
         x0,
@@ -195,7 +199,7 @@ def test_a_bbox_in_degrees(ogc, demo_project):
 
 def test_no_match_adds_nothing_and_says_so(ogc, demo_project):
     before = len(demo_project.mapLayers())
-    text = call(ogc.query_ogc_collection, "hospitals", filter="beds > 100000")
+    text = call(ogc.query_ogc_collection, "hospitals", filter="beds > 100000").text
     assert text.startswith("No features matching 'beds > 100000' in hospitals on Elvbury; nothing was added.")
     assert len(demo_project.mapLayers()) == before
 
@@ -230,7 +234,7 @@ def test_a_collection_whose_server_ignores_filters_is_refused_rather_than_answer
     message = _refused(demo_project, ogc.query_ogc_collection, "parks_file", filter="name = 'Town Park'")
     assert message.startswith("Elvbury does not apply filters on parks_file; query without filter")
     # Without a filter it works.
-    text = call(ogc.query_ogc_collection, "parks_file", output_name="parks_from_file")
+    text = call(ogc.query_ogc_collection, "parks_file", output_name="parks_from_file").text
     assert ": 14 features from parks_file" in text
 
 

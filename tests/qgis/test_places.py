@@ -36,13 +36,13 @@ def place_layer(project, name: str):
 
 def test_typos_and_missing_accents_find_the_demo_places(places, demo_project):
     text = call_in_thread(places.find_places, ["Nordby schol", "Ostervang Akademy", "Molleby"])
-    assert text.startswith("Found 3 of 3 places:"), text
-    assert "'Nordby School' (layer schools, type primary;" in text
-    assert "in districts 'Nordby'" in text
-    assert "'Østervang Academy' (layer schools" in text and "in districts 'Østervang'" in text
-    assert "'Mølleby' (layer districts; polygon" in text
+    assert text.text.startswith("Found 3 of 3 places:"), text.text
+    assert "'Nordby School' (layer schools, type primary;" in text.text
+    assert "in districts 'Nordby'" in text.text
+    assert "'Østervang Academy' (layer schools" in text.text and "in districts 'Østervang'" in text.text
+    assert "'Mølleby' (layer districts; polygon" in text.text
     # Where each place was found, and the layers made: the artifact, for the Sources list.
-    assert text.artifact.layers == ("schools", "districts")
+    assert text.artifact.layer_names == ("schools", "districts")
     assert text.artifact.added_names == ["place_nordby_school", "place_ostervang_academy", "place_molleby"]
     # Each place is a layer holding exactly its features, at the same spot as in the GeoPackage.
     schools = {attrs["name"]: geometry for _, attrs, geometry in read_layer(gpkg_of(demo_project), "schools")}
@@ -58,7 +58,7 @@ def test_typos_and_missing_accents_find_the_demo_places(places, demo_project):
 
 
 def test_several_places_in_one_call_become_layers_with_their_features(places, demo_project):
-    text = call_in_thread(places.find_places, ["the Centre district", "Harbour Avenue", "Elva"])
+    text = call_in_thread(places.find_places, ["the Centre district", "Harbour Avenue", "Elva"]).text
     assert text.startswith("Found 3 of 3 places:")
     roads = [attrs for _, attrs, _ in read_layer(gpkg_of(demo_project), "roads") if attrs["name"] == "Harbour Avenue"]
     assert place_layer(demo_project, "place_harbour_avenue").featureCount() == len(roads) > 1
@@ -73,20 +73,20 @@ def test_several_places_in_one_call_become_layers_with_their_features(places, de
 
 def test_an_ambiguous_name_returns_candidates_and_adds_nothing(places, demo_project):
     before = len(demo_project.mapLayers())
-    text = call_in_thread(places.find_places, ["Søndre Park"])
+    text = call_in_thread(places.find_places, ["Søndre Park"]).text
     assert text.startswith("Found 0 of 1 place:")
     assert "is ambiguous, nothing added" in text
     assert "(layer districts; polygon" in text and "(layer parks; polygon" in text
     assert "e.g. parks:Søndre Park" in text or "e.g. districts:Søndre Park" in text
     assert len(demo_project.mapLayers()) == before
     # The model disambiguates with layer:name.
-    text = call_in_thread(places.find_places, ["parks:Sondre Park"])
+    text = call_in_thread(places.find_places, ["parks:Sondre Park"]).text
     assert "'Søndre Park' (layer parks" in text
     assert place_layer(demo_project, "place_sondre_park").featureCount() == 1
 
 
 def test_no_match_names_the_closest_and_other_places_still_work(places, demo_project):
-    text = call_in_thread(places.find_places, ["Zanzibar", "Riverside"])
+    text = call_in_thread(places.find_places, ["Zanzibar", "Riverside"]).text
     assert text.startswith("Found 1 of 2 places:")
     assert "'Zanzibar': no match. Closest names: '" in text
     assert place_layer(demo_project, "place_riverside")
@@ -111,7 +111,7 @@ def test_accented_names_in_a_synthetic_layer(places, demo_project):
         features.append(feature)
     layer.dataProvider().addFeatures(features)
     demo_project.addMapLayer(layer)
-    text = call_in_thread(places.find_places, ["Bjornoya", "kurtkoy", "cafe muler", "Aeroskobing station"])
+    text = call_in_thread(places.find_places, ["Bjornoya", "kurtkoy", "cafe muler", "Aeroskobing station"]).text
     assert text.startswith("Found 4 of 4 places:"), text
     for name in ("Bjørnøya", "Kurtköy", "Café Müller", "Ærøskøbing"):
         assert f"'{name}' (layer stations, type halt" in text
@@ -125,7 +125,7 @@ def test_place_layers_work_as_areas_for_select_clip_and_distance(tool_ctx, place
     schools = read_layer(gpkg, "schools")
     in_centre = sum(centre.intersects(g) for _, _, g in schools)
     selected = call_in_thread(project_tools.select_features, "schools", "overlay_intersects('place_centre')")
-    assert selected.startswith(f"Selected {in_centre} of 31 features")
+    assert selected.text.startswith(f"Selected {in_centre} of 31 features")
     assert selected.artifact.selected == (Selection("schools", in_centre),)
     nordby = next(g for _, a, g in schools if a["name"] == "Nordby School")
     near = sum(nordby.distance(g) <= 2000 for _, _, g in schools)
@@ -134,7 +134,7 @@ def test_place_layers_work_as_areas_for_select_clip_and_distance(tool_ctx, place
         "schools",
         "distance($geometry, aggregate('place_nordby_school','collect',$geometry)) <= 2000",
     )
-    assert selected.startswith(f"Selected {near} of 31 features")
+    assert selected.text.startswith(f"Selected {near} of 31 features")
     # Clip and "within 2 km of" through processing, with the place layer as input.
     processing = ProcessingTools(tool_ctx)
     call_in_thread(
@@ -159,11 +159,11 @@ def test_place_layers_work_as_areas_for_select_clip_and_distance(tool_ctx, place
 def test_postgis_tables_are_searched_with_trigrams_and_without(places, demo_project, monkeypatch):
     with saved_connection("places_pg"):
         # With the project's schools present, the database twin is merged, not a rival.
-        text = call_in_thread(places.find_places, ["Nordby schol"])
+        text = call_in_thread(places.find_places, ["Nordby schol"]).text
         assert "'Nordby School' (layer schools" in text and "also in 'Nordby School' (table public.schools" in text
         assert "ambiguous" not in text
         demo_project.removeMapLayer(demo_project.mapLayersByName("schools")[0].id())
-        text = call_in_thread(places.find_places, ["Nordby schol", "schools:Ostervang Academy"])
+        text = call_in_thread(places.find_places, ["Nordby schol", "schools:Ostervang Academy"]).text
         assert text.startswith("Found 2 of 2 places:"), text
         assert "'Nordby School' (table public.schools in places_pg, type primary" in text
         assert """(SELECT ST_Union("geom") FROM "public"."schools" WHERE "name" = 'Nordby School')""" in text
@@ -174,7 +174,7 @@ def test_postgis_tables_are_searched_with_trigrams_and_without(places, demo_proj
         # Without pg_trgm (and unaccent) the names are matched in Python: same answer, and it says so.
         monkeypatch.setattr(postgis_tables, "extensions", lambda db: set())
         fresh = InsightTools(places.ctx)
-        text = call_in_thread(fresh.find_places, ["Nordby schol", "Ostervang Academy"])
+        text = call_in_thread(fresh.find_places, ["Nordby schol", "Ostervang Academy"]).text
         assert "'Nordby School' (table public.schools" in text and "'Østervang Academy' (table public.schools" in text
         assert "has no pg_trgm extension" in text
 
@@ -210,11 +210,11 @@ def test_sub_areas_the_districts_of_a_region(places, tool_ctx, demo_project):
     feature.setGeometry(QgsGeometry.fromWkt(region.wkt))
     layer.dataProvider().addFeatures([feature])
     demo_project.addMapLayer(layer)
-    text = call_in_thread(places.find_places, ["North Elvbury"])
+    text = call_in_thread(places.find_places, ["North Elvbury"]).text
     assert "'North Elvbury' (layer regions; polygon" in text and "districts 2" in text
     selected = call_in_thread(
         ProjectTools(tool_ctx).select_features, "districts", "overlay_within('place_north_elvbury')"
-    )
+    ).text
     assert selected.startswith("Selected 2 of 9 features")
     assert {f["name"] for f in demo_project.mapLayersByName("districts")[0].selectedFeatures()} == {
         "Nordby",

@@ -19,6 +19,7 @@ import pytest
 from shapely.geometry.base import BaseGeometry
 from shapely.ops import transform
 
+from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.tools.insights import InsightTools
 from geogpt_qgis.tools.project import ProjectTools
 from tests.support.gpkg import read_layer
@@ -37,13 +38,13 @@ def named(project, table: str, name: str) -> list[BaseGeometry]:
     return [g for _, a, g in read_layer(gpkg_of(project), table) if a["name"] == name]
 
 
-def find(tool_ctx, project, crs: str, name: str) -> str:
+def find(tool_ctx, project, crs: str, name: str) -> ToolResult:
     from qgis.core import QgsCoordinateReferenceSystem
 
     project.setCrs(QgsCoordinateReferenceSystem(crs))
-    text = call_in_thread(InsightTools(tool_ctx).find_places, [name])  # a str with its artifact
-    assert text.startswith("Found 1 of 1 place:"), text
-    return text
+    result = call_in_thread(InsightTools(tool_ctx).find_places, [name])  # the text with its artifact
+    assert result.text.startswith("Found 1 of 1 place:"), result.text
+    return result
 
 
 def add_copy_in_4326(project, name: str, kind: str) -> None:
@@ -72,13 +73,13 @@ def test_the_hinted_distance_filter_selects_what_shapely_finds_within_2000_m(too
     near = sum(d <= 2000 for d in distances)
     assert 0 < near < len(distances)
     add_copy_in_4326(demo_project, "schools", "Point")
-    text = find(tool_ctx, demo_project, crs, "Westend")
+    text = find(tool_ctx, demo_project, crs, "Westend").text
     hint = re.search(r"(distance\(.*?<= 2000)", text)
     assert hint, text
     expression = hint.group(1)
     tools = ProjectTools(tool_ctx)
     for layer in ("schools", "schools_lonlat"):  # a projected and a geographic layer filtered
-        selected = str(call_in_thread(tools.select_features, layer, expression))
+        selected = str(call_in_thread(tools.select_features, layer, expression).text)
         assert selected.startswith(f"Selected {near} of {len(distances)} features"), (crs, layer, selected)
 
 
@@ -86,17 +87,18 @@ def test_the_hinted_distance_filter_selects_what_shapely_finds_within_2000_m(too
 def test_areas_and_lengths_are_measured_on_the_ellipsoid_in_any_crs(tool_ctx, demo_project, crs):
     (westend,) = named(demo_project, "districts", "Westend")
     area = abs(GEOD.geometry_area_perimeter(transform(TO_LONLAT.transform, westend))[0]) / 1e6
-    text = find(tool_ctx, demo_project, crs, "Westend")
+    found = find(tool_ctx, demo_project, crs, "Westend")
+    text = found.text
     reported = re.search(r"polygon, ([\d.]+) km² \(ellipsoidal on ([^)]+)\)", text)  # the figure says its method
     assert reported, text
     assert float(reported.group(1)) == pytest.approx(area, abs=0.006), (crs, area, text)
     assert reported.group(2) in ("WGS 84", "GRS 1980"), text
-    (figure,) = text.artifact.figures  # typed: m², with the method the text names
+    (figure,) = found.artifact.figures  # typed: m², with the method the text names
     assert figure.unit == "m²" and figure.method == f"ellipsoidal on {reported.group(2)}"
     assert figure.value / 1e6 == pytest.approx(area, abs=0.006)
     roads = named(demo_project, "roads", "Harbour Avenue")
     length = sum(GEOD.geometry_length(transform(TO_LONLAT.transform, g)) for g in roads) / 1000
-    text = find(tool_ctx, demo_project, crs, "Harbour Avenue")
+    text = find(tool_ctx, demo_project, crs, "Harbour Avenue").text
     reported = re.search(rf"{len(roads)} lines, ([\d.]+) km long \(ellipsoidal on ", text)
     assert reported, text
     assert float(reported.group(1)) == pytest.approx(length, abs=0.006), (crs, length, text)
@@ -110,7 +112,7 @@ def test_roads_touching_a_districts_edge_are_not_counted_inside_it(tool_ctx, dem
     touching = sum(g.touches(westend) for g in roads)
     assert inside and touching  # the demo has both, so the count can tell them apart
     add_copy_in_4326(demo_project, "roads", "LineString")  # a layer in neither the place's CRS nor the project's
-    text = find(tool_ctx, demo_project, crs, "Westend")
+    text = find(tool_ctx, demo_project, crs, "Westend").text
     for layer in ("roads", "roads_lonlat"):
         assert re.search(rf"\b{layer} {inside}\b", text), (crs, layer, inside, text)
 

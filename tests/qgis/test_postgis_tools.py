@@ -78,7 +78,7 @@ def audit_rows() -> int:
 # -- connections -------------------------------------------------------------------
 def test_saved_connections_are_found_and_can_be_restricted(pg, elvbury):
     assert pg.unavailable_reason() is None
-    text = call(pg.describe_table)  # no tables: the list; no connection named: the only one
+    text = call(pg.describe_table).text  # no tables: the list; no connection named: the only one
     assert "- elvbury: geogpt@127.0.0.1:5432/geogpt_demo" in text
     assert "public.schools" in text
     assert "password" not in text
@@ -103,7 +103,7 @@ def test_a_connection_with_an_authentication_configuration(tool_ctx, fixtures_in
     assert manager.storeAuthenticationConfig(config)[0]
     try:
         with saved_connection("elvbury-auth", authcfg=config.id()) as name:
-            result = call(PostgisTools(tool_ctx).run_sql, "SELECT count(*) AS n FROM schools", name)
+            result = call(PostgisTools(tool_ctx).run_sql, "SELECT count(*) AS n FROM schools", name).text
             assert "| 31 |" in result
     finally:
         manager.removeAuthenticationConfig(config.id())
@@ -111,14 +111,14 @@ def test_a_connection_with_an_authentication_configuration(tool_ctx, fixtures_in
 
 # -- catalogue -----------------------------------------------------------------------
 def test_describe_table_without_tables_lists_geometry_srid_estimates_and_comments(pg, elvbury):
-    text = call(pg.describe_table, None, elvbury)
+    text = call(pg.describe_table, None, elvbury).text
     assert "| public.schools | table | geom (POINT, SRID 25832) | ~31 | Schools of Elvbury |" in text
     assert "| public.roads | table | geom (LINESTRING, SRID 25832) | ~417 |" in text
     assert "spatial_ref_sys" not in text
     assert "geogpt_test.salaries" in text
-    only = call(pg.describe_table, ["geogpt_test.*"], elvbury)
+    only = call(pg.describe_table, ["geogpt_test.*"], elvbury).text
     assert "public." not in only and "geogpt_test.salaries" in only
-    assert call(pg.describe_table, ['"geogpt_test".*'], elvbury) == only
+    assert call(pg.describe_table, ['"geogpt_test".*'], elvbury).text == only
     with pytest.raises(ToolError, match="no schema 'publc'; did you mean 'public'"):
         call(pg.describe_table, ["publc.*"], elvbury)
     with pytest.raises(ToolError, match="list one schema per call"):
@@ -127,13 +127,13 @@ def test_describe_table_without_tables_lists_geometry_srid_estimates_and_comment
 
 def test_describe_table_from_statistics(pg, elvbury):
     text = call(pg.describe_table, ["schools"], elvbury)
-    assert text.startswith("Table public.schools: ~31 rows — Schools of Elvbury")
-    assert "Primary key: fid" in text
-    assert "- type: character varying: primary 51.6%, secondary 38.7%, special 9.7%" in text
-    assert "- pupils: integer — pupils enrolled in 2026: from 84 to 1188" in text
-    assert "- geom: geometry(Point,25832): POINT, SRID 25832, 2D, extent ~BOX(" in text
-    assert "(Values from the database's statistics.)" in text
-    assert text.artifact.tables == (f"schools ({elvbury})",)  # for the Sources list: the table and its connection
+    assert text.text.startswith("Table public.schools: ~31 rows — Schools of Elvbury")
+    assert "Primary key: fid" in text.text
+    assert "- type: character varying: primary 51.6%, secondary 38.7%, special 9.7%" in text.text
+    assert "- pupils: integer — pupils enrolled in 2026: from 84 to 1188" in text.text
+    assert "- geom: geometry(Point,25832): POINT, SRID 25832, 2D, extent ~BOX(" in text.text
+    assert "(Values from the database's statistics.)" in text.text
+    assert text.artifact.table_labels == (f"schools ({elvbury})",)  # for the Sources list: the table and its connection
     with pytest.raises(ToolError, match=r"no table or view 'schol'; did you mean 'public\.schools'"):
         call(pg.describe_table, ["schol"], elvbury)
 
@@ -146,7 +146,7 @@ def test_describe_samples_a_table_never_analysed(pg, elvbury):
             "FROM generate_series(1, 300) i"
         )
         conn.commit()
-    text = call(pg.describe_table, ["geogpt_test.fresh"], elvbury)
+    text = call(pg.describe_table, ["geogpt_test.fresh"], elvbury).text
     assert "- species: text: oak 50.0%, beech 33.3%, pine 16.7%" in text
     assert "(Values sampled from up to 10,000 rows.)" in text
 
@@ -154,7 +154,7 @@ def test_describe_samples_a_table_never_analysed(pg, elvbury):
 # -- queries ------------------------------------------------------------------------
 def test_a_query_returns_a_table_and_the_total(pg, elvbury):
     sql = "SELECT name, pupils FROM schools ORDER BY pupils DESC, name"
-    text = call(pg.run_sql, sql, elvbury)
+    text = call(pg.run_sql, sql, elvbury).text
     with connect() as conn, conn.cursor() as cursor:
         cursor.execute(sql)
         expected = cursor.fetchall()
@@ -168,7 +168,7 @@ def test_a_query_returns_a_table_and_the_total(pg, elvbury):
 def test_numbers_are_shown_exactly_so_they_can_go_back_into_sql(pg, elvbury):
     """A float or numeric cell is the stored value (no rounding, exponent or commas): the model copies it into SQL."""
     values = "(1234567.891::float8), (0.00001234::float8), (55.976864::float8), (1e20::float8), (-2.5e-7::float8)"
-    text = str(call(pg.run_sql, f"SELECT v, v::numeric AS n FROM (VALUES {values}) AS t(v)", elvbury))
+    text = str(call(pg.run_sql, f"SELECT v, v::numeric AS n FROM (VALUES {values}) AS t(v)", elvbury).text)
     rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
     assert len(rows) == 5, text
     for shown_float, shown_numeric in rows:
@@ -192,12 +192,12 @@ def test_a_geometry_result_becomes_a_layer_copied_once(pg, elvbury, demo_project
         cursor.execute("SELECT count(*) FROM schools WHERE type = 'secondary'")
         expected = cursor.fetchone()[0]
     assert layer.featureCount() == expected == len(list(layer.getFeatures()))
-    assert f"Added layer 'secondary_db': Point, {expected} features, EPSG:25832" in text
+    assert f"Added layer 'secondary_db': Point, {expected} features, EPSG:25832" in text.text
     # What the query read (from its parse tree) and the layer it added, without reading the text.
-    assert text.artifact.tables == (f"schools ({elvbury})",)
+    assert text.artifact.table_labels == (f"schools ({elvbury})",)
     assert [(a.name, demo_project.mapLayer(a.layer_id)) for a in text.artifact.added] == [("secondary_db", layer)]
     assert sorted(layer.fields().names()) == ["fid", "name", "pupils"]
-    assert "| POINT (SRID 25832) |" in text
+    assert "| POINT (SRID 25832) |" in text.text
 
 
 def test_duplicate_names_and_a_second_geometry_survive_the_copy(pg, elvbury, demo_project):
@@ -272,7 +272,7 @@ def test_bad_queries_are_explained_and_change_nothing(pg, elvbury, demo_project,
 def test_permission_denied(tool_ctx, fixtures_in_db):
     with saved_connection("reader", user="geogpt_reader", password=READER_PASSWORD) as name:
         tools = PostgisTools(tool_ctx)
-        assert "| 31 |" in call(tools.run_sql, "SELECT count(*) FROM schools", name)
+        assert "| 31 |" in call(tools.run_sql, "SELECT count(*) FROM schools", name).text
         with pytest.raises(
             ToolError, match="permission denied for table salaries: the database role of 'reader' may not read this"
         ):
@@ -324,7 +324,7 @@ def test_a_huge_result_is_capped_and_the_model_is_told(pg, elvbury, demo_project
         "FROM generate_series(1, 10000000) i"
     )
     started = time.monotonic()
-    text = call(pg.run_sql, sql, elvbury, "ten_million")
+    text = call(pg.run_sql, sql, elvbury, "ten_million").text
     assert time.monotonic() - started < 20
     assert text.startswith("more than 100,000 rows (capped at 100,000; refine the query); first 20:")
     layer = demo_project.mapLayersByName("ten_million")[0]

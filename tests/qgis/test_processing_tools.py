@@ -53,11 +53,11 @@ def geometries(vector: QgsVectorLayer):
 # -- real algorithms, independent answers ----------------------------------------------
 def test_buffer_areas_match_geos(tools, demo_project, gpkg):
     result = run(tools, "native:buffer", {"INPUT": "rivers", "DISTANCE": 500}, "rivers_500m")
-    assert "added layer 'rivers_500m': MultiPolygon, 2 features, EPSG:25832" in result
+    assert "added layer 'rivers_500m': MultiPolygon, 2 features, EPSG:25832" in result.text
     (added,) = result.artifact.added  # what the dock, the Sources list and the evals read
     assert demo_project.mapLayer(added.layer_id) is layer(demo_project, "rivers_500m")
-    assert result.artifact.layers == ("rivers",)
-    assert result.artifact.algorithm == "native:buffer (INPUT=rivers, DISTANCE=500)"
+    assert result.artifact.layer_names == ("rivers",)
+    assert result.artifact.algorithm.label == "native:buffer (INPUT=rivers, DISTANCE=500)"
     ours = sorted(g.area for g in geometries(layer(demo_project, "rivers_500m")))
     # Exact round caps and joins (GEOS with 1,024 segments per quarter): the tools' default is within 0.1%.
     expected = sorted(geom.buffer(500, quad_segs=1024).area for _, _, geom in read_layer(gpkg, "rivers"))
@@ -65,7 +65,7 @@ def test_buffer_areas_match_geos(tools, demo_project, gpkg):
 
 
 def test_default_names_say_what_the_layer_holds(tools, demo_project):
-    result = run(tools, "native:buffer", {"INPUT": "rivers", "DISTANCE": 250})
+    result = run(tools, "native:buffer", {"INPUT": "rivers", "DISTANCE": 250}).text
     assert "added layer 'rivers_buffer_250m'" in result
     run(tools, "native:buffer", {"INPUT": "rivers", "DISTANCE": 250})
     assert demo_project.mapLayersByName("rivers_buffer_250m_2")
@@ -96,7 +96,7 @@ def test_intersection_splits_parks_by_district(tools, demo_project, gpkg):
 
 
 def test_dissolve_by_attribute_unions_each_class(tools, demo_project, gpkg):
-    result = run(tools, "native:dissolve", {"INPUT": "landuse", "FIELD": ["class"]})
+    result = run(tools, "native:dissolve", {"INPUT": "landuse", "FIELD": ["class"]}).text
     assert "added layer 'landuse_dissolved_by_class'" in result
     by_class: dict[str, list] = {}
     for _, attrs, geom in read_layer(gpkg, "landuse"):
@@ -155,7 +155,7 @@ def test_extract_by_location_finds_schools_near_rivers(tools, demo_project, gpkg
 def test_extract_by_attribute(tools, demo_project, gpkg):
     result = run(
         tools, "native:extractbyattribute", {"INPUT": "schools", "FIELD": "type", "OPERATOR": 0, "VALUE": "secondary"}
-    )
+    ).text
     assert "added layer 'schools_where_type_eq_secondary'" in result
     expected = {attrs["name"] for _, attrs, _ in read_layer(gpkg, "schools") if attrs["type"] == "secondary"}
     assert {f["name"] for f in layer(demo_project, "schools_where_type_eq_secondary").getFeatures()} == expected
@@ -193,7 +193,7 @@ def test_field_calculator_computes_planar_area(tools, demo_project, gpkg):
 
 # -- search and describe ------------------------------------------------------------
 def test_search_finds_algorithms_by_intent(tools):
-    found = call_in_thread(tools.find_algorithm, "count points in polygons")
+    found = call_in_thread(tools.find_algorithm, "count points in polygons").text
     assert found.splitlines()[0].startswith("- native:countpointsinpolygon — Count points in polygon: ")
     assert len(found.splitlines()) == 6
     with pytest.raises(ToolError, match="no algorithm matches"):
@@ -201,23 +201,23 @@ def test_search_finds_algorithms_by_intent(tools):
 
 
 def test_describe_algorithm_lists_types_defaults_enums_and_units(tools):
-    text = call_in_thread(tools.find_algorithm, "native:buffer")
+    text = call_in_thread(tools.find_algorithm, "native:buffer").text
     assert text.startswith("native:buffer — Buffer (Vector geometry)")
     assert "- DISTANCE: distance in the units of INPUT's CRS; default 10 — Distance" in text
     assert "- END_CAP_STYLE: enum, one of: 0=Round, 1=Flat, 2=Square; default 0 (Round) — End cap style" in text
     assert "- SEGMENTS: integer (>= 1); default 32 here (areas within 0.1% of the exact circle; " in text
     assert "OUTPUT (vector output: Buffered)" in text
-    location = call_in_thread(tools.find_algorithm, "native:countpointsinpolygon")
+    location = call_in_thread(tools.find_algorithm, "native:countpointsinpolygon").text
     assert "- POLYGONS: vector layer (polygon) — Polygons" in location
     assert "[optional]" in location
 
 
 def test_find_algorithm_describes_what_names_one_algorithm_and_searches_the_rest(tools):
     # A bare name or a title only one algorithm has is described, as an id is.
-    assert call_in_thread(tools.find_algorithm, "buffer").startswith("native:buffer — Buffer (Vector geometry)")
-    assert call_in_thread(tools.find_algorithm, " Centroids ").startswith("native:centroids — Centroids")
+    assert call_in_thread(tools.find_algorithm, "buffer").text.startswith("native:buffer — Buffer (Vector geometry)")
+    assert call_in_thread(tools.find_algorithm, " Centroids ").text.startswith("native:centroids — Centroids")
     # A title two providers share is searched: the ids to choose from.
-    shared = call_in_thread(tools.find_algorithm, "Raster calculator")  # GDAL's and QGIS's
+    shared = call_in_thread(tools.find_algorithm, "Raster calculator").text  # GDAL's and QGIS's
     assert shared.startswith("- ") and "gdal:rastercalculator" in shared and "Parameters:" not in shared
     # A wrong id is not searched for: the closest ids.
     with pytest.raises(ToolError, match="no algorithm 'native:dissolv'; did you mean native:dissolve"):
@@ -227,10 +227,10 @@ def test_find_algorithm_describes_what_names_one_algorithm_and_searches_the_rest
 
 
 def test_describe_says_which_algorithms_need_approval(tools):
-    assert "approval" not in call_in_thread(tools.find_algorithm, "native:buffer")
-    downloader = call_in_thread(tools.find_algorithm, "native:filedownloader")
+    assert "approval" not in call_in_thread(tools.find_algorithm, "native:buffer").text
+    downloader = call_in_thread(tools.find_algorithm, "native:filedownloader").text
     assert downloader.endswith("Needs the user's approval: it talks to the network.")
-    truncate = call_in_thread(tools.find_algorithm, "native:truncatetable")
+    truncate = call_in_thread(tools.find_algorithm, "native:truncatetable").text
     assert truncate.endswith("Needs the user's approval: it changes data in place.")
 
 
@@ -311,7 +311,7 @@ def test_distances_on_a_geographic_layer_are_applied_in_metres(tools, demo_proje
     run(tools, "native:reprojectlayer", {"INPUT": "hospitals", "TARGET_CRS": "EPSG:4326"}, "hospitals_wgs84")
     result = run(
         tools, "native:buffer", {"INPUT": "hospitals_wgs84", "DISTANCE": 500, "SEGMENTS": 64}, "hospital_zones"
-    )
+    ).text
     assert "'hospitals_wgs84' is in EPSG:4326 (degrees)" in result
     assert "reprojected to EPSG:32632 (WGS 84 / UTM zone 32N)" in result
     zones = layer(demo_project, "hospital_zones")
@@ -350,14 +350,16 @@ def test_no_threading_algorithms_run_on_the_main_thread(tools, tool_ctx, demo_pr
     assert "runPrepared" in calls  # QGIS flags it no-threading: it ran through the main-thread bridge
     schools = layer(demo_project, "schools")
     assert schools.selectedFeatureCount() > 0
-    assert f"'schools' (already in the project) now has {schools.selectedFeatureCount()} selected features" in result
+    assert (
+        f"'schools' (already in the project) now has {schools.selectedFeatureCount()} selected features" in result.text
+    )
     assert result.artifact.selected == (Selection("schools", schools.selectedFeatureCount()),)
-    assert result.artifact.layers == ("schools", "rivers_500m") and not result.artifact.added
+    assert result.artifact.layer_names == ("schools", "rivers_500m") and not result.artifact.added
     assert Counter(calls)["runPrepared"] == 1
 
 
 def test_inputs_can_be_files_and_numbers_are_range_checked(tools, demo_project, gpkg):
-    result = run(tools, "native:centroids", {"INPUT": f"{gpkg}|layername=parks"}, "park_centres")
+    result = run(tools, "native:centroids", {"INPUT": f"{gpkg}|layername=parks"}, "park_centres").text
     assert "added layer 'park_centres': Point, 14 features" in result
     with pytest.raises(ToolError, match="SEGMENTS must be between 1 and"):
         run(tools, "native:buffer", {"INPUT": "rivers", "DISTANCE": 5, "SEGMENTS": 0})

@@ -56,8 +56,8 @@ def _count(db: sqlite3.Connection, sql: str) -> int:
 
 
 def test_describe_layer_without_a_layer_lists_every_layer_in_tree_order(tools, gpkg, demo_project):
-    text = tools.describe_layer()
-    assert tools.describe_layer("  ") == text  # what list_layers gave (it was merged into describe_layer)
+    text = tools.describe_layer().text
+    assert tools.describe_layer("  ").text == text  # what list_layers gave (it was merged into describe_layer)
     with pytest.raises(ToolError, match="name the raster layer"):
         tools.describe_layer("", at="571000 6641000")
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| name")]
@@ -76,7 +76,7 @@ def test_describe_layer_without_a_layer_lists_every_layer_in_tree_order(tools, g
 
 
 def test_describe_layer_gives_fields_shares_crs_and_extent(tools, gpkg):
-    text = tools.describe_layer("schools")
+    text = tools.describe_layer("schools").text
     total = _count(gpkg, "SELECT count(*) FROM schools")
     assert f"Point, {total} features" in text
     assert "CRS: EPSG:25832 (ETRS89 / UTM zone 32N), units: meters, projected" in text
@@ -98,7 +98,7 @@ def test_describe_layer_gives_fields_shares_crs_and_extent(tools, gpkg):
 
 
 def test_describe_layer_samples_big_layers(tools, big_layer):
-    text = tools.describe_layer("big")
+    text = tools.describe_layer("big").text
     assert f"values from the first 5,000 of {BIG_COUNT:,} features" in text
     assert "- kind (String): " in text
 
@@ -116,7 +116,7 @@ def test_describe_raster_layer(tools, demo_project, tmp_path):
     dataset = None
     raster = QgsRasterLayer(str(path), "dem")
     demo_project.addMapLayer(raster)
-    text = tools.describe_layer("dem")
+    text = tools.describe_layer("dem").text
     assert ": raster, visible" in text and "Size: 40 x 30 pixels, 1 band; pixel 25 x 25 m" in text
     assert "Band 1 (Float32, nodata -9999): every pixel is nodata" in text  # GDAL fills a new GeoTIFF with 0
     with pytest.raises(ToolError, match="'dem' is a raster layer; this needs a vector layer"):
@@ -130,12 +130,12 @@ def test_unknown_and_ambiguous_layers_say_what_exists(tools, demo_project):
     with pytest.raises(ToolError, match="several layers are named 'schools'"):
         tools.describe_layer("schools")
     school_id = demo_project.mapLayersByName("schools")[0].id()
-    assert f"(id {school_id})" in tools.describe_layer(school_id)
-    assert "Layer 'rivers'" in tools.describe_layer("RIVERS")
+    assert f"(id {school_id})" in tools.describe_layer(school_id).text
+    assert "Layer 'rivers'" in tools.describe_layer("RIVERS").text
 
 
 def test_select_features_selects_exactly_the_matching_features(tools, gpkg, demo_project):
-    result = tools.select_features("schools", '"type" = \'primary\' AND "pupils" > 300')
+    result = tools.select_features("schools", '"type" = \'primary\' AND "pupils" > 300').text
     expected = {row[0] for row in gpkg.execute("SELECT fid FROM schools WHERE type = 'primary' AND pupils > 300")}
     layer = demo_project.mapLayersByName("schools")[0]
     assert set(layer.selectedFeatureIds()) == expected
@@ -145,7 +145,7 @@ def test_select_features_selects_exactly_the_matching_features(tools, gpkg, demo
     assert len(layer.selectedFeatureIds()) == _count(
         gpkg, "SELECT count(*) FROM rtree_schools_geom WHERE minx > 564000"
     )
-    assert tools.select_features("schools", "  ") == "Cleared the selection of 'schools'."
+    assert tools.select_features("schools", "  ").text == "Cleared the selection of 'schools'."
     assert layer.selectedFeatureCount() == 0
 
 
@@ -171,10 +171,10 @@ def test_zoom_to_layer_and_to_selection(tools, demo_project, qgis_iface):
     canvas = qgis_iface.mapCanvas()
     canvas.setDestinationCrs(demo_project.crs())
     schools = demo_project.mapLayersByName("schools")[0]
-    assert tools.set_layer("districts", zoom=True) == "Zoomed the map to layer 'districts'."
+    assert tools.set_layer("districts", zoom=True).text == "Zoomed the map to layer 'districts'."
     assert canvas.extent().contains(demo_project.mapLayersByName("districts")[0].extent())
     schools.selectByIds([3])
-    assert "the 1 selected features of 'schools'" in tools.set_layer("schools", zoom=True)
+    assert "the 1 selected features of 'schools'" in tools.set_layer("schools", zoom=True).text
     point = schools.getFeature(3).geometry().asPoint()
     assert canvas.extent().contains(point)
     assert canvas.extent().width() < 2000
@@ -182,7 +182,7 @@ def test_zoom_to_layer_and_to_selection(tools, demo_project, qgis_iface):
 
 def test_zoom_without_a_map_window_sets_the_project_view(demo_project, bridge):
     headless = ProjectTools(ToolContext(project=demo_project, bridge=bridge, iface=None))
-    message = headless.set_layer("parks", zoom=True)
+    message = headless.set_layer("parks", zoom=True).text
     assert "no map window in headless mode" in message
     view = demo_project.viewSettings().defaultViewExtent()
     assert view.contains(demo_project.mapLayersByName("parks")[0].extent())
@@ -191,13 +191,13 @@ def test_zoom_without_a_map_window_sets_the_project_view(demo_project, bridge):
 def test_visibility_and_rename(tools, demo_project):
     root = demo_project.layerTreeRoot()
     parks = demo_project.mapLayersByName("parks")[0]
-    assert tools.set_layer("parks", visible=False) == "Hid layer 'parks'."
+    assert tools.set_layer("parks", visible=False).text == "Hid layer 'parks'."
     assert not root.findLayer(parks.id()).isVisible()
     tools.set_layer("parks", visible=True)
     assert root.findLayer(parks.id()).isVisible()
-    assert tools.set_layer("parks", name="green spaces") == "Renamed 'parks' to 'green spaces'."
+    assert tools.set_layer("parks", name="green spaces").text == "Renamed 'parks' to 'green spaces'."
     assert parks.name() == "green spaces"
-    assert "also named 'roads'" in tools.set_layer("green spaces", name="roads")
+    assert "also named 'roads'" in tools.set_layer("green spaces", name="roads").text
     tools.set_layer(parks.id(), name="parks")
     with pytest.raises(ToolError, match="the new name is empty"):
         tools.set_layer("parks", name="  ")
@@ -206,7 +206,7 @@ def test_visibility_and_rename(tools, demo_project):
     with pytest.raises(ToolError, match="the new name is empty"):
         tools.set_layer("parks", visible=False, name=" ")
     assert root.findLayer(parks.id()).isVisible() and parks.name() == "parks"  # a refused call changes nothing
-    both = tools.set_layer("parks", visible=False, name="green")  # several changes in one call
+    both = tools.set_layer("parks", visible=False, name="green").text  # several changes in one call
     assert both == "Renamed 'parks' to 'green'. Hid layer 'green'."
 
 
@@ -234,8 +234,8 @@ def test_set_layer_removes_a_layer_only_when_approved(tools, demo_project):
         done = tools.set_layer("parks", remove=True)
     finally:
         current_decision.reset(token)
-    assert str(done) == "Removed layer 'parks' from the project."
-    assert done.artifact.layers == ("parks",)
+    assert str(done.text) == "Removed layer 'parks' from the project."
+    assert done.artifact.layer_names == ("parks",)
     assert not demo_project.mapLayersByName("parks") and len(demo_project.mapLayers()) == before - 1
 
 
@@ -251,7 +251,7 @@ def test_tools_called_from_a_worker_thread_go_through_the_main_thread(tools, dem
     thread.start()
     wait_until(lambda: not thread.is_alive(), 10)
     assert results["thread"] == "agent-worker"
-    assert "| roads |" in str(results["list"])
+    assert "| roads |" in results["list"].text
     assert demo_project.mapLayersByName("streets")
 
 
@@ -267,27 +267,28 @@ def test_project_brief_and_capabilities_come_from_the_live_project(tool_ctx, dem
     assert brief.startswith(
         "Open project: 'Elvbury demo town'; CRS EPSG:25832; 9 layers: 'schools' (Point, 31 features)"
     )
-    capabilities = build_families(tool_ctx)[-1].describe_capabilities()
+    capabilities = build_families(tool_ctx)[-1].describe_capabilities().text
     for name in PROJECT_TOOL_NAMES:
         assert f"- {name}: " in capabilities
 
 
 def test_read_features_returns_a_small_table(tools, gpkg):
-    text = tools.read_features("schools", ["name", "pupils"], "\"type\" = 'special'")
+    text = tools.read_features("schools", ["name", "pupils"], "\"type\" = 'special'").text
     expected = gpkg.execute("SELECT name, pupils FROM schools WHERE type = 'special' ORDER BY fid").fetchall()
     assert text.startswith(f"All {len(expected)} features of 'schools' where \"type\" = 'special':")
     assert "| name | pupils |" in text
     for name, pupils in expected:
         assert f"| {name} | {pupils} |" in text
-    limited = tools.read_features("roads", limit=3)
+    limited = tools.read_features("roads", limit=3).text
     assert limited.startswith("First 3 features of 'roads' (more exist; filter or raise limit):")
     assert len([line for line in limited.splitlines() if line.startswith("| ")]) == 4  # header + 3 rows
-    everything = tools.read_features("hospitals", ["name", "beds"])
+    everything = tools.read_features("hospitals", ["name", "beds"]).text
     assert everything.startswith("All 4 of 4 features of 'hospitals':")
     with pytest.raises(ToolError, match="no field in 'schools' 'pupil'; did you mean 'pupils'"):
         tools.read_features("schools", ["pupil"])
     assert (
-        tools.read_features("schools", ["name"], "pupils > 100000") == "No features in 'schools' where pupils > 100000."
+        tools.read_features("schools", ["name"], "pupils > 100000").text
+        == "No features in 'schools' where pupils > 100000."
     )
-    east = tools.read_features("schools", ["name"], '$x > 566000 AND "pupils" > 0')  # a filter that needs geometry
+    east = tools.read_features("schools", ["name"], '$x > 566000 AND "pupils" > 0').text  # a filter that needs geometry
     assert east.startswith("All ") and "| name |" in east

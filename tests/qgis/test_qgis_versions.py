@@ -43,9 +43,9 @@ def _present(pair: tuple[str, str]) -> str:
 
 def test_describe_layer_reports_meters_for_the_demo_layers_and_degrees_for_wgs84(tool_ctx, demo_project):
     tools = ProjectTools(tool_ctx)
-    assert "units: meters, projected" in tools.describe_layer("schools")
+    assert "units: meters, projected" in tools.describe_layer("schools").text
     demo_project.addMapLayer(QgsVectorLayer("Point?crs=EPSG:4326", "gps_fixes", "memory"))
-    assert "units: degrees, geographic" in tools.describe_layer("gps_fixes")
+    assert "units: degrees, geographic" in tools.describe_layer("gps_fixes").text
 
 
 def test_a_distance_parameter_shows_its_default_unit_only_when_it_has_one(processing_algorithms):
@@ -104,10 +104,10 @@ def test_describing_and_running_a_renamed_id_tells_the_model_which_id_ran(proces
     pair = ("qgis:voronoipolygons", "native:voronoipolygons")
     present = _present(pair)
     asked = counterpart(present)
-    described = call_in_thread(tools.find_algorithm, asked)
+    described = call_in_thread(tools.find_algorithm, asked).text
     assert described.startswith(f"Note: {asked} is called {present} in this QGIS")
     assert f"\n{present} — " in described
-    result = call_in_thread(tools.run_algorithm, asked, {"INPUT": "schools"}, "school_areas")
+    result = call_in_thread(tools.run_algorithm, asked, {"INPUT": "schools"}, "school_areas").text
     assert result.startswith(f"{present} finished.\nNote: {asked} is called {present} in this QGIS"), result
     assert tool_ctx.project.mapLayersByName("school_areas")
     with pytest.raises(ToolError, match="no algorithm 'native:voronoipolygon'"):

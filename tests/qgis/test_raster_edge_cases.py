@@ -87,14 +87,14 @@ def test_a_large_raster_with_averaged_overviews_shows_only_classes_the_data_has(
     cog = None  # closed: written to disk
     _add(demo_project, tmp_path / "cover_cog.tif", "cover_cog")
 
-    text = call_in_thread(tools.describe_layer, "cover_cog")
+    text = call_in_thread(tools.describe_layer, "cover_cog").text
     assert "categorical, 3 classes" in text and "approximate, from" in text, text
     codes, counts = np.unique(cover, return_counts=True)
     for code, count in zip(codes.tolist(), counts.tolist(), strict=True):
         shown = float(re.search(rf"\b{code} ([\d.]+)%", text).group(1))
         assert shown == pytest.approx(100 * count / cover.size, abs=3), (code, text)
 
-    styled = call_in_thread(StylePart(tool_ctx).style_layer, "cover_cog", method="paletted")
+    styled = call_in_thread(StylePart(tool_ctx).style_layer, "cover_cog", method="paletted").text
     renderer = demo_project.mapLayersByName("cover_cog")[0].renderer()
     assert {int(c.value) for c in renderer.classes()} == {1, 5, 9}, str(styled)
 
@@ -106,14 +106,14 @@ def test_pixels_hidden_by_a_mask_band_are_left_out_everywhere(tools, demo_projec
     path = _write(tmp_path / "masked.tif", values, mask=mask)
     layer = _add(demo_project, path, "masked")
 
-    text = call_in_thread(tools.describe_layer, "masked")
+    text = call_in_thread(tools.describe_layer, "masked").text
     shown = values[mask == 255].astype(np.float64)
     figures = _figures(text)
     for key, expected in (("min", shown.min()), ("max", shown.max()), ("mean", shown.mean())):
         assert figures[key] == pytest.approx(expected, rel=1e-6), (key, text)
     assert "50% nodata or hidden by the mask band" in text
 
-    sample = call_in_thread(tools.describe_layer, "masked", "500015 6599985; 500085 6599985")
+    sample = call_in_thread(tools.describe_layer, "masked", "500015 6599985; 500085 6599985").text
     assert "nodata (hidden by the mask band)" in sample and f"| {values[1, 8]:.7g} |" in sample, sample
     # QGIS draws the hidden pixel transparent: its mask (band 2 in QGIS) is 0 there.
     identified = layer.dataProvider().identify(
@@ -145,7 +145,7 @@ def test_a_float32_nodata_that_is_not_exact_in_binary_is_still_nodata_when_sampl
     assert nodata != float(np.float32(0.1))  # the case: a double that float32 pixels never equal exactly
     layer = _add(demo_project, tmp_path / "nodata.vrt", "nodata_vrt")
 
-    sample = call_in_thread(tools.describe_layer, "nodata_vrt", "500005 6599995; 500005 6599975")
+    sample = call_in_thread(tools.describe_layer, "nodata_vrt", "500005 6599995; 500005 6599975").text
     assert "nodata (no value here)" in sample and "| 7 |" in sample, sample
     identified = layer.dataProvider().identify(
         QgsPointXY(500_005, 6_599_995), QgsRaster.IdentifyFormat.IdentifyFormatValue
@@ -168,10 +168,10 @@ def test_figures_keep_seven_significant_digits_and_samples_echo_coordinates_in_f
     values = (10_001 + np.arange(16, dtype=np.float64).reshape(4, 4) * 0.5).astype(np.float32)
     _write(tmp_path / "tall.tif", values)
     _add(demo_project, tmp_path / "tall.tif", "tall")
-    figures = _figures(call_in_thread(tools.describe_layer, "tall"))
+    figures = _figures(call_in_thread(tools.describe_layer, "tall").text)
     assert (figures["min"], figures["max"], figures["mean"]) == (10_001, 10_008.5, 10_004.75)
 
-    sample = call_in_thread(tools.describe_layer, "tall", "500015 6599995; 500015 6599985")
+    sample = call_in_thread(tools.describe_layer, "tall", "500015 6599995; 500015 6599985").text
     assert "| 6599995 |" in sample and "| 6599985 |" in sample, sample  # 10 m apart, both readable
     assert "| 10001.5 |" in sample and "| 10003.5 |" in sample, sample
 
@@ -189,7 +189,7 @@ def test_zonal_class_counts_leave_out_pixels_hidden_by_the_mask(tools, demo_proj
     layer.setRenderer(QgsPalettedRasterRenderer(layer.dataProvider(), 1, palette))
     _zones(demo_project, "mask_zones", QgsRectangle(500_000, 6_599_900, 500_100, 6_600_000))
 
-    text = call_in_thread(tools.describe_layer, "cover_masked", "mask_zones")
+    text = call_in_thread(tools.describe_layer, "cover_masked", "mask_zones").text
     line = next(row for row in text.splitlines() if row.startswith("| z |"))
     shown = classes[mask == 255]  # numpy: only class 3 is left, 50 pixels of 100 m2
     hectares = (shown == 3).sum() * 100 / 10_000

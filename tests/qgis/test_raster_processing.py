@@ -50,12 +50,14 @@ def test_gdal_slope_with_its_degree_scale_is_allowed(tools, demo_project, geogra
         tools.run_algorithm,
         "gdal:slope",
         {"INPUT": "dem_wgs84", "BAND": 1, "SCALE": 111120, "OUTPUT": "TEMPORARY_OUTPUT"},
-    )
+    ).text
     assert "gdal:slope finished." in text
 
 
 def test_slope_of_the_projected_dem_matches_numpy(tools, demo_project):
-    text = call_in_thread(tools.run_algorithm, "native:slope", {"INPUT": "elevation", "OUTPUT": "TEMPORARY_OUTPUT"})
+    text = call_in_thread(
+        tools.run_algorithm, "native:slope", {"INPUT": "elevation", "OUTPUT": "TEMPORARY_OUTPUT"}
+    ).text
     added = [layer for layer in demo_project.mapLayers().values() if layer.name().startswith("elevation_slope")]
     assert "native:slope finished." in text and len(added) == 1, text
     dataset = gdal.Open(added[0].source())
@@ -122,7 +124,9 @@ def test_raster_outputs_are_styled_and_summarised(tools, demo_project):
     def added(prefix: str) -> QgsRasterLayer:
         return next(layer for layer in demo_project.mapLayers().values() if layer.name().startswith(prefix))
 
-    text = call_in_thread(tools.run_algorithm, "native:slope", {"INPUT": "elevation", "OUTPUT": "TEMPORARY_OUTPUT"})
+    text = call_in_thread(
+        tools.run_algorithm, "native:slope", {"INPUT": "elevation", "OUTPUT": "TEMPORARY_OUTPUT"}
+    ).text
     slope = added("elevation_slope")
     dataset = gdal.Open(slope.source())
     values = dataset.GetRasterBand(1).ReadAsArray()
@@ -138,7 +142,9 @@ def test_raster_outputs_are_styled_and_summarised(tools, demo_project):
 
     table = [0, 40, 1, 40, 1000, 2]
     parameters = {"INPUT_RASTER": "elevation", "RASTER_BAND": 1, "TABLE": table, "DATA_TYPE": 0, "NO_DATA": 0}
-    text = call_in_thread(tools.run_algorithm, "native:reclassifybytable", {**parameters, "OUTPUT": "TEMPORARY_OUTPUT"})
+    text = call_in_thread(
+        tools.run_algorithm, "native:reclassifybytable", {**parameters, "OUTPUT": "TEMPORARY_OUTPUT"}
+    ).text
     classes = next(layer for layer in demo_project.mapLayers().values() if "reclass" in layer.name())
     assert isinstance(classes.renderer(), QgsPalettedRasterRenderer), text
     assert [c.value for c in classes.renderer().classes()] == [1, 2]
@@ -147,10 +153,10 @@ def test_raster_outputs_are_styled_and_summarised(tools, demo_project):
 
 def test_a_band_left_out_of_a_single_band_raster_is_band_1(tools, demo_project):
     parameters = {"INPUT": "districts", "INPUT_RASTER": "elevation", "STATISTICS": [2], "OUTPUT": "TEMPORARY_OUTPUT"}
-    text = call_in_thread(tools.run_algorithm, "native:zonalstatisticsfb", parameters)
+    text = call_in_thread(tools.run_algorithm, "native:zonalstatisticsfb", parameters).text
     assert "native:zonalstatisticsfb finished." in text
 
 
 def test_class_codes_are_not_taken_for_class_labels(tools, demo_project):
     parameters = {"INPUT_RASTER": "landcover", "RASTER_BAND": 1, "TABLE": [3, 3, 1], "OUTPUT": "TEMPORARY_OUTPUT"}
-    assert "finished." in call_in_thread(tools.run_algorithm, "native:reclassifybytable", parameters)
+    assert "finished." in call_in_thread(tools.run_algorithm, "native:reclassifybytable", parameters).text

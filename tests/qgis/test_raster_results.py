@@ -76,7 +76,7 @@ def slope_layer(project: QgsProject) -> QgsRasterLayer:
 
 
 def run_slope(ctx: ToolContext) -> QgsRasterLayer:
-    text = call_in_thread(ProcessingTools(ctx).run_algorithm, "native:slope", SLOPE)
+    text = call_in_thread(ProcessingTools(ctx).run_algorithm, "native:slope", SLOPE).text
     assert "native:slope finished." in text, text
     return slope_layer(ctx.project)
 

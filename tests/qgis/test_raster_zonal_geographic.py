@@ -112,7 +112,7 @@ def _reported(text: str, zone: str) -> dict[int, tuple[float, float]]:
 
 
 def test_class_areas_of_a_geographic_raster_are_geodesic(tool_ctx, geographic_cover):
-    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "cover_wgs84", "zones_wgs84")
+    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "cover_wgs84", "zones_wgs84").text
     assert text.startswith("native:zonalhistogram finished."), text
     assert "geographic raster" in text and "area of each pixel, ellipsoidal on WGS 84" in text, text
     expected = _expected_areas(geographic_cover)
@@ -153,7 +153,7 @@ def test_class_counts_of_a_projected_grid_with_oblong_pixels(tool_ctx, demo_proj
     zone.setGeometry(QgsGeometry.fromRect(QgsRectangle(560_205.0, 6_205_402.5, 561_195.0, 6_205_897.5)))
     zones.dataProvider().addFeatures([zone])
     demo_project.addMapLayers([QgsRasterLayer(str(path), "oblong"), zones])
-    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "oblong", "oblong_zones")
+    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "oblong", "oblong_zones").text
     assert "(areas from pixel counts x 200 m2, planar in EPSG:" in text, text
     # Pixel centres in the box: columns 10-59 (x 560,210-561,190), rows 10-59 (y 6,205,895-6,205,405).
     inside = np.zeros(cover.shape, dtype=bool)

@@ -139,7 +139,7 @@ def test_integer_raster_with_oblong_pixels_and_zones_in_two_crss(tool_ctx, demo_
         [QgsRasterLayer(path, "counts"), _layer("plots", 25832, zones), _layer("plots_wgs84", 4326, drawn_in_wgs84)]
     )
     tools = ProjectTools(tool_ctx)
-    text = call_in_thread(tools.describe_layer, "counts", "plots")
+    text = call_in_thread(tools.describe_layer, "counts", "plots").text
     assert text.startswith("native:zonalstatisticsfb finished."), text
     assert "\nPixels counted: those whose centre is in the zone, nodata left out." in text
     assert "| zone | pixels | mean | min | max | std | majority |" in text
@@ -149,7 +149,7 @@ def test_integer_raster_with_oblong_pixels_and_zones_in_two_crss(tool_ctx, demo_
     assert "*" not in text  # every zone holds two pixel centres or more
     assert "'counts' within 'plots' (pixels of 200 m2):" in text, text
     assert "reprojected" not in text
-    text = call_in_thread(tools.describe_layer, "counts", "plots_wgs84")
+    text = call_in_thread(tools.describe_layer, "counts", "plots_wgs84").text
     assert "; zones reprojected from EPSG:4326 to the raster's EPSG:25832):" in text, text
     _check(text, values, PROJECTED, 25832, drawn_in_wgs84, 4326, keys)
     added = demo_project.mapLayersByName("plots_counts_zonal")
@@ -167,12 +167,18 @@ def test_geographic_float_raster_with_zones_in_its_crs_and_a_projected_one(tool_
     )
     tools = ProjectTools(tool_ctx)
     keys = ("mean", "min", "max", "std")
-    text = call_in_thread(tools.describe_layer, "heat", "cells")
+    text = call_in_thread(tools.describe_layer, "heat", "cells").text
     assert "'heat' within 'cells' (geographic raster):" in text, text
     assert "| zone | pixels | mean | min | max | std |" in text and "majority" not in text  # a float band
     _check(text, values, GEOGRAPHIC, 4326, zones, 4326, keys)
     _check(
-        call_in_thread(tools.describe_layer, "heat", "cells_utm"), values, GEOGRAPHIC, 4326, drawn_in_utm, 25832, keys
+        call_in_thread(tools.describe_layer, "heat", "cells_utm").text,
+        values,
+        GEOGRAPHIC,
+        4326,
+        drawn_in_utm,
+        25832,
+        keys,
     )
 
 
@@ -186,7 +192,7 @@ def test_a_zone_with_at_most_one_pixel_centre_is_weighted_by_overlap_and_said_so
         "one": shapely.box(west + 59.6 * dx, north + 85.8 * dy, west + 61.2 * dx, north + 84.7 * dy),  # 1 centre
     }
     demo_project.addMapLayers([QgsRasterLayer(path, "fine"), _layer("specks", 25832, small)])
-    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "fine", "specks")
+    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "fine", "specks").text
     assert "* a zone holding at most one pixel centre: every pixel it overlaps, weighted by the share" in text, text
     rows = _rows(text)
     for name, zone in small.items():
@@ -230,7 +236,7 @@ def test_the_class_count_fields_of_the_result_layer_are_the_pixels_counted(tool_
     dataset = None
     zones = _zones(PROJECTED)
     demo_project.addMapLayers([QgsRasterLayer(str(path), "classes"), _layer("fields", 25832, zones)])
-    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "classes", "fields")
+    text = call_in_thread(ProjectTools(tool_ctx).describe_layer, "classes", "fields").text
     assert text.startswith("native:zonalhistogram finished."), text
     assert "\nPixels counted: those whose centre is in the zone, nodata left out." in text
     layer = demo_project.mapLayersByName("fields_classes_zonal")[0]

@@ -32,7 +32,7 @@ def _figures(text: str) -> dict[str, float]:
 
 
 def test_the_demo_dem_is_described_with_exact_statistics_and_units(tools, demo_project):
-    text = call_in_thread(tools.describe_layer, "elevation")
+    text = call_in_thread(tools.describe_layer, "elevation").text
     dem, nodata = _array(demo_project, "elevation")
     valid = dem[dem != nodata].astype(np.float64)
     figures = _figures(text)
@@ -49,7 +49,7 @@ def test_the_demo_dem_is_described_with_exact_statistics_and_units(tools, demo_p
 
 
 def test_land_cover_classes_have_their_labels_and_area_shares(tools, demo_project):
-    text = call_in_thread(tools.describe_layer, "landcover")
+    text = call_in_thread(tools.describe_layer, "landcover").text
     cover, _ = _array(demo_project, "landcover")
     codes, counts = np.unique(cover[cover != 0], return_counts=True)
     assert f"categorical, {len(codes)} classes" in text
@@ -89,7 +89,7 @@ def test_a_large_raster_is_approximate_and_says_so(tools, demo_project, tmp_path
     surface = (rows * 0.5 + np.arange(side, dtype=np.float32)[None, :] * 0.25).astype(np.float32)
     path = _write(tmp_path / "big.tif", surface, 25832, 1.0, tiled=True)
     demo_project.addMapLayer(QgsRasterLayer(str(path), "big"))
-    text = call_in_thread(tools.describe_layer, "big")
+    text = call_in_thread(tools.describe_layer, "big").text
     match = re.search(r"Statistics: approximate, from ([\d,]+) of the ([\d,]+) pixels", text)
     assert match, text
     assert int(match.group(2).replace(",", "")) == side * side
@@ -103,7 +103,7 @@ def test_geographic_pixels_are_in_degrees_and_gdal_category_names_label_classes(
     codes = np.array([[1, 1, 2, 0], [2, 2, 2, 0]], dtype=np.uint8)
     path = _write(tmp_path / "wgs.tif", codes, 4326, 0.001, nodata=0, names=["", "Lake", "Meadow"])
     demo_project.addMapLayer(QgsRasterLayer(str(path), "wgs"))
-    text = call_in_thread(tools.describe_layer, "wgs")
+    text = call_in_thread(tools.describe_layer, "wgs").text
     assert "pixel 0.001 x 0.001 deg" in text, text
     assert "geographic" in text
     assert "categorical, 2 classes; 25% nodata; share of valid pixels: 2 'Meadow' 66.7%, 1 'Lake' 33.3%" in text
@@ -120,7 +120,7 @@ def test_a_scaled_raster_is_described_and_sampled_in_the_units_qgis_shows(tools,
     layer = QgsRasterLayer(str(path), "dm")
     demo_project.addMapLayer(layer)
     shown = stored[stored != -1].astype(np.float64) * 0.1 + 5.0
-    text = call_in_thread(tools.describe_layer, "dm")
+    text = call_in_thread(tools.describe_layer, "dm").text
     figures = _figures(text)
     for key, expected in (("min", shown.min()), ("max", shown.max()), ("mean", shown.mean()), ("std", shown.std())):
         assert figures[key] == pytest.approx(expected, rel=1e-3), (key, text)
@@ -130,7 +130,7 @@ def test_a_scaled_raster_is_described_and_sampled_in_the_units_qgis_shows(tools,
     assert "values shown as stored × 0.1 + 5" in text and f"; {100 * 5 / 40:.2g}% nodata" in text
     # Sampling: the pixel at row 20, column 30 (centre x 10 + 305 m, y 60 - 205 m), and one in the nodata rows.
     x, y = 10.0 + 305.0, 60.0 - 205.0
-    sample = call_in_thread(tools.describe_layer, "dm", f"{x} {y}; 15 55")
+    sample = call_in_thread(tools.describe_layer, "dm", f"{x} {y}; 15 55").text
     identified = layer.dataProvider().identify(QgsPointXY(x, y), QgsRaster.IdentifyFormat.IdentifyFormatValue)
     expected = stored[20, 30] * 0.1 + 5.0
     assert identified.results()[1] == pytest.approx(expected, rel=1e-6)
@@ -151,7 +151,7 @@ def _pixel(array: np.ndarray, x: float, y: float) -> float:
 
 
 def test_sample_at_a_point_layer_gives_each_feature_its_value(tools, demo_project):
-    text = call_in_thread(tools.describe_layer, "elevation", "hospitals")
+    text = call_in_thread(tools.describe_layer, "elevation", "hospitals").text
     dem, _ = _array(demo_project, "elevation")
     hospitals = demo_project.mapLayersByName("hospitals")[0]
     assert text.startswith("Values of 'elevation' at 4 points (features of 'hospitals'):")
@@ -173,12 +173,12 @@ def test_sample_coordinates_in_another_crs_with_nodata_outside_and_class_labels(
     )
     inside = to_wgs84.transform(QgsPointXY(563_005, 6_202_905))
     at = f"EPSG:4326 {inside.x():.8f} {inside.y():.8f}; 0 0"
-    text = call_in_thread(tools.describe_layer, "landcover", at)
+    text = call_in_thread(tools.describe_layer, "landcover", at).text
     code = _pixel(cover, 563_005, 6_202_905)
     labels = {1: "Water", 2: "Grass", 3: "Forest", 4: "Farmland", 5: "Residential", 6: "Commercial", 7: "Industrial"}
     assert f"| point 1 | {inside.x():.10g} | {inside.y():.10g} | {code} {labels[code]} |" in text
     assert "| point 2 | 0 | 0 | outside the raster |" in text
-    corner = call_in_thread(tools.describe_layer, "elevation", "567990,6205990")  # the unsurveyed corner
+    corner = call_in_thread(tools.describe_layer, "elevation", "567990,6205990").text  # the unsurveyed corner
     assert dem[0, -1] == -9999 and "| nodata (no value here) |" in corner
 
 
@@ -217,7 +217,7 @@ def _district_masks(demo_project, shape: tuple[int, ...]) -> dict[str, np.ndarra
 
 
 def test_zonal_means_per_district_match_numpy_and_the_result_layer_is_added(tools, demo_project):
-    text = call_in_thread(tools.describe_layer, "elevation", "districts")
+    text = call_in_thread(tools.describe_layer, "elevation", "districts").text
     dem, nodata = _array(demo_project, "elevation")
     rows = {line.split(" | ")[0].strip("| "): line.strip("|").split("|") for line in text.splitlines()[4:]}
     assert text.startswith("native:zonalstatisticsfb finished.")
@@ -232,7 +232,7 @@ def test_zonal_means_per_district_match_numpy_and_the_result_layer_is_added(tool
 
 
 def test_land_cover_shares_per_district_with_labels_and_hectares(tools, demo_project):
-    text = call_in_thread(tools.describe_layer, "landcover", "districts")
+    text = call_in_thread(tools.describe_layer, "landcover", "districts").text
     cover, _ = _array(demo_project, "landcover")
     labels = {1: "Water", 2: "Grass", 3: "Forest", 4: "Farmland", 5: "Residential", 6: "Commercial", 7: "Industrial"}
     assert "(areas from pixel counts x 100 m2, planar in EPSG:" in text
@@ -262,7 +262,7 @@ def test_scaled_class_codes_per_district_are_the_codes_qgis_shows(tools, demo_pr
     classes = [QgsPalettedRasterRenderer.Class(2.0 * c + 10, QColor(30 * c, 90, 90), n) for c, n in names.items()]
     layer.setRenderer(QgsPalettedRasterRenderer(layer.dataProvider(), 1, classes))
     demo_project.addMapLayer(layer)
-    text = call_in_thread(tools.describe_layer, "cover_scaled", "districts")
+    text = call_in_thread(tools.describe_layer, "cover_scaled", "districts").text
     cover, nodata = _array(demo_project, "landcover")
     for name, mask in _district_masks(demo_project, cover.shape).items():
         line = next(row for row in text.splitlines() if row.startswith(f"| {name} |"))
@@ -285,7 +285,7 @@ def test_zones_in_another_crs_are_reprojected_not_misread(tools, demo_project):
     )["OUTPUT"]
     reprojected.setName("districts_wgs84")
     demo_project.addMapLayer(reprojected)
-    text = call_in_thread(tools.describe_layer, "elevation", "districts_wgs84")
+    text = call_in_thread(tools.describe_layer, "elevation", "districts_wgs84").text
     dem, nodata = _array(demo_project, "elevation")
     mask = _district_masks(demo_project, dem.shape)["Hillcrest"]
     line = next(row for row in text.splitlines() if row.startswith("| Hillcrest |"))

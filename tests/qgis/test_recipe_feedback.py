@@ -82,7 +82,7 @@ def test_a_thumbs_up_keeps_the_run_with_placeholders_and_find_examples_offers_it
 
     # A restart: nothing cached, the file is all there is.
     recipe_store._cache.clear()
-    text = call_in_thread(ExampleTools(tool_ctx).find_examples, "hospitals within 2 km of the roads")
+    text = call_in_thread(ExampleTools(tool_ctx).find_examples, "hospitals within 2 km of the roads").text
     assert text.split("Q: ")[1].startswith("Which <point layer> are within <distance> of the <place> <line layer>?")
 
 

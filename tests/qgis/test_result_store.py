@@ -98,7 +98,7 @@ def source_file(layer: QgsVectorLayer) -> Path:
 def buffer_rivers(ctx: ToolContext, name: str = "rivers_buffer_100m") -> str:
     return call_in_thread(
         ProcessingTools(ctx).run_algorithm, "native:buffer", {"INPUT": "rivers", "DISTANCE": 100}, name
-    )
+    ).text
 
 
 def paint(layer: QgsVectorLayer) -> None:

@@ -44,7 +44,9 @@ def test_a_buffer_of_the_selected_schools_leaves_them_and_their_selection_visibl
     assert big
     schools.selectByIds(big)
     tools = ProcessingTools(tool_ctx)
-    result = call_in_thread(tools.run_algorithm, "native:buffer", {"INPUT": "schools", "DISTANCE": 150}, "near_schools")
+    result = call_in_thread(
+        tools.run_algorithm, "native:buffer", {"INPUT": "schools", "DISTANCE": 150}, "near_schools"
+    ).text
     assert "added layer 'near_schools'" in result, result
     buffer = demo_project.mapLayersByName("near_schools")[0]
     renderer = buffer.renderer()

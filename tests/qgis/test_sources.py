@@ -12,6 +12,8 @@ from qgis.PyQt.QtGui import QTextCursor
 from qgis.PyQt.QtTest import QTest
 
 from geogpt_qgis.agent.config import ModelConfig
+from geogpt_qgis.core.artifacts import LayerRef
+from geogpt_qgis.core.sources import Sources
 from geogpt_qgis.gui.sources_view import SourcesView, TurnSources
 from geogpt_qgis.tools.charts import maker
 from tests.support.dock import items_of, type_and_send
@@ -96,18 +98,18 @@ def test_sources_of_a_multi_step_conversation_name_exactly_what_it_used(model_se
         turn.record(event)
     # Each call named what it used and made: the place and where it was found, each algorithm's input and result.
     places, buffer, extract, chart = (r.artifact for r in results)
-    assert places.layers == ("schools",) and places.added_names == ["place_nordby_school"]
-    assert buffer.layers == ("place_nordby_school",) and buffer.added_names == ["nordby_school_2km"]
+    assert places.layer_names == ("schools",) and places.added_names == ["place_nordby_school"]
+    assert buffer.layer_names == ("place_nordby_school",) and buffer.added_names == ["nordby_school_2km"]
     (added,) = extract.added
     assert demo_project.mapLayer(added.layer_id).name() == added.name == "schools_near_nordby_school"
-    assert chart.layers == ("schools_near_nordby_school",) and chart.chart.endswith(".png")
+    assert chart.layer_names == ("schools_near_nordby_school",) and chart.chart.endswith(".png")
 
     sources = turn.sources()
-    assert sources.layers == ["schools"]  # the place came from schools; everything else was made on the way
+    assert sources.layer_names == ["schools"]  # the place came from schools; everything else was made on the way
     assert [a.split(" ")[0] for a in sources.algorithms] == ["native:buffer", "native:extractbylocation"]
     assert sources.algorithms[0] == "native:buffer (INPUT=place_nordby_school, DISTANCE=2000, SEGMENTS=16)"
     assert "INTERSECT=nordby_school_2km" in sources.algorithms[1]
-    assert sources.results == ["place_nordby_school", "nordby_school_2km", "schools_near_nordby_school"]
+    assert sources.result_names == ["place_nordby_school", "nordby_school_2km", "schools_near_nordby_school"]
     assert not sources.tables and not sources.collections
     (chart,) = sources.charts
     data = json.loads(Path(chart).with_suffix(".json").read_text("utf-8"))
@@ -121,8 +123,10 @@ def test_sources_of_a_multi_step_conversation_name_exactly_what_it_used(model_se
     kinds = [e.kind for e in opened.entries]
     assert kinds == ["user", "tool", "tool", "tool", "tool", "chart", "answer", "sources"]
     restored = opened.entries[-1].args
-    assert restored["layers"] == ["schools"] and restored["algorithms"] == sources.algorithms
-    assert restored["results"] == sources.results and restored["charts"] == sources.charts
+    assert [layer["name"] for layer in restored["layers"]] == ["schools"]
+    assert restored["algorithms"] == sources.algorithms and restored["charts"] == sources.charts
+    assert Sources.from_dict(restored) == sources  # every layer with its id
+    assert all(layer.layer_id for layer in sources.layers + sources.results)
 
 
 def test_the_dock_lists_sources_and_a_click_selects_the_layer(panel, model_server, demo_project, qgis_iface):
@@ -152,7 +156,7 @@ def test_the_dock_lists_sources_and_a_click_selects_the_layer(panel, model_serve
     items = panel.chat.items()
     answer = max(i for i, w in enumerate(items) if isinstance(w, MarkdownView))
     assert items.index(view) > answer  # under the answer (with its copy/retry row and thumbs-up)
-    assert view.sources.layers == ["rivers"] and view.sources.results == ["rivers_500m"]
+    assert view.sources.layer_names == ["rivers"] and view.sources.result_names == ["rivers_500m"]
     assert view.sources.algorithms == ["native:buffer (INPUT=rivers, DISTANCE=500)"]
     assert view.header.text() == "Sources (3)" and not view.body.isVisible()
     view.header.click()  # as a click does (QTest.mouseClick at its centre missed it on QGIS 3.44 offscreen)
@@ -176,10 +180,41 @@ def test_the_dock_lists_sources_and_a_click_selects_the_layer(panel, model_serve
     panel.view.open_conversation(panel.runs.thread_id())
     wait_until(lambda: len(items_of(panel, SourcesView)) == 1 and items_of(panel, SourcesView)[0] is not view, 120)
     restored = items_of(panel, SourcesView)[0]
-    assert restored.sources.layers == ["rivers"]
+    assert restored.sources.layer_names == ["rivers"]
     qgis_iface.setActiveLayer(demo_project.mapLayersByName("schools")[0])
     restored.click_layer("rivers")
     assert qgis_iface.activeLayer() is rivers
+
+
+def test_two_layers_of_one_name_are_told_apart_by_id(panel, demo_project, qgis_iface):
+    from qgis.core import QgsVectorLayer
+
+    first = QgsVectorLayer("Point?crs=EPSG:25832", "buffer", "memory")
+    second = QgsVectorLayer("Polygon?crs=EPSG:25832", "buffer", "memory")
+    demo_project.addMapLayers([first, second])
+    ids = [first.id(), second.id()]
+    try:
+        view = panel.chat.add_sources(
+            Sources(layers=[LayerRef.of(first)], results=[LayerRef.of(second), LayerRef("rivers")])
+        )
+        links = view.body.toHtml()
+        assert f"layer:{first.id()}" in links and f"layer:{second.id()}" in links and "layername:rivers" in links
+        view.click_layer(LayerRef.of(second))
+        assert qgis_iface.activeLayer() is second
+        view.click_layer(LayerRef.of(first))
+        assert qgis_iface.activeLayer() is first
+        assert "Selected layer buffer" in panel.status.text()
+        rivers = demo_project.mapLayersByName("rivers")[0]
+        view.click_layer("rivers")  # stored without an id: by its name
+        assert qgis_iface.activeLayer() is rivers
+        gone = LayerRef.of(second)
+        demo_project.removeMapLayer(second.id())
+        view.click_layer(gone)  # its namesake is still there: never selected in its place
+        assert qgis_iface.activeLayer() is rivers and "no longer in the project" in panel.status.text()
+    finally:
+        for layer_id in ids:
+            if demo_project.mapLayer(layer_id) is not None:
+                demo_project.removeMapLayer(layer_id)
 
 
 def test_answers_without_tools_have_no_sources(panel, model_server):

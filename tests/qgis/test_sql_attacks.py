@@ -449,7 +449,9 @@ def test_a_result_layer_is_read_without_the_database(world, role):
     connection = world["connections"][role]
     PlgOptionsManager.set_value("postgis_connections", connection)
     before = _snapshot(world["observer"])
-    text = call_in_thread(world["postgis"].run_sql, "SELECT name, geom FROM schools LIMIT 5", connection, f"h1_{role}")
+    text = call_in_thread(
+        world["postgis"].run_sql, "SELECT name, geom FROM schools LIMIT 5", connection, f"h1_{role}"
+    ).text
     assert "Added layer" in text
     layer = world["project"].mapLayersByName(f"h1_{role}")[0]
     assert layer.providerType() == "ogr"
@@ -471,5 +473,5 @@ def test_place_names_and_table_names_are_data(world, role):
         ran, text = _outcome(world["postgis"].describe_table, [name], connection)
         assert not ran and ("no table or view" in text or "is not a table name" in text), text
         _assert_untouched(world, before, text)
-    found = call_in_thread(world["insights"].find_places, [f"Nordby'; {DEL}; --", f"x$$; {DEL}; $$"])
+    found = call_in_thread(world["insights"].find_places, [f"Nordby'; {DEL}; --", f"x$$; {DEL}; $$"]).text
     _assert_untouched(world, before, found)

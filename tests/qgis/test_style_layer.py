@@ -82,7 +82,7 @@ def test_quantile_classes_are_numpys_quantiles_and_the_reply_lists_them(style, d
     assert renderer_edges(renderer) == pytest.approx(list(edges))
     assert result.text.startswith("Styled 'districts' graduated: 5 quantile classes of population (ramp YlOrRd): ")
     assert "6,400–8,160, 8,160–10,140, 10,140–12,620, 12,620–14,220, 14,220–21,400." in result.text
-    assert result.artifact.layers == ("districts",)
+    assert result.artifact.layer_names == ("districts",)
     colours = [r.symbol().color().name() for r in renderer.ranges()]
     assert len(set(colours)) == 5  # coloured along the ramp
 
@@ -198,7 +198,7 @@ def test_a_wrong_size_is_refused_and_changes_nothing(style, demo_project, name, 
 
 def test_rules_and_heatmap(style, demo_project, gpkg):
     schools = layer(demo_project, "schools")
-    text = style.style_layer("schools", method="rules", field="\"pupils\" > 300=red; ELSE=#999999").text
+    text = style.style_layer("schools", method="rules", field='"pupils" > 300=red; ELSE=#999999').text
     renderer = schools.renderer()
     assert isinstance(renderer, QgsRuleBasedRenderer)
     rules = renderer.rootRule().children()
@@ -282,7 +282,7 @@ BAD_CALLS = [
     ({"method": "categorized", "field": "name", "color": "red"}, "no colour ramp 'red'"),
     ({"opacity": 2}, "opacity must be between 0 and 1"),
     ({"method": "rules", "field": "\"population\" + 'many' > 3=red"}, "fails on 'districts': Cannot convert 'many'"),
-    ({"method": "rules", "field": "\"population\" > 1=red; ELSE=nocolour"}, "rule 2 'ELSE=nocolour' needs"),
+    ({"method": "rules", "field": '"population" > 1=red; ELSE=nocolour'}, "rule 2 'ELSE=nocolour' needs"),
 ]
 
 

@@ -86,7 +86,7 @@ def test_an_image_too_large_for_memory_is_refused():
 
 def test_files_written_travel_in_the_artifact():
     made = ToolArtifact(layers=("rivers",), files=("/maps/town.pdf",))
-    assert made.to_dict() == {"layers": ["rivers"], "files": ["/maps/town.pdf"]}
+    assert made.to_dict() == {"layers": [{"name": "rivers", "layer_id": ""}], "files": ["/maps/town.pdf"]}
     assert ToolArtifact.from_dict(made.to_dict()) == made
     assert ToolArtifact.from_dict({"files": [3, "/a.png"]}).files == ("/a.png",)
     assert merged([made, ToolArtifact(files=("/a.png", "/maps/town.pdf"))]).files == ("/maps/town.pdf", "/a.png")
@@ -99,7 +99,7 @@ def test_the_files_a_turn_wrote_are_listed_in_its_sources():
     sources = collect_sources(
         [ToolArtifact(layers=("rivers",), files=("/maps/town.pdf",)), ToolArtifact(files=("/maps/town.pdf",))]
     )
-    assert sources.files == ["/maps/town.pdf"] and sources.layers == ["rivers"]
+    assert sources.files == ["/maps/town.pdf"] and sources.layer_names == ["rivers"]
     assert ("Files", ["/maps/town.pdf"]) in sources.sections()
     assert "- Files: `/maps/town.pdf`" in sources.to_markdown()
     assert Sources.from_dict({"layers": ["rivers"]}).files == []  # stored before files were listed

@@ -1,76 +1,229 @@
-"""The Sources of an answer, from its tool calls' artifacts only (Qt-free)."""
+"""The Sources of an answer, from its tool calls' artifacts only; artifacts typed, stored and read back (Qt-free)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
 
 from geogpt_qgis.agent.transcript import Entry, to_markdown
-from geogpt_qgis.core.artifacts import AddedLayer, Selection, ToolArtifact, ToolResult, algorithm_label, merged
+from geogpt_qgis.core.artifacts import (
+    AddedLayer,
+    AlgorithmRun,
+    LayerRef,
+    Selection,
+    TableRef,
+    ToolArtifact,
+    ToolResult,
+    content_and_artifact,
+    merged,
+)
+from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.core.sources import Sources, collect_sources, with_extras
 
-BUFFER = algorithm_label("native:buffer", {"INPUT": "rivers", "DISTANCE": 500, "OUTPUT": "x"})
+ROOT = Path(__file__).resolve().parents[2]
+BUFFER = AlgorithmRun("native:buffer", {"INPUT": "rivers", "DISTANCE": 500, "OUTPUT": "x"})
+RIVERS = LayerRef("rivers", "rivers_1a")
 # (tool, ok, artifact) of one turn, in order
 CALLS = [
     ("list_layers", True, ToolArtifact()),
-    ("describe_layer", True, ToolArtifact(layers=("rivers",))),
-    ("run_algorithm", True, ToolArtifact(layers=("rivers",), algorithm=BUFFER, added=(AddedLayer("rivers_500m"),))),
+    ("describe_layer", True, ToolArtifact(layers=(RIVERS,))),
+    ("run_algorithm", True, ToolArtifact(layers=(RIVERS,), algorithm=BUFFER, added=(AddedLayer("rivers_500m", "b1"),))),
     (
         "run_algorithm",
         True,
         ToolArtifact(
-            layers=("schools", "rivers_500m"),
-            algorithm="native:extractbylocation (INPUT=schools, INTERSECT=rivers_500m)",
+            layers=(LayerRef("schools", "schools_2c"), LayerRef("rivers_500m", "b1")),
+            algorithm=AlgorithmRun("native:extractbylocation", {"INPUT": "schools", "INTERSECT": "rivers_500m"}),
             added=(AddedLayer("schools_near", "schools_near_1a2b"),),
         ),
     ),
-    ("describe_layer", False, ToolArtifact(layers=("parks",))),  # failed: not a source
-    ("run_sql", True, ToolArtifact(tables=("public.districts (demo)", "roads (demo)"))),
-    ("query_ogc_collection", True, ToolArtifact(collections=("hospitals (town)",), added=(AddedLayer("hospitals"),))),
-    ("make_chart", True, ToolArtifact(layers=("schools_near",), chart="/tmp/c.png")),
+    ("describe_layer", False, ToolArtifact(layers=(LayerRef("parks", "p"),))),  # failed: not a source
+    (
+        "run_sql",
+        True,
+        ToolArtifact(tables=(TableRef("demo", "public", "districts"), TableRef("demo", "", "roads"))),
+    ),
+    (
+        "query_ogc_collection",
+        True,
+        ToolArtifact(collections=("hospitals (town)",), added=(AddedLayer("hospitals", "h9"),)),
+    ),
+    ("make_chart", True, ToolArtifact(layers=(LayerRef("schools_near", "schools_near_1a2b"),), chart="/tmp/c.png")),
 ]
 
 
 def test_sources_name_exactly_what_the_calls_used():
     sources = collect_sources(artifact for _, ok, artifact in CALLS if ok)
-    assert sources.layers == ["rivers", "schools"]  # made on the way: results, not sources
+    assert sources.layer_names == ["rivers", "schools"]  # made on the way: results, not sources
+    assert sources.layers[0] == RIVERS
     assert sources.algorithms == [
         "native:buffer (INPUT=rivers, DISTANCE=500)",
         "native:extractbylocation (INPUT=schools, INTERSECT=rivers_500m)",
     ]
-    assert sources.results == ["rivers_500m", "schools_near", "hospitals"]
+    assert sources.result_names == ["rivers_500m", "schools_near", "hospitals"]
+    assert [layer.layer_id for layer in sources.results] == ["b1", "schools_near_1a2b", "h9"]
     assert sources.tables == ["public.districts (demo)", "roads (demo)"]
     assert sources.collections == ["hospitals (town)"]
     assert sources.charts == ["/tmp/c.png"]
-    assert Sources.from_dict(sources.to_dict()) == sources
+    assert Sources.from_dict(json.loads(json.dumps(sources.to_dict()))) == sources
+
+
+def test_two_layers_of_one_name_stay_two_sources():
+    first, second = LayerRef("buffer", "buffer_a1"), LayerRef("buffer", "buffer_b2")
+    sources = collect_sources(
+        [
+            ToolArtifact(layers=(first,)),
+            ToolArtifact(layers=(second, first)),
+            ToolArtifact(added=(LayerRef("made", "m1"),)),
+            ToolArtifact(layers=(LayerRef("made", "m2"),)),  # another layer that happens to be named "made": read
+        ]
+    )
+    assert sources.layers == [first, second, LayerRef("made", "m2")]
+    assert sources.results == [LayerRef("made", "m1")]
+
+
+def test_sources_stored_with_bare_layer_names_read_without_ids():
+    old = {"layers": ["rivers"], "results": ["rivers_500m"], "algorithms": ["native:buffer (INPUT=rivers)"]}
+    sources = Sources.from_dict(old)
+    assert sources.layers == [LayerRef("rivers")] and sources.results == [LayerRef("rivers_500m")]
+    assert sources.algorithms == ["native:buffer (INPUT=rivers)"] and sources.files == []
 
 
 def test_an_artifact_survives_json_and_anything_else_reads_as_empty():
     artifact = ToolArtifact(
-        layers=("schools",),
-        tables=("public.schools (demo)",),
+        layers=(LayerRef("schools", "schools_2c"),),
+        tables=(TableRef("demo", "public", "schools"),),
         collections=("hospitals (town)",),
-        algorithm=BUFFER,
+        algorithm=AlgorithmRun("native:buffer", {"INPUT": "rivers", "DISTANCE": 500, "FIELDS": ["a", "b"]}),
         added=(AddedLayer("place_nordby", "id1"), AddedLayer("b")),
         selected=(Selection("schools", 16),),
         chart="/tmp/c.png",
+        files=("/tmp/map.pdf",),
+        figures=(Figure("area of 'parcels'", 92903.0, "m²", "ellipsoidal on GRS 1980"),),
     )
     stored = json.loads(json.dumps(artifact.to_dict()))
     assert ToolArtifact.from_dict(stored) == artifact
+    assert stored["tables"] == [{"connection": "demo", "schema": "public", "table": "schools"}]
+    assert stored["algorithm"] == {
+        "id": "native:buffer",
+        "parameters": {"INPUT": "rivers", "DISTANCE": 500, "FIELDS": ["a", "b"]},
+    }
+    assert stored["layers"] == [{"name": "schools", "layer_id": "schools_2c"}]
     assert ToolArtifact().to_dict() == {} and ToolArtifact.from_dict({}).empty
     # Stored before artifacts existed (None), or damaged: empty, never an error.
     for odd in (None, "text", [1, 2], {"layers": "schools", "added": ["x", {"name": 3}], "selected": 5}):
         assert ToolArtifact.from_dict(odd).layers == ()
     assert ToolArtifact.from_dict({"added": [{"name": "a"}]}).added_names == ["a"]
     assert ToolArtifact.from_dict({"selected": [{"layer": "a", "count": "many"}]}).selected == (Selection("a", 0),)
+    assert ToolArtifact.from_dict({"algorithm": {"parameters": {}}}).algorithm is None  # no id: no run
 
 
-def test_a_tool_result_is_its_text_for_every_reader_and_carries_the_artifact():
+def test_an_artifact_stored_with_display_strings_reads_into_the_structured_fields():
+    # As conversations stored them before tables, runs and read layers were structured (issue 32).
+    legacy = {
+        "layers": ["schools", "rivers_500m"],
+        "tables": ["public.districts (demo)", "roads (demo)", "lonely"],
+        "collections": ["hospitals (town)"],
+        "algorithm": "native:buffer (INPUT=rivers, DISTANCE=500, SEGMENTS=16)",
+        "added": [{"name": "rivers_500m", "layer_id": "b1"}, {"name": "old"}],
+        "selected": [{"layer": "schools", "count": 3}],
+        "chart": "/tmp/c.png",
+    }
+    artifact = ToolArtifact.from_dict(legacy)
+    assert artifact.layers == (LayerRef("schools"), LayerRef("rivers_500m"))
+    assert artifact.tables == (
+        TableRef("demo", "public", "districts"),
+        TableRef("demo", "", "roads"),
+        TableRef("", "", "lonely"),
+    )
+    assert artifact.table_labels == ("public.districts (demo)", "roads (demo)", "lonely")
+    assert artifact.algorithm == AlgorithmRun("native:buffer", {"INPUT": "rivers", "DISTANCE": "500", "SEGMENTS": "16"})
+    assert artifact.algorithm is not None and artifact.algorithm.label == legacy["algorithm"]
+    assert artifact.added == (AddedLayer("rivers_500m", "b1"), AddedLayer("old"))
+    assert ToolArtifact.from_dict(artifact.to_dict()) == artifact  # and written back in the new form
+    # A legacy turn's Sources list reads as it did: the labels it showed, the made layer not a source.
+    sources = collect_sources([artifact])
+    assert sources.layer_names == ["schools"] and sources.result_names == ["rivers_500m", "old"]
+    assert sources.algorithms == [legacy["algorithm"]] and sources.tables == list(artifact.table_labels)
+    assert AlgorithmRun.from_label("qgis:odd").parameters == {}
+
+
+def test_an_algorithm_run_keeps_what_the_model_set_without_outputs():
+    run = AlgorithmRun("native:buffer", {"INPUT": "rivers", "OUTPUT": "TEMPORARY_OUTPUT", "OUTPUT_2": "/x"})
+    assert dict(run.parameters) == {"INPUT": "rivers"} and run.label == "native:buffer (INPUT=rivers)"
+    with pytest.raises(TypeError):
+        run.parameters["INPUT"] = "other"  # type: ignore[index]
+    assert hash(ToolArtifact(algorithm=run)) == hash(ToolArtifact(algorithm=run))  # artifacts stay hashable
+
+
+def test_a_tool_result_holds_its_text_and_artifact_apart():
     result = ToolResult("Selected 16 of 31 features in 'schools'", ToolArtifact(selected=(Selection("schools", 16),)))
-    assert result == "Selected 16 of 31 features in 'schools'" and result.startswith("Selected 16")
-    assert result.artifact.selected[0].count == 16 and type(result.text) is str
+    assert result.text == "Selected 16 of 31 features in 'schools'" and type(result.text) is str
+    assert result.artifact.selected[0].count == 16
+    assert content_and_artifact(result) == (result.text, result.artifact)
+    assert content_and_artifact("a test's stand-in") == ("a test's stand-in", ToolArtifact())
+    with pytest.raises(TypeError):
+        content_and_artifact(None)  # type: ignore[arg-type]
+    noted = result.with_text(result.text + "\nNote: x")
+    assert noted.artifact is result.artifact and noted.text.endswith("Note: x")
+    with pytest.raises(TypeError):
+        result + "more"  # type: ignore[operator]  # the str subclass it was returned a str without the artifact
+    with pytest.raises(TypeError):
+        ToolResult(result)  # type: ignore[arg-type]
     assert ToolResult("plain").artifact.empty
-    both = merged([ToolArtifact(layers=("a",), added=(AddedLayer("p"),)), ToolArtifact(layers=("a", "b"))])
-    assert both.layers == ("a", "b") and both.added_names == ["p"]
+    both = merged(
+        [ToolArtifact(layers=(RIVERS,), added=(AddedLayer("p"),)), ToolArtifact(layers=(RIVERS, LayerRef("b")))]
+    )
+    assert both.layers == (RIVERS, LayerRef("b")) and both.added_names == ["p"]
+
+
+MISUSE = """
+from geogpt_qgis.core.artifacts import ToolResult
+
+
+def noted(result: ToolResult) -> ToolResult:
+    return result + "\\nNote: more"
+
+
+def stripped(result: ToolResult) -> ToolResult:
+    return result.strip()
+
+
+def formatted(result: ToolResult) -> ToolResult:
+    return f"{result}\\nNote: more"
+
+
+def kept(result: ToolResult) -> ToolResult:
+    return result.with_text(result.text + "\\nNote: more")
+"""
+
+
+def test_dropping_a_tool_results_artifact_is_a_type_error(tmp_path):
+    # A str subclass let `+`, `.strip()` and f-strings return plain text without the artifact; mypy saw nothing.
+    snippet = tmp_path / "misuse.py"
+    snippet.write_text(textwrap.dedent(MISUSE), "utf-8")
+    found = subprocess.run(
+        # The repository's .mypy_cache (make lint's): seconds once warm.
+        [sys.executable, "-m", "mypy", "--follow-imports=silent", str(snippet)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    errors = [line for line in found.stdout.splitlines() if ": error:" in line]
+    lines = sorted(int(line.split(":")[1]) for line in errors)
+    source = snippet.read_text("utf-8").splitlines()
+    assert [source[n - 1].strip() for n in lines] == [
+        'return result + "\\nNote: more"',
+        "return result.strip()",
+        'return f"{result}\\nNote: more"',
+    ], found.stdout
 
 
 def test_stored_turns_get_their_charts_and_sources_back():

@@ -283,14 +283,14 @@ def test_a_result_carries_its_artifact_out_of_the_toolkit_scrubbed_and_as_langch
         outcome = run(toolkit, "describe_table", {"table": "schools"})
         assert outcome.ok and outcome.text == "schools: 3 columns"  # the model's text is unchanged
         (table,) = outcome.artifact.tables
-        assert table.startswith("schools (postgresql://u:") and SECRET not in table
+        assert table.label.startswith("schools (postgresql://u:") and SECRET not in table.label
         assert run(toolkit, "list_layers", {}).artifact.empty  # plain text: nothing used or made
         assert run(toolkit, "describe_table", {}).artifact.empty  # an error: nothing either
         # The tool as LangChain runs it: content and artifact apart (response_format="content_and_artifact").
         tool = {t.name: t for t in toolkit.tools}["describe_table"]
         message = tool.invoke({"type": "tool_call", "id": "c1", "name": "describe_table", "args": {"table": "roads"}})
         assert isinstance(message, ToolMessage) and message.content == "roads: 3 columns"
-        assert message.artifact.tables[0].startswith("roads (")
+        assert message.artifact.tables[0].label.startswith("roads (")
     finally:
         secrets_scrub.forget_all()
 

@@ -22,6 +22,7 @@ from geogpt_qgis.toolbelt import network
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+    from langchain_openai import ChatOpenAI
 
 
 def create_chat_model(config: ModelConfig, num_ctx: int | None = None, thinking: bool = False) -> BaseChatModel:
@@ -100,7 +101,7 @@ def _host(config: ModelConfig) -> str:
 
 
 @functools.cache
-def _local_chat_openai() -> type:
+def _local_chat_openai() -> type[ChatOpenAI]:
     """``ChatOpenAI`` sending an assistant message without text as ``""`` rather than ``null``.
 
     LangChain sends ``"content": null`` beside tool calls, as OpenAI's API
@@ -111,7 +112,7 @@ def _local_chat_openai() -> type:
     from langchain_openai import ChatOpenAI
 
     class LocalServerChatOpenAI(ChatOpenAI):
-        def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+        def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
             payload = super()._get_request_payload(input_, stop=stop, **kwargs)
             for message in payload.get("messages", []):
                 if message.get("role") == "assistant" and message.get("content") is None:

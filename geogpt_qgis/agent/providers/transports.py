@@ -86,7 +86,7 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
             request=request,
         )
 
-    class Lines(httpx.SyncByteStream):
+    class Lines(httpx.SyncByteStream):  # type: ignore[misc]  # the library is chosen at run time: Any
         def __init__(self, inner: Any, fix: Callable[[bytes], bytes]) -> None:
             self.inner, self.fix = inner, fix
 
@@ -100,7 +100,7 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
         def close(self) -> None:
             self.inner.close()
 
-    class AsyncLines(httpx.AsyncByteStream):
+    class AsyncLines(httpx.AsyncByteStream):  # type: ignore[misc]  # as Lines
         def __init__(self, inner: Any, fix: Callable[[bytes], bytes]) -> None:
             self.inner, self.fix = inner, fix
 
@@ -115,7 +115,7 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
         async def aclose(self) -> None:
             await self.inner.aclose()
 
-    class Transport(httpx.BaseTransport):
+    class Transport(httpx.BaseTransport):  # type: ignore[misc]  # as Lines
         def __init__(self, inner: Any) -> None:
             self.inner = inner
 
@@ -125,7 +125,7 @@ def _transports(library: str) -> tuple[type, type]:  # noqa: C901 - ten one-line
         def close(self) -> None:
             self.inner.close()
 
-    class AsyncTransport(httpx.AsyncBaseTransport):
+    class AsyncTransport(httpx.AsyncBaseTransport):  # type: ignore[misc]  # as Lines
         def __init__(self, inner: Any) -> None:
             self.inner = inner
 

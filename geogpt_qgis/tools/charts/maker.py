@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from qgis.core import QgsDataSourceUri, QgsFeatureRequest, QgsFeedback, QgsProviderRegistry, QgsVectorLayer
 
-from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact, ToolResult, with_place
+from geogpt_qgis.core.artifacts import EMPTY, LayerRef, TableRef, ToolArtifact, ToolResult
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.progress import progress_reporter
@@ -98,7 +98,8 @@ class ChartMaker:
         else:
             plan = self.ctx.on_main(self._layer_plan, text, spec)
             if isinstance(plan, LayerRead):
-                chart, read = self._from_layer(spec, plan), ToolArtifact(layers=(plan.plan.layer_name,))
+                layer = LayerRef(plan.plan.layer_name, plan.plan.layer_id)
+                chart, read = self._from_layer(spec, plan), ToolArtifact(layers=(layer,))
             else:
                 chart, read = self._from_sql(spec, plan), plan.read
         self.ctx.check_cancelled()
@@ -240,7 +241,7 @@ class ChartMaker:
                 "add_table=true, then chart the table it adds"
             )
         saved = self.ctx.on_main(resolve_connection, allowed[0], allowed)
-        tables = tuple(with_place(table, saved.name) for table in found.tables)
+        tables = tuple(TableRef.named(table, saved.name) for table in found.tables)
         relation = compose("({}\n) AS src", embedded(found.text))
         return SqlSource(saved, relation, f"SQL on {saved.name!r}", ToolArtifact(tables=tables))
 
@@ -375,7 +376,7 @@ def _postgres_layer_source(layer: QgsVectorLayer) -> SqlSource | None:
     where = f"{uri.host() or 'localhost'}/{uri.database()}"
     saved = SavedConnection(layer.name(), layer.source(), uri.connectionInfo(True), where)
     label = f"layer {layer.name()!r} (PostgreSQL {where})"
-    return SqlSource(saved, compose("{} AS src", relation), label, ToolArtifact(layers=(layer.name(),)))
+    return SqlSource(saved, compose("{} AS src", relation), label, ToolArtifact(layers=(LayerRef.of(layer),)))
 
 
 def _check_fields(spec: ChartSpec, kinds: dict[str, str], where: str) -> None:

@@ -7,6 +7,7 @@ table itself, as the Browser would add it, never a copy and never a query.
 
 from __future__ import annotations
 
+from geogpt_qgis.core.artifacts import TableRef
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.tools.base import ToolError
@@ -62,5 +63,5 @@ def table_plan(
         name or table,
         f"{wanted} ({saved.name})",
         notes=tuple(notes),
-        tables=(f"{wanted} ({saved.name})",),
+        tables=(TableRef.named(wanted, saved.name),),
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from geogpt_qgis.core import targets
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, approved_targets, gated
-from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
+from geogpt_qgis.core.artifacts import LayerRef, ToolArtifact, ToolResult
 from geogpt_qgis.core.effects import CallEffects, Effect, Found
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFunction
 from geogpt_qgis.tools.maps.export_target import Page, Target, check_dpi, check_pixels, parse_page, resolve_target
@@ -122,7 +122,7 @@ class ExportPart:
         if not approval_granted():
             raise ToolError(NEEDS_APPROVAL)
         artifact = ToolArtifact(
-            layers=tuple(layer.name() for layer in plan.view.layers), files=(str(plan.target.path),)
+            layers=tuple(LayerRef.of(layer) for layer in plan.view.layers), files=(str(plan.target.path),)
         )
         approved = approved_targets(targets.FILE)  # read here: the approval lives in this call's context
         if plan.page.canvas:

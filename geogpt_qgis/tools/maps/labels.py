@@ -31,7 +31,7 @@ from qgis.core import (
 from qgis.PyQt.QtGui import QColor
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, gated
-from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
+from geogpt_qgis.core.artifacts import LayerRef, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.numbers import plain_number
@@ -112,7 +112,7 @@ class LabelPart:
             raise ToolError(f"{target.name()!r} is a {layer_kind(target)} layer; only vector layers have labels")
         if not target.isSpatial():
             raise ToolError(f"{target.name()!r} has no geometry, so there is nothing to place labels on")
-        done = ToolArtifact(layers=(target.name(),))
+        done = ToolArtifact(layers=(LayerRef.of(target),))
         is_field = text in target.fields().names()
         if text.casefold() == UNDO and not is_field:
             return ToolResult(self._undo(target), done)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from geogpt_qgis.core.artifacts import TableRef
+
 VECTOR, RASTER = "vector", "raster"
 
 
@@ -22,7 +24,7 @@ class LoadPlan:
     name: str  # the base name (the model's ``name``, else one from the source)
     source: str  # the source as the answer names it (never credentials)
     notes: tuple[str, ...] = ()
-    tables: tuple[str, ...] = ()  # ``schema.table (connection)`` read, for the Sources list
+    tables: tuple[TableRef, ...] = ()  # the database tables read, for the Sources list
     collections: tuple[str, ...] = ()
     connection: str = ""  # saved PostgreSQL connection whose URI the main thread completes
     extra: dict[str, str] = field(default_factory=dict)  # provider details for the main thread

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from functools import partial
 from urllib.parse import urlsplit
 
-from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, with_place
+from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult, with_place
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.tools.base import ToolContext, ToolError
+from geogpt_qgis.tools.layer_refs import named_ref
 from geogpt_qgis.tools.ogc import catalog
 from geogpt_qgis.tools.ogc.catalog import Collection, Fetched, ServerInfo
 from geogpt_qgis.tools.ogc.family import features_extent, summary_text
@@ -79,7 +80,7 @@ def add_copy(ctx: ToolContext, copy: CollectionCopy, name: str) -> ToolResult:
         text += f"\nAll of the collection's features were fetched (load_data fetches at most {LOAD_LIMIT:,})."
     text += "\nquery_ogc_collection can fetch a filtered or bbox-limited selection instead."
     collection = with_place(copy.collection.id, urlsplit(copy.info.server.url).netloc)
-    return ToolResult(text, ToolArtifact(collections=(collection,), added=(AddedLayer(added),)))
+    return ToolResult(text, ToolArtifact(collections=(collection,), added=(named_ref(ctx, added),)))
 
 
 def _stage(ctx: ToolContext, make: partial, base: str) -> tuple[tuple[ResultStore, StagedResult], list[str]]:

@@ -25,7 +25,7 @@ from qgis.core import (
     QgsWkbTypes,
 )
 
-from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult
+from geogpt_qgis.core.artifacts import LayerRef, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.tools.base import ToolContext, ToolError
@@ -160,7 +160,8 @@ class StylePart:
         text = self._set_renderer(target, plan, data)
         self.history.push(target.id(), previous)
         self._refresh(target)
-        return ToolResult(text + " (method=undo restores the previous style)", ToolArtifact(layers=(target.name(),)))
+        done = ToolArtifact(layers=(LayerRef.of(target),))
+        return ToolResult(text + " (method=undo restores the previous style)", done)
 
     def _set_renderer(self, target: QgsMapLayer, plan: StylePlan, data: StyleData) -> str:
         request, name = plan.request, repr(target.name())
@@ -215,7 +216,7 @@ class StylePart:
         return ToolResult(
             f"Restored the previous style of {target.name()!r}: {renderers.renderer_words(target)} "
             f"(replacing {replaced}).{more}",
-            ToolArtifact(layers=(target.name(),)),
+            ToolArtifact(layers=(LayerRef.of(target),)),
         )
 
     def _refresh(self, target: QgsMapLayer) -> None:

@@ -8,13 +8,14 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, with_place
+from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult, with_place
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.text import counted
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFamily, ToolFunction
+from geogpt_qgis.tools.layer_refs import named_ref
 from geogpt_qgis.tools.layers import add_result_layer
 from geogpt_qgis.tools.ogc import catalog
 from geogpt_qgis.tools.ogc.catalog import Collection, Fetched, Queryable, ServerInfo, crs_label, fetch_features
@@ -88,14 +89,14 @@ class OgcTools(ToolFamily):
         )
 
     # -- tools -----------------------------------------------------------------------------------
-    def describe_ogc_collections(self, collections: list[str] | None = None, server: str = "") -> str | ToolResult:
+    def describe_ogc_collections(self, collections: list[str] | None = None, server: str = "") -> ToolResult:
         """List a feature server's collections, or describe some: properties, values, extent, CRSs.
 
         Args:
             server: Name or URL; default: the only one.
         """
         if not collections:
-            return self._list_collections(server)
+            return ToolResult(self._list_collections(server))
         if len(collections) > MAX_DESCRIBED:
             raise ToolError(f"describe at most {MAX_DESCRIBED} collections per call")
         with self._http() as http:
@@ -211,7 +212,7 @@ class OgcTools(ToolFamily):
         # Fetched features are copied into the project's GeoPackage (here, off the main thread): they survive saving.
         name = added if isinstance(added, str) else finish_result(self.ctx, *added)
         text = summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields, extent or box)
-        return ToolResult(text, replace(read, added=(AddedLayer(name),)))
+        return ToolResult(text, replace(read, added=(named_ref(self.ctx, name),)))
 
     def _add_layer(
         self, make: Callable[[], QgsVectorLayer], base: str

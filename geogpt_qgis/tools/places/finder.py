@@ -37,9 +37,10 @@ from qgis.core import (
     QgsWkbTypes,
 )
 
-from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, merged, with_place
+from geogpt_qgis.core.artifacts import TableRef, ToolArtifact, ToolResult, merged
 from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.tools.base import ToolContext, ToolError
+from geogpt_qgis.tools.layer_refs import named_ref
 from geogpt_qgis.tools.measures import crs_name, ellipsoidal_method
 from geogpt_qgis.tools.places import postgis_tables
 from geogpt_qgis.tools.places.matching import (
@@ -315,7 +316,7 @@ class PlaceFinder:
                 )
                 sql = item.sql or _wkt_sql(item.geometries, snap)
                 sql_lines.append(f"  {layer_name}: {sql}")
-                used.append(_place_artifact(item.candidate, layer_name))
+                used.append(_place_artifact(item.candidate, self.ctx, layer_name))
             elif decision.ambiguous:
                 options = "; ".join(
                     self._describe(located.get(id(c)) or Located(c, []), snap, False) for c in decision.candidates
@@ -382,14 +383,15 @@ def _worth_scoring(query: PlaceQuery, name: str) -> bool:
     return trigram_similarity(query.name, normalized) >= 0.2
 
 
-def _place_artifact(candidate: Candidate, layer_name: str) -> ToolArtifact:
-    """A place added as ``layer_name``, found in a project layer or a database table."""
-    added = (AddedLayer(layer_name),)
+def _place_artifact(candidate: Candidate, ctx: ToolContext, layer_name: str) -> ToolArtifact:
+    """A place added as ``layer_name``, found in a project layer or a database table (worker thread)."""
+    added = (named_ref(ctx, layer_name),)
     measured = candidate.figure
     figures = (replace(measured, what=f"{measured.what} of {layer_name!r}"),) if measured is not None else ()
     if candidate.kind == "table":
-        return ToolArtifact(tables=(with_place(candidate.source, candidate.connection),), added=added, figures=figures)
-    return ToolArtifact(layers=(candidate.source,), added=added, figures=figures)
+        table = TableRef.named(candidate.source, candidate.connection)
+        return ToolArtifact(tables=(table,), added=added, figures=figures)
+    return ToolArtifact(layers=(named_ref(ctx, candidate.source),), added=added, figures=figures)
 
 
 def _where(candidate: Candidate) -> str:

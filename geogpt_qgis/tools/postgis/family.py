@@ -10,7 +10,7 @@ from typing import Any
 from qgis.core import QgsProcessingUtils, QgsWkbTypes
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, approved_targets, gated
-from geogpt_qgis.core.artifacts import AddedLayer, ToolArtifact, ToolResult, with_place
+from geogpt_qgis.core.artifacts import AddedLayer, TableRef, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Sql
 from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.targets import TABLE, Target, broken_contract
@@ -83,7 +83,7 @@ class PostgisTools(ToolFamily):
         with self._database(connection) as db:
             return f"{connections}\n\n{catalog.list_tables(db, schema_name.strip())}"
 
-    def describe_table(self, tables: list[str] | None = None, connection: str = "") -> str | ToolResult:
+    def describe_table(self, tables: list[str] | None = None, connection: str = "") -> ToolResult:
         """Describe tables: columns, types, keys, common values, geometry. No tables: list them.
 
         Args:
@@ -97,13 +97,13 @@ class PostgisTools(ToolFamily):
         if len(schemas) > 1 or (schemas and len(names) > 1):
             raise ToolError('list one schema per call ("schema.*"), without other tables')
         if not names or schemas:
-            return self._list_tables(connection, schemas[0] if schemas else "")
+            return ToolResult(self._list_tables(connection, schemas[0] if schemas else ""))
         if len(names) > MAX_DESCRIBED:
             raise ToolError(f"describe at most {MAX_DESCRIBED} tables per call")
         saved = self._connection(connection)
         with Database(saved, self.ctx.cancel, self._settings().sql_timeout) as db:
             text = "\n\n".join(catalog.describe_table(db, table) for table in names)
-        return ToolResult(text, ToolArtifact(tables=tuple(with_place(table, saved.name) for table in names)))
+        return ToolResult(text, ToolArtifact(tables=tuple(TableRef.named(table, saved.name) for table in names)))
 
     def preview_run_sql(
         self, sql: str, connection: str = "", write: bool = False, **_display: Any
@@ -195,9 +195,10 @@ def _check_tables(approved: list[Target], now: list[Target]) -> None:
         )
 
 
-def sql_tables(statement: Classified, connection: str) -> tuple[str, ...]:
-    """``schema.table (connection)`` for each relation the parsed statement reads or writes (CTE names too)."""
-    return tuple(dict.fromkeys(with_place(name, connection) for name in statement.tables + statement.targets if name))
+def sql_tables(statement: Classified, connection: str) -> tuple[TableRef, ...]:
+    """Each relation the parsed statement reads or writes (CTE names too), on ``connection``."""
+    names = statement.tables + statement.targets
+    return tuple(dict.fromkeys(TableRef.named(name, connection) for name in names if name))
 
 
 def layer_summary(name: str, result: QueryResult) -> str:

@@ -51,18 +51,18 @@ class ProcessingTools(ToolFamily):
     # One tool for both steps (it was search_algorithms and describe_algorithm; agent/aliases.py still
     # routes those names here): a query that names an algorithm (an id, a renamed id, a title only one
     # algorithm has) is described; anything else is searched.  The docstring is the model's description.
-    def find_algorithm(self, query: str) -> str:
+    def find_algorithm(self, query: str) -> ToolResult:
         """Search algorithms for a task in plain words; an id (native:buffer) shows its parameters."""
         wanted = (query or "").strip()
         if not wanted:
             raise ToolError("give the task in plain words (e.g. count points in polygon) or an algorithm id")
         if _looks_like_id(wanted) or self.ctx.on_main(known_algorithm, wanted) is not None:
-            return self.ctx.on_main(self._describe, wanted)
+            return ToolResult(self.ctx.on_main(self._describe, wanted))
         index = self.ctx.on_main(current_index)
         matches = index.search(wanted, SEARCH_RESULTS)
         if not matches:
             raise ToolError(f"no algorithm matches {wanted!r}; try other words (e.g. the operation's name)")
-        return format_matches(matches)
+        return ToolResult(format_matches(matches))
 
     @staticmethod
     def _describe(algorithm: str) -> str:

@@ -28,6 +28,7 @@ from qgis.core import (
     QgsVectorLayer,
 )
 
+from geogpt_qgis.core.artifacts import LayerRef
 from geogpt_qgis.core.fuzzy import closest_names, did_you_mean
 from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.tools.base import ToolError
@@ -95,6 +96,7 @@ class PreparedParameters:
     notes: list[str] = field(default_factory=list)
     input_names: dict[str, str] = field(default_factory=dict)  # parameter -> layer name, for output naming
     input_layers: list[str] = field(default_factory=list)  # names of every project layer the call reads
+    input_refs: list[LayerRef] = field(default_factory=list)  # the same layers, by name and id (the artifact)
     reprojections: list[Reprojection] = field(default_factory=list)
     destinations: list[str] = field(default_factory=list)
 
@@ -137,6 +139,7 @@ def resolve_parameters(
             if layer is not None:
                 prepared.input_names[name] = layer.name()
                 prepared.input_layers.append(layer.name())
+                prepared.input_refs.append(LayerRef.of(layer))
             elif kind in VECTOR_FILE_TYPES:
                 files[name] = layer_value
         elif kind == "multilayer":
@@ -145,6 +148,7 @@ def resolve_parameters(
             prepared.values[name] = [v for v, _ in converted]
             names = [layer.name() for _, layer in converted if layer is not None]
             prepared.input_layers += names
+            prepared.input_refs += [LayerRef.of(layer) for _, layer in converted if layer is not None]
             if names:
                 prepared.input_names[name] = "_".join(names[:2])
         else:

@@ -38,7 +38,7 @@ from qgis.core import (
 
 from geogpt_qgis.core import result_rasters
 from geogpt_qgis.core.approval import approval_granted
-from geogpt_qgis.core.artifacts import AddedLayer, Selection, ToolArtifact, ToolResult, algorithm_label
+from geogpt_qgis.core.artifacts import AddedLayer, AlgorithmRun, Selection, ToolArtifact, ToolResult
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.progress import progress_reporter
@@ -151,8 +151,8 @@ class ProcessingRunner:
                 store.release_raster(target)
             used = replace(
                 published.artifact,
-                layers=tuple(plan.prepared.input_layers),
-                algorithm=algorithm_label(plan.algorithm_id, parameters),
+                layers=tuple(dict.fromkeys(plan.prepared.input_refs)),
+                algorithm=AlgorithmRun(plan.algorithm_id, parameters),
             )
             raster_lines = finish_raster_outputs(self.ctx, plan.algorithm_id, published.artifact.added)
             return ToolResult("\n".join([published.text, *raster_lines]), used)
