@@ -108,7 +108,7 @@ def measure() -> dict[str, Any]:
                 assert count == RESULT_ROWS
                 export_seconds.append(seconds)
             started = time.perf_counter()
-            text = call_in_thread(tools.describe_table, [TABLE], name)
+            text = call_in_thread(tools.describe_table, [TABLE], name).text
             describe_seconds.append(time.perf_counter() - started)
             assert "landuse" in text
     tool, export = statistics.median(tool_seconds), statistics.median(export_seconds)

@@ -81,7 +81,7 @@ def measure() -> dict[str, Any]:
             seconds, text = [], ""
             for _ in range(ROUNDS):
                 started = time.perf_counter()
-                text = call_in_thread(tools.describe_layer, name)
+                text = call_in_thread(tools.describe_layer, name).text
                 seconds.append(time.perf_counter() - started)
             assert f"{SIZE:,} x {SIZE:,} pixels" in text, text
             assert ("categorical, 7 classes" in text) == (name == "cover"), text

@@ -295,8 +295,8 @@ def test_postgis_table_and_column_names_and_comments_stay_on_one_line(tool_ctx):
     try:
         with saved_connection("h3_elvbury") as name:
             tools = PostgisTools(tool_ctx)
-            listed = call_in_thread(tools.describe_table, [f"{schema}.*"], name)
-            described = call_in_thread(tools.describe_table, [table], name)
+            listed = call_in_thread(tools.describe_table, [f"{schema}.*"], name).text
+            described = call_in_thread(tools.describe_table, [table], name).text
     finally:
         with connect() as pg, pg.cursor() as cursor:
             cursor.execute(f"DROP SCHEMA {schema} CASCADE")
