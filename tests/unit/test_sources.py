@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +21,6 @@ from geogpt_qgis.core.artifacts import (
 from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.core.sources import Sources, collect_sources, with_extras
 
-ROOT = Path(__file__).resolve().parents[2]
 BUFFER = AlgorithmRun("native:buffer", {"INPUT": "rivers", "DISTANCE": 500, "OUTPUT": "x"})
 RIVERS = LayerRef("rivers", "rivers_1a")
 # (tool, ok, artifact) of one turn, in order
@@ -180,50 +175,6 @@ def test_a_tool_result_holds_its_text_and_artifact_apart():
         [ToolArtifact(layers=(RIVERS,), added=(AddedLayer("p"),)), ToolArtifact(layers=(RIVERS, LayerRef("b")))]
     )
     assert both.layers == (RIVERS, LayerRef("b")) and both.added_names == ["p"]
-
-
-MISUSE = """
-from geogpt_qgis.core.artifacts import ToolResult
-
-
-def noted(result: ToolResult) -> ToolResult:
-    return result + "\\nNote: more"
-
-
-def stripped(result: ToolResult) -> ToolResult:
-    return result.strip()
-
-
-def formatted(result: ToolResult) -> ToolResult:
-    return f"{result}\\nNote: more"
-
-
-def kept(result: ToolResult) -> ToolResult:
-    return result.with_text(result.text + "\\nNote: more")
-"""
-
-
-def test_dropping_a_tool_results_artifact_is_a_type_error(tmp_path):
-    # A str subclass let `+`, `.strip()` and f-strings return plain text without the artifact; mypy saw nothing.
-    snippet = tmp_path / "misuse.py"
-    snippet.write_text(textwrap.dedent(MISUSE), "utf-8")
-    found = subprocess.run(
-        # The repository's .mypy_cache (make lint's): seconds once warm.
-        [sys.executable, "-m", "mypy", "--follow-imports=silent", str(snippet)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    errors = [line for line in found.stdout.splitlines() if ": error:" in line]
-    lines = sorted({int(line.split(":")[1]) for line in errors})  # a line may also return Any (warn_return_any)
-    source = snippet.read_text("utf-8").splitlines()
-    assert [source[n - 1].strip() for n in lines] == [
-        'return result + "\\nNote: more"',
-        "return result.strip()",
-        'return f"{result}\\nNote: more"',
-    ], found.stdout
 
 
 def test_stored_turns_get_their_charts_and_sources_back():
