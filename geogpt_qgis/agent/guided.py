@@ -107,7 +107,9 @@ class GuidedChatModel(BaseChatModel):
         names = await self.vocabulary() if self.vocabulary is not None else Vocabulary()
         listed = any(isinstance(m, ToolMessage) and m.name == CAPABILITIES_TOOL for m in messages)
         admitted = [*self.tools, *self.reachable] if listed else self.tools
-        schema = reply_schema(admitted, names, answer_allowed=not _asks_anew(messages))
+        if kwargs.get("answer_only"):  # the step cap is reached: no call would run
+            admitted = []
+        schema = reply_schema(admitted, names, answer_allowed=not admitted or not _asks_anew(messages))
         prompt = guided_messages(messages, self.tools)
         reading = AnswerStream()
         async for chunk in self._constrained(prompt, schema):

@@ -169,13 +169,14 @@ async def call_model(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
     prompt, estimated = _prompt(state, setup, writer)
     started = time.perf_counter()
     try:
+        last = calls >= setup.max_steps  # a guided model's last step before the cap is its answer
         try:
-            answer = await _ask(setup, prompt, writer)
+            answer = await _ask(setup, prompt, writer, last)
         except Exception as exc:
             if not (native_calls_refused(exc) and setup.use_fallback()):
                 raise
             writer(Notice(GUIDED_FALLBACK_NOTICE, "info"))
-            answer = await _ask(setup, prompt, writer)
+            answer = await _ask(setup, prompt, writer, last)
         reply = clean_reply(unparsed_as_invalid(answer.message))  # no lone surrogate reaches the store or model
     except Exception as exc:
         problem = unparsable_tool_call(exc)
@@ -191,15 +192,19 @@ async def call_model(state: AgentState, setup: NodeSetup) -> dict[str, Any]:
     return {"messages": [reply], "model_calls": calls, "decisions": FORGET, "reviews": FORGET}
 
 
-async def _ask(setup: NodeSetup, prompt: list[Any], writer: StreamWriter) -> Reply:
+async def _ask(setup: NodeSetup, prompt: list[Any], writer: StreamWriter, last: bool = False) -> Reply:
     """One reply of the model, streamed.
 
     A busy or failing server is asked again (Retry-After honoured); undecodable
     arguments of an Ollama tool call become invalid tool calls, answered as on
     the OpenAI protocol.  The reply streams through a loop detector: a model
-    that repeats itself is stopped (``agent.reply``).
+    that repeats itself is stopped (``agent.reply``).  ``last``: the step cap
+    is reached with this reply, so a guided model may only answer (from what
+    the calls so far read) rather than make a call that would never run.
     """
     bound = setup.bound_model
+    if last and isinstance(setup.model, GuidedChatModel):
+        bound = bound.bind(answer_only=True)
     return await with_retries(
         lambda: stream_reply(bound, prompt, setup.max_tokens),
         lambda text: writer(Notice(text, "warning")),

@@ -185,3 +185,14 @@ def test_compact_tools_not_sent_are_admitted_once_describe_capabilities_listed_t
     assert "run_pyqgis" in tools_in[1] and tools_in[0] < tools_in[1]
     # The system text (the prompt the server caches) is the same in both: only the schema beside it grew.
     assert first.body["messages"][0] == second.body["messages"][0]
+
+
+def test_the_last_step_before_the_cap_may_only_be_the_answer(model_server, worker, recorder):
+    model_server.script([call("describe_layer", layer="roads"), answer("Roads have 5 fields.")])
+    run = worker.submit("What fields do roads have?", make_config(model_server, max_steps=2))
+    assert recorder.wait(run).status == "finished"
+    assert recorder.text(run) == "Roads have 5 fields."
+    first, second = model_server.chat_requests()
+    assert len(schema_sent(first, "ollama")["anyOf"]) > 1
+    (only,) = schema_sent(second, "ollama")["anyOf"]  # a call now would never run: the step cap is reached
+    assert set(only["properties"]) == {"answer"}
