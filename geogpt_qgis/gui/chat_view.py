@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from qgis.PyQt.QtCore import Qt, QTimer, pyqtSignal
 from qgis.PyQt.QtGui import QTextCursor
@@ -30,6 +30,8 @@ from geogpt_qgis.toolbelt.i18n import tr
 
 if TYPE_CHECKING:
     from geogpt_qgis.agent.transcript import Entry
+
+W = TypeVar("W", bound=QWidget)
 
 # One style sheet for the whole column: a sheet per item would be parsed and applied item by item,
 # which makes showing a long conversation slow.
@@ -78,7 +80,7 @@ class ChatView(QScrollArea):
         bar.rangeChanged.connect(self._keep_following)
 
     # -- items -------------------------------------------------------------
-    def _add(self, widget: QWidget) -> QWidget:
+    def _add(self, widget: W) -> W:
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self._current = widget
         self._show_placeholder(False)

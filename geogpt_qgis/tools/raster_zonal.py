@@ -104,7 +104,8 @@ def is_polygon_layer(project: QgsProject, ref: str) -> bool:
         layer = resolve_vector_layer(project, ref)
     except ToolError:
         return False
-    return layer.geometryType() == GEOMETRY_POLYGON
+    polygons: bool = layer.geometryType() == GEOMETRY_POLYGON
+    return polygons
 
 
 def _plan(project: QgsProject, raster_ref: str, zones_ref: str) -> ZonalPlan:

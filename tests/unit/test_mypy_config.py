@@ -67,9 +67,8 @@ def test_the_global_only_flags_of_strict_are_on_for_everything() -> None:
 
 def test_the_ratchet_only_relaxes_strict_flags_for_named_modules_that_exist() -> None:
     strict = _strict_flags()
-    ratchets = _ratchets()
-    assert ratchets, "the ratchet overrides are found (a rename here would hide them from this test)"
-    for override in ratchets:
+    # Empty since issue 32 typed its last modules; an entry added later must still pass these checks.
+    for override in _ratchets():
         relaxed = {flag: value for flag, value in override.items() if flag != "module"}
         assert relaxed, f"{override['module']}: a ratchet entry relaxes at least one flag"
         for flag, value in relaxed.items():

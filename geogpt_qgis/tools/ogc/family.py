@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult, with_place
 from geogpt_qgis.core.bounds import Expression
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 MAX_DESCRIBED = 4
 CACHE_SECONDS = 600.0
+
+T = TypeVar("T")
 
 
 class OgcTools(ToolFamily):
@@ -71,10 +73,11 @@ class OgcTools(ToolFamily):
     def _http(self) -> OgcHttp:
         return OgcHttp(PlgOptionsManager.get_plg_settings().ogc_timeout, self.ctx.cancel)
 
-    def _cached(self, key: tuple[str, ...], make: Any) -> Any:
+    def _cached(self, key: tuple[str, ...], make: Callable[[], T]) -> T:
         hit = self._cache.get(key)
         if hit is not None and time.monotonic() - hit[0] < CACHE_SECONDS:
-            return hit[1]
+            cached: T = hit[1]  # stored by make() under this key
+            return cached
         value = make()
         self._cache[key] = (time.monotonic(), value)
         return value

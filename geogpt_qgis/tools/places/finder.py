@@ -438,7 +438,8 @@ def _metric_crs(snap: ProjectSnapshot, at: tuple[float, float] | None) -> str:
         and crs.mapUnits() == DISTANCE_METERS
         and crs.projectionAcronym() not in ("merc", "webmerc")
     ):
-        return crs.authid()
+        authid: str = crs.authid()
+        return authid
     lonlat = _in_lonlat([QgsGeometry.fromPointXY(_point(at))], crs) if at is not None else None
     if not lonlat:  # a point outside the CRS's area has no zone
         return ""

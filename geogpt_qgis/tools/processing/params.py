@@ -58,7 +58,7 @@ from geogpt_qgis.tools.processing.raster_checks import check_raster_inputs
 from geogpt_qgis.tools.safety.algorithms import TEMPORARY_WORDS, is_temporary_destination
 from geogpt_qgis.tools.thread_guard import assert_main_thread
 
-TEMPORARY_OUTPUT = QgsProcessing.TEMPORARY_OUTPUT
+TEMPORARY_OUTPUT: str = QgsProcessing.TEMPORARY_OUTPUT
 LAYER_TYPES = {"source", "vector", "raster", "layer", "mesh", "pointcloud"}
 VECTOR_FILE_TYPES = {"source", "vector"}  # file inputs opened (OGR) to learn their CRS for the distance rules
 
