@@ -85,7 +85,7 @@ def main() -> dict[str, Any]:
         from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
         from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
         from geogpt_qgis.tools.base import ToolContext
-        from geogpt_qgis.tools.project import project_brief
+        from geogpt_qgis.tools.project.family import project_brief
         from geogpt_qgis.tools.registry import active_families, build_families
 
         project = QgsProject.instance()

@@ -64,7 +64,7 @@ def measure() -> dict[str, Any]:
 
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
-    from geogpt_qgis.tools.project import ProjectTools
+    from geogpt_qgis.tools.project.family import ProjectTools
     from harness.runs import call_in_thread
 
     project = QgsProject.instance()

@@ -46,7 +46,7 @@ def build_system_prompt(hints: tuple[str, ...] = (), base: str = SYSTEM_PROMPT) 
 
 
 def project_state(project_brief: str) -> SystemMessage:
-    """The note that tells the model the project's state (``tools.project.project_brief``).
+    """The note that tells the model the project's state (``tools.project.family.project_brief``).
 
     Sent at the start of a conversation, and again when a conversation is
     taken up in another session or after another project was opened; folded

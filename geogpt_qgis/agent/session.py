@@ -52,7 +52,7 @@ from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.stopped_run import STOPPED_ANSWER, STOPPED_STEP, RunTracker
 from geogpt_qgis.core.think import ThinkTagSplitter
 from geogpt_qgis.core.tokens import TokenCalibration
-from geogpt_qgis.tools.project import project_brief
+from geogpt_qgis.tools.project.family import project_brief
 from geogpt_qgis.tools.registry import active_families, build_families
 
 if TYPE_CHECKING:

@@ -131,7 +131,7 @@ class ProjectWatcher(QObject):
         """The note for the next message ("" when nothing changed), and a fresh start."""
         # Imported here: the dock builds the watcher before the plugin's dependencies may be installed,
         # and the tool modules need them (annotated_types, for argument bounds).
-        from geogpt_qgis.tools.project import describe_map_layer_briefly
+        from geogpt_qgis.tools.project.family import describe_map_layer_briefly
 
         items: list[str] = []
         if self.replaced:

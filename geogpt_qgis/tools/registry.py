@@ -9,14 +9,14 @@ from __future__ import annotations
 from geogpt_qgis.tools.base import ToolContext, ToolFamily
 from geogpt_qgis.tools.capabilities import CapabilityTools
 from geogpt_qgis.tools.code import CodeTools
-from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.examples import ExampleTools
 from geogpt_qgis.tools.insights import InsightTools
 from geogpt_qgis.tools.maps.family import MapTools
 from geogpt_qgis.tools.ogc.family import OgcTools
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.edits import EditTools
+from geogpt_qgis.tools.project.family import ProjectTools
 
 FAMILY_TYPES: tuple[type[ToolFamily], ...] = (
     ProjectTools,

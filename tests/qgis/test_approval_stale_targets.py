@@ -16,8 +16,8 @@ from qgis.PyQt.QtTest import QTest
 from qgis.PyQt.QtWidgets import QLabel
 
 from geogpt_qgis.gui.approval_card import ApprovalCard
-from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
+from geogpt_qgis.tools.project.edits import EditTools
 from tests.qgis.test_mcp_approvals import call_in_background, cards, chat, serve_with  # noqa: F401 - fixtures
 from tests.qgis.test_mcp_http import texts
 from tests.support.dock import items_of, type_and_send
@@ -108,7 +108,7 @@ def test_every_kind_of_change_on_a_layer_warns_by_id_and_a_decided_card_stops_wa
 def test_code_labels_and_unsafe_selections_name_their_layer_so_their_cards_warn_too(demo_project, tool_ctx):
     from geogpt_qgis.tools.code import CodeTools
     from geogpt_qgis.tools.maps.labels import LabelPart
-    from geogpt_qgis.tools.project import ProjectTools
+    from geogpt_qgis.tools.project.family import ProjectTools
 
     code, labels, project = CodeTools(tool_ctx), LabelPart(tool_ctx), ProjectTools(tool_ctx)
     ids = {name: demo_project.mapLayersByName(name)[0].id() for name in ("rivers", "parks", "schools", "roads")}

@@ -26,8 +26,8 @@ from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.core.approval import APPROVE, REJECT, Decision, current_approval, current_decision
 from geogpt_qgis.core.events import ApprovalRequested, Notice
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.postgis.family import PostgisTools
+from geogpt_qgis.tools.project.edits import EditTools
 from tests.support.model_server import ToolCall, Turn
 from tests.support.postgis import PARAMS, SUPER_PASSWORD, SUPER_USER, connect, saved_connection
 from tests.support.runs import RunRecorder, call_in_thread

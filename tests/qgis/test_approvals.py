@@ -23,12 +23,12 @@ from geogpt_qgis.core.events import ApprovalRequested, Notice, RunFinished
 from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.code import CodeTools
-from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.maps.export import ExportPart
 from geogpt_qgis.tools.maps.loading import DataLoading
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.edits import EditTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.model_server import ToolCall, Turn
 from tests.support.postgis import connect, saved_connection
 from tests.support.runs import RunRecorder, call_in_thread, wait_until

@@ -39,7 +39,7 @@ from qgis.core import QgsCoordinateReferenceSystem, QgsDistanceArea, QgsGeometry
 from qgis.PyQt.QtWidgets import QApplication
 from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 from geogpt_qgis.tools.base import ToolContext
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.demo import copy_demo
 from tests.support.runs import call_in_thread
 

@@ -16,10 +16,10 @@ import pytest
 from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.approval import ApprovalRequest
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.maps.family import MapTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.edits import EditTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from geogpt_qgis.tools.safety.expression_size import MAX_SERIES_ITEMS
 from geogpt_qgis.tools.safety.expressions import check_expression, require_safe_expression
 from tests.support.runs import call_in_thread

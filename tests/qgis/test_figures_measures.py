@@ -22,7 +22,7 @@ from shapely import wkt as shapely_wkt
 
 from geogpt_qgis.tools.base import ToolContext
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 US_FOOT = 1200 / 3937

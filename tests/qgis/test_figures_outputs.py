@@ -18,7 +18,7 @@ from osgeo import gdal, osr
 from qgis.core import QgsRasterLayer
 
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 PIXEL = 10.0  # metres, EPSG:25832

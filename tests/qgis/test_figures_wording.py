@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 

@@ -23,7 +23,7 @@ from geogpt_qgis.tools.code_runner import compile_snippet
 from geogpt_qgis.tools.insights import InsightTools
 from geogpt_qgis.tools.maps.styling import StylePart
 from geogpt_qgis.tools.postgis.family import PostgisTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.model_server import ToolCall, Turn
 from tests.support.postgis import saved_connection
 from tests.support.runs import call_in_thread

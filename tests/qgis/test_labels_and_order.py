@@ -20,7 +20,7 @@ from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.maps.family import MapTools
 from geogpt_qgis.tools.maps.labels import LabelPart
 from geogpt_qgis.tools.processing.compat import enum_member
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 
 LAYERS_TOP_DOWN = ["schools", "hospitals", "roads", "rivers", "parks", "districts", "landuse", "elevation", "landcover"]
 

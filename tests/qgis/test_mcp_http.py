@@ -60,7 +60,7 @@ def run(coroutine_function):
 
 
 def test_the_sdk_client_lists_tools_and_calls_them_over_http(serve, tool_ctx):
-    from geogpt_qgis.tools.project import ProjectTools
+    from geogpt_qgis.tools.project.family import ProjectTools
 
     server = serve()
     expected = ProjectTools(tool_ctx).describe_layer().text

@@ -49,7 +49,7 @@ def texts(result) -> str:
 
 def test_tools_resources_and_answers_are_the_dock_agents(project_file, tmp_path, tool_ctx):
     from geogpt_qgis.agent.toolkit import Toolkit
-    from geogpt_qgis.tools.project import ProjectTools
+    from geogpt_qgis.tools.project.family import ProjectTools
     from geogpt_qgis.tools.registry import build_families
 
     every_tool = [tool for family in build_families(tool_ctx) for tool in family.tools()]

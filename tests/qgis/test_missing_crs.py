@@ -11,7 +11,7 @@ import pytest
 from qgis.core import QgsCoordinateReferenceSystem, QgsFeature, QgsGeometry, QgsPointXY, QgsVectorLayer
 
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 NOTE = "has no CRS"

@@ -22,7 +22,7 @@ from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.approval import ApprovalRequest
 from geogpt_qgis.tools.maps.family import MapTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 SECRET = "sk-named-files-PRIVATE-0123456789"

@@ -11,7 +11,7 @@ from qgis.core import QgsExpression, QgsExpressionContext, QgsExpressionContextU
 
 from geogpt_qgis.tools.processing import nearest_check
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 JOIN = {"INPUT": "schools", "INPUT_2": "hospitals", "NEIGHBORS": 1, "MAX_DISTANCE": 1000, "DISCARD_NONMATCHING": True}

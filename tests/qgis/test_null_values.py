@@ -18,7 +18,7 @@ from qgis.PyQt.QtCore import QByteArray, QDate, QDateTime, QTime
 
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.tools.layers import plan_vector_read, python_value, read_sample
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 
 FIELDS = (
     "i:integer",

@@ -13,7 +13,7 @@ from geogpt_qgis.tools.insights import InsightTools
 from geogpt_qgis.tools.places import postgis_tables
 from geogpt_qgis.tools.places.project_layers import PLACE_PROPERTY
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.gpkg import read_layer
 from tests.support.postgis import saved_connection
 from tests.support.runs import call_in_thread

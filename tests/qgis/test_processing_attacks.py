@@ -46,9 +46,9 @@ from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.approval import POLICY_ASK, POLICY_NEVER, REJECT, ApprovalRequest
 from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.events import ToolFinished
-from geogpt_qgis.tools.edits import EditTools
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.edits import EditTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from geogpt_qgis.tools.safety.algorithms import classify_algorithm
 from geogpt_qgis.tools.safety.expressions import check_expression
 from tests.support.model_server import ToolCall, Turn

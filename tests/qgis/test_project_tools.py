@@ -16,7 +16,7 @@ from qgis.core import QgsRasterLayer, QgsVectorLayer
 
 from geogpt_qgis.core.approval import APPROVE, Decision, current_decision
 from geogpt_qgis.tools.base import ToolContext, ToolError
-from geogpt_qgis.tools.project import ProjectTools, project_brief
+from geogpt_qgis.tools.project.family import ProjectTools, project_brief
 from geogpt_qgis.tools.registry import build_families
 from tests.support.big_layers import BIG_COUNT, SLOW_EXPRESSION_MATCHING_ALL, write_big_points
 from tests.support.runs import PROJECT_TOOL_NAMES, stop_midway, wait_until

@@ -13,7 +13,7 @@ import pytest
 from bench.prompt_budget import GOAL_TOKENS, measure
 from geogpt_qgis.agent.aliases import ALIASES
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
-from geogpt_qgis.tools.project import project_brief
+from geogpt_qgis.tools.project.family import project_brief
 from geogpt_qgis.tools.registry import active_families, build_families
 from tests.support.postgis import saved_connection
 

@@ -24,7 +24,7 @@ from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, DISTANCE_UNKNOW
 from geogpt_qgis.tools.processing.describe import find_algorithm, parameter_type_label
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.processing.renames import RENAMES, counterpart
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 PACKAGE = Path(__file__).resolve().parents[2] / "geogpt_qgis"

@@ -20,7 +20,7 @@ from qgis.core import QgsFeature, QgsGeometry, QgsPointXY, QgsRaster, QgsRasterL
 
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.maps.styling import StylePart
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 VALUE = QgsRaster.IdentifyFormat.IdentifyFormatValue

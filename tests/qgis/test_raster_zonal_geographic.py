@@ -17,7 +17,7 @@ from osgeo import gdal, osr
 from pyproj import Geod
 from qgis.core import QgsFeature, QgsGeometry, QgsProject, QgsRasterLayer, QgsRectangle, QgsVectorLayer
 
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 WEST, NORTH = 10.0, 61.0

@@ -19,7 +19,7 @@ from pyproj import Transformer
 from qgis.core import QgsCoordinateReferenceSystem, QgsFeature, QgsGeometry, QgsRasterLayer, QgsVectorLayer
 
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 
 NODATA = -9999

@@ -10,7 +10,7 @@ import pytest
 from osgeo import gdal, osr
 from qgis.core import QgsRasterLayer
 
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from geogpt_qgis.tools.rasters import EXACT_PIXELS
 from tests.support.runs import call_in_thread
 

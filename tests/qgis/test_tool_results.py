@@ -17,7 +17,7 @@ import typing
 from pathlib import Path
 
 from geogpt_qgis.core.artifacts import LayerRef, ToolResult
-from geogpt_qgis.tools.project import ProjectTools
+from geogpt_qgis.tools.project.family import ProjectTools
 from geogpt_qgis.tools.registry import build_families
 from tests.support.runs import call_in_thread
 

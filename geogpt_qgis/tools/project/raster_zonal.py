@@ -57,7 +57,7 @@ from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import python_value, resolve_vector_layer
 from geogpt_qgis.tools.measures import WGS84_ELLIPSOID, crs_name, ellipsoidal_method
 from geogpt_qgis.tools.processing.compat import GEOMETRY_POLYGON
-from geogpt_qgis.tools.raster_sample import LABEL_FIELDS, resolve_raster
+from geogpt_qgis.tools.project.raster_sample import LABEL_FIELDS, resolve_raster
 from geogpt_qgis.tools.rasters import has_mask, number, plan_raster_read, scaled
 
 ZONAL_STATS = "native:zonalstatisticsfb"

@@ -34,7 +34,6 @@ from geogpt_qgis.core.targets import LAYER, Target
 from geogpt_qgis.core.text import NAME_MAX_CHARS, counted, markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.data_checks import check_notes, plan_checks
-from geogpt_qgis.tools.layer_tree import plan_arrangement
 from geogpt_qgis.tools.layers import (
     VectorReadPlan,
     check_evaluates,
@@ -64,8 +63,9 @@ from geogpt_qgis.tools.measures import (
     measuring_ellipsoid,
 )
 from geogpt_qgis.tools.processing.nearest_check import distance_limit_notes
-from geogpt_qgis.tools.raster_sample import plan_sample, read_samples
-from geogpt_qgis.tools.raster_zonal import is_polygon_layer, zonal_summary
+from geogpt_qgis.tools.project.layer_tree import plan_arrangement
+from geogpt_qgis.tools.project.raster_sample import plan_sample, read_samples
+from geogpt_qgis.tools.project.raster_zonal import is_polygon_layer, zonal_summary
 from geogpt_qgis.tools.rasters import RasterReadPlan, describe_raster, grid_line, plan_raster_read
 from geogpt_qgis.tools.safety.expressions import expression_request, require_safe_expression
 from geogpt_qgis.tools.safety.targets import layer_target, named_layer_targets

@@ -46,7 +46,7 @@ from geogpt_qgis.tools.layers import (
     plan_vector_read,
     resolve_vector_layer,
 )
-from geogpt_qgis.tools.project import NEEDS_APPROVAL, filter_request
+from geogpt_qgis.tools.project.family import NEEDS_APPROVAL, filter_request
 from geogpt_qgis.tools.safety.expressions import expressions_effects, require_safe_expression
 from geogpt_qgis.tools.safety.targets import features_state, layer_target
 
