@@ -54,6 +54,9 @@ DIALECT_JSON_OBJECT = "json_object"  # llama-cpp-python's server: {"type": "json
 # The dialect each OpenAI-compatible server (base URL) was found to read, for this QGIS session.
 _DIALECTS: dict[str, str] = {}
 
+# Tools that help the model rather than read the data: their answer is in the context after one call, and a
+# small model held to calls otherwise asks them again and again (SmolLM2-135M: find_examples four times).
+HELP_TOOLS = frozenset({"find_examples", "describe_capabilities"})
 # The tool whose result lists every tool, the ones a compact profile does not send included.
 CAPABILITIES_TOOL = "describe_capabilities"
 
@@ -107,6 +110,8 @@ class GuidedChatModel(BaseChatModel):
         names = await self.vocabulary() if self.vocabulary is not None else Vocabulary()
         listed = any(isinstance(m, ToolMessage) and m.name == CAPABILITIES_TOOL for m in messages)
         admitted = [*self.tools, *self.reachable] if listed else self.tools
+        asked = _called_for_this_question(messages)
+        admitted = [t for t in admitted if t["function"]["name"] not in HELP_TOOLS & asked]
         if kwargs.get("answer_only"):  # the step cap is reached: no call would run
             admitted = []
         schema = reply_schema(admitted, names, answer_allowed=not admitted or not _asks_anew(messages))
@@ -158,6 +163,17 @@ class GuidedChatModel(BaseChatModel):
                 async for chunk in stream:
                     yield chunk
             return
+
+
+def _called_for_this_question(messages: list[BaseMessage]) -> set[str]:
+    """The tools called since the user's last message."""
+    called: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            called.add(message.name or "")
+        elif isinstance(message, HumanMessage):
+            break
+    return called
 
 
 def _asks_anew(messages: list[BaseMessage]) -> bool:

@@ -182,7 +182,7 @@ def test_compact_tools_not_sent_are_admitted_once_describe_capabilities_listed_t
         for r in (first, second)
     ]
     assert len(tools_in[0]) <= 8 and "run_pyqgis" not in tools_in[0]
-    assert "run_pyqgis" in tools_in[1] and tools_in[0] < tools_in[1]
+    assert "run_pyqgis" in tools_in[1] and tools_in[0] - {"describe_capabilities"} < tools_in[1]  # once is enough
     # The system text (the prompt the server caches) is the same in both: only the schema beside it grew.
     assert first.body["messages"][0] == second.body["messages"][0]
 
@@ -196,3 +196,18 @@ def test_the_last_step_before_the_cap_may_only_be_the_answer(model_server, worke
     assert len(schema_sent(first, "ollama")["anyOf"]) > 1
     (only,) = schema_sent(second, "ollama")["anyOf"]  # a call now would never run: the step cap is reached
     assert set(only["properties"]) == {"answer"}
+
+
+def test_a_help_tool_is_offered_once_per_question(model_server, worker, recorder):
+    model_server.script([call("find_examples", question="count schools"), answer("31.")])
+    run = worker.submit("How many schools?", make_config(model_server))
+    assert recorder.wait(run).status == "finished"
+    first, second = model_server.chat_requests()
+
+    def tools_in(request) -> set[str]:
+        options = schema_sent(request, "ollama")["anyOf"]
+        return {o["properties"]["tool"]["const"] for o in options if "tool" in o["properties"]}
+
+    assert {"find_examples", "describe_capabilities"} <= tools_in(first)
+    assert "find_examples" not in tools_in(second) and "describe_capabilities" in tools_in(second)
+    assert "describe_layer" in tools_in(second)
