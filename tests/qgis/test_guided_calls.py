@@ -22,7 +22,7 @@ PROVIDERS = ["ollama", "openai"]
 
 def make_config(server, provider: str = "ollama", **overrides) -> ModelConfig:
     base = server.url if provider == "ollama" else server.url + "/v1"
-    values = {"provider": provider, "base_url": base, "model": "qwen3:8b", "timeout": 10.0, "tool_calls": "guided"}
+    values = {"provider": provider, "base_url": base, "model": "qwen3:8b", "timeout": 60.0, "tool_calls": "guided"}
     values.update(overrides)
     return ModelConfig(**values)
 
