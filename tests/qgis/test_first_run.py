@@ -95,7 +95,10 @@ def test_no_model_and_a_model_without_tools_say_what_to_pull(qgis_iface, demo_pr
 
             _point_at(panel, toolless.url)
             wait_until(lambda: _status(panel) == ServerStatus.NO_TOOLS, 120)
-            assert card.state_label.text() == "Reachable, but qwen3:8b cannot call tools natively: GeoGPT asks it for guided tool calls."
+            assert (
+                card.state_label.text()
+                == "Reachable, but qwen3:8b cannot call tools natively: GeoGPT asks it for guided tool calls."
+            )
             assert card.command.text() == "ollama pull qwen3:8b"
             assert panel.send_button.toolTip() == card.state_label.text()
         finally:

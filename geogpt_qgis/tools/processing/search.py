@@ -18,6 +18,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from geogpt_qgis.core.sqlite_text import sqlite_query
+
 _WORD = re.compile(r"[a-z0-9]+")
 
 # Field weights: a word in the name says much more than one in the help text.
@@ -271,8 +273,8 @@ class AlgorithmIndex:
                 texts[table].append((rowid, text))
                 in_field[table].update(set(text.split()))
         for table in COLUMNS:  # table names are the constants in COLUMNS
-            self._db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, tokenize='unicode61')")
-            self._db.executemany(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", texts[table])  # noqa: S608
+            self._db.execute(sqlite_query("CREATE VIRTUAL TABLE {} USING fts5(text, tokenize='unicode61')", table))
+            self._db.executemany(sqlite_query("INSERT INTO {} (rowid, text) VALUES (?, ?)", table), texts[table])
         # term -> (field, the field's weight x the term's rarity overall / its rarity in the field as FTS5 counts it)
         count = len(self.entries)
         for table, frequencies in in_field.items():
@@ -341,7 +343,10 @@ class AlgorithmIndex:
 
 COLUMNS = ("name", "id", "tags", "grp", "short", "help")  # one FTS5 table each ("group" is an SQL keyword)
 # One term in one field: FTS5's bm25 (lower is better) times the factor given first.
-_SELECT = {table: f"SELECT rowid, ? * -bm25({table}) FROM {table} WHERE {table} MATCH ?" for table in COLUMNS}  # noqa: S608
+_SELECT = {
+    table: sqlite_query("SELECT rowid, ? * -bm25({}) FROM {} WHERE {} MATCH ?", table, table, table)
+    for table in COLUMNS
+}
 _BATCH = 100  # SELECTs per statement (SQLite allows at most 500 in one compound SELECT)
 
 
