@@ -43,9 +43,13 @@ def test_the_card_shows_the_code_highlighted_and_approving_an_edit_runs_the_edit
     assert card.title.text() == "Approval needed: Run PyQGIS code"
     assert "layer 'parks'" in card.affected.text()
     assert card.editor.toPlainText() == CODE and not card.editor.isReadOnly()
+
     # Highlighted: the comment line and the string carry their own formats.
-    comment = card.editor.document().findBlockByNumber(1).layout().formats()
-    assert comment and comment[0].format.fontItalic()
+    def comment_formats() -> list:  # the highlighter formats blocks as the document lays them out
+        return card.editor.document().findBlockByNumber(1).layout().formats()
+
+    wait_until(lambda: bool(comment_formats()), 120)
+    assert comment_formats()[0].format.fontItalic()
     assert "parks" in layer_names(demo_project)
     # A new message cannot be sent past the card.
     type_and_send(panel, "something else")
