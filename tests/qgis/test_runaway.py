@@ -55,13 +55,13 @@ def test_the_command_ends_within_its_timeout_whatever_the_model_does(model_serve
     started = time.monotonic()
     done = ask(
         "Tell me everything.", "--project", str(project), "--base-url", model_server.url, "--model", "qwen3:8b",
-        "--timeout", "10", "--max-tokens", "100000",
+        "--timeout", "30", "--max-tokens", "100000",
     )  # fmt: skip
     took = time.monotonic() - started
     assert done.returncode == 1, done.stderr
-    assert "no answer within 10 s (--timeout); stopped." in done.stderr
-    # What streamed was shown.  (The first run imports the agent stack, 3-4 s on a loaded machine, before the
-    # model is asked: a 6 s timeout, whose run is cancelled 1.5 s before it, could end before the first word.)
+    assert "no answer within 30 s (--timeout); stopped." in done.stderr
+    # What streamed was shown.  (The first run imports the agent stack before the model is asked: 3-4 s on a
+    # loaded machine, over 10 s with three test suites and more on 2 cores, when a 10 s timeout saw no word.)
     assert done.stdout.startswith("word0 word1")
-    assert took < 10 + 15, took  # the deadline counts from the question; QGIS starts in a few seconds
+    assert took < 30 + 30, took  # the deadline counts from the question; QGIS starts in a few seconds
     assert model_server.chat_requests()[0].body["options"]["num_predict"] == 100000
