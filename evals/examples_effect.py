@@ -58,7 +58,7 @@ def main() -> dict[str, Any]:
     from evals.tasks_analysis import MULTI_STEP, SINGLE
     from evals.tasks_data import OGC, SQL
     from evals.tasks_project import INSPECTION
-    from geogpt_qgis.tools.examples import recipe_index, render_examples
+    from geogpt_qgis.tools.examples.family import recipe_index, render_examples
 
     vocabulary = demo_vocabulary()
     index = recipe_index()

@@ -33,7 +33,7 @@ from typing import Any
 from geogpt_qgis.agent.config import PROFILE_AUTO, PROFILE_COMPACT, PROFILE_FULL, ModelConfig
 from geogpt_qgis.agent.prompts import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, build_system_prompt
 from geogpt_qgis.core.events import Notice
-from geogpt_qgis.tools.capabilities import offered_tools
+from geogpt_qgis.tools.help.family import offered_tools
 
 # The compact profile: the tools for the basic tasks (``make eval-real``: inspection and one algorithm), in the
 # order they are sent.  describe_layer, read_features, select_features, find_algorithm and run_algorithm are what
@@ -169,7 +169,7 @@ class ProfileKeeper:
     ``begin`` runs before each run (the session's ``_logged``): it reads the
     conversation's fixed profile from its history (or chooses one for a new
     conversation), marks the run's user message with it, tells the tools which
-    are offered (``tools.capabilities.offered_tools``), and returns the notices
+    are offered (``tools.help.family.offered_tools``), and returns the notices
     for the dock and the run log.  ``profile`` is what the graph is built with.
     """
 

@@ -3,7 +3,7 @@
 ``TurnCalls`` keeps the question and the calls that succeeded in the turn on
 screen; ``LikeButton`` (under a finished answer) turns them into a recipe
 (``core.recipe_learning``: the project's names become placeholders) and
-stores it in the profile's library (``tools.recipe_store``), where
+stores it in the profile's library (``tools/examples/recipe_store.py``), where
 ``find_examples`` finds it. ``MyRecipesBox`` lists them and deletes them.
 """
 
@@ -106,7 +106,7 @@ class LikeButton(QToolButton):
     def keep(self) -> Recipe | None:
         """Store the run as a recipe (once); ``None`` when it has no call worth keeping."""
         from geogpt_qgis.core.recipe_learning import generalise
-        from geogpt_qgis.tools.recipe_store import add_recipe
+        from geogpt_qgis.tools.examples.recipe_store import add_recipe
 
         layers, fields = project_names(self.project)
         layers = {name: shape for name, shape in layers.items() if name not in self.added}
@@ -156,7 +156,7 @@ class MyRecipesBox(QGroupBox):
         self.reload()
 
     def reload(self) -> None:
-        from geogpt_qgis.tools.recipe_store import user_recipes
+        from geogpt_qgis.tools.examples.recipe_store import user_recipes
 
         self.list.clear()
         for recipe in user_recipes(self.path):
@@ -172,7 +172,7 @@ class MyRecipesBox(QGroupBox):
 
     def delete_selected(self) -> int:
         """Delete the selected recipes from the profile's library; how many went."""
-        from geogpt_qgis.tools.recipe_store import delete_recipe
+        from geogpt_qgis.tools.examples.recipe_store import delete_recipe
 
         chosen = [item.data(Qt.ItemDataRole.UserRole) for item in self.list.selectedItems()]
         gone = sum(delete_recipe(recipe_id, self.path) for recipe_id in chosen)

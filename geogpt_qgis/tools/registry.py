@@ -7,10 +7,10 @@ the agent sends only the families that are available in the current context.
 from __future__ import annotations
 
 from geogpt_qgis.tools.base import ToolContext, ToolFamily
-from geogpt_qgis.tools.capabilities import CapabilityTools
-from geogpt_qgis.tools.code import CodeTools
-from geogpt_qgis.tools.examples import ExampleTools
-from geogpt_qgis.tools.insights import InsightTools
+from geogpt_qgis.tools.code.family import CodeTools
+from geogpt_qgis.tools.examples.family import ExampleTools
+from geogpt_qgis.tools.help.family import CapabilityTools
+from geogpt_qgis.tools.insights.family import InsightTools
 from geogpt_qgis.tools.maps.family import MapTools
 from geogpt_qgis.tools.ogc.family import OgcTools
 from geogpt_qgis.tools.postgis.family import PostgisTools

@@ -106,7 +106,7 @@ def test_every_kind_of_change_on_a_layer_warns_by_id_and_a_decided_card_stops_wa
 
 
 def test_code_labels_and_unsafe_selections_name_their_layer_so_their_cards_warn_too(demo_project, tool_ctx):
-    from geogpt_qgis.tools.code import CodeTools
+    from geogpt_qgis.tools.code.family import CodeTools
     from geogpt_qgis.tools.maps.labels import LabelPart
     from geogpt_qgis.tools.project.family import ProjectTools
 

@@ -22,7 +22,7 @@ from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, POLICY_NEVER, POLICY_
 from geogpt_qgis.core.events import ApprovalRequested, Notice, RunFinished
 from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 from geogpt_qgis.tools.base import ToolContext, ToolError
-from geogpt_qgis.tools.code import CodeTools
+from geogpt_qgis.tools.code.family import CodeTools
 from geogpt_qgis.tools.maps.export import ExportPart
 from geogpt_qgis.tools.maps.loading import DataLoading
 from geogpt_qgis.tools.postgis.family import PostgisTools

@@ -22,7 +22,7 @@ from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_to
 from geogpt_qgis.core.events import ToolStarted
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.code import CodeTools
+from geogpt_qgis.tools.code.family import CodeTools
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import RunRecorder, call_in_thread, wait_until
 
@@ -92,7 +92,7 @@ def test_exceptions_come_back_as_text_the_model_can_act_on(code, demo_project):
     assert "The code failed:" in message
     assert 'File "<geogpt>", line 2' in message
     assert "IndexError: list index out of range" in message
-    assert "code_runner.py" not in message  # only the snippet's own frames
+    assert "code/runner.py" not in message and "code/family.py" not in message  # only the snippet's own frames
     with pytest.raises(ToolError, match=r"the code does not parse: .* \(line 1\)"):
         run_approved(code, "print('unclosed'")
 
@@ -208,8 +208,8 @@ def test_bandit_finds_nothing_in_the_code_tool() -> None:
             "-q",
             "-f",
             "json",
-            "geogpt_qgis/tools/code_runner.py",
-            "geogpt_qgis/tools/code.py",
+            "geogpt_qgis/tools/code/runner.py",
+            "geogpt_qgis/tools/code/family.py",
         ],
         cwd=ROOT,
         capture_output=True,

@@ -67,7 +67,7 @@ def test_a_local_server_that_refuses_without_a_key_asks_for_one_and_is_ready_onc
 
 def test_empty_lists_in_the_options_page_say_what_goes_there(make_page, tmp_path, monkeypatch):
     from geogpt_qgis.core.recipes import Recipe
-    from geogpt_qgis.tools import recipe_store
+    from geogpt_qgis.tools.examples import recipe_store
 
     library = tmp_path / "profile" / "my_recipes.json"
     library.parent.mkdir()

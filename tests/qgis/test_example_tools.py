@@ -11,8 +11,8 @@ from geogpt_qgis.agent.prompts import build_system_prompt
 from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.recipes import Recipe
 from geogpt_qgis.core.tokens import estimate_tokens
-from geogpt_qgis.tools import recipe_store
-from geogpt_qgis.tools.examples import MAX_TOKENS, ExampleTools
+from geogpt_qgis.tools.examples import recipe_store
+from geogpt_qgis.tools.examples.family import MAX_TOKENS, ExampleTools
 from tests.support.runs import call_in_thread
 
 

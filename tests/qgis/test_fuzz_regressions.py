@@ -18,9 +18,9 @@ from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.approval import POLICY_ASK
 from geogpt_qgis.core.events import ApprovalRequested
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.code import CodeTools
-from geogpt_qgis.tools.code_runner import compile_snippet
-from geogpt_qgis.tools.insights import InsightTools
+from geogpt_qgis.tools.code.family import CodeTools
+from geogpt_qgis.tools.code.runner import compile_snippet
+from geogpt_qgis.tools.insights.family import InsightTools
 from geogpt_qgis.tools.maps.styling import StylePart
 from geogpt_qgis.tools.postgis.family import PostgisTools
 from geogpt_qgis.tools.project.family import ProjectTools

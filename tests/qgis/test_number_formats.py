@@ -18,7 +18,7 @@ from qgis.core import QgsExpression, QgsFeature, QgsFeatureRequest, QgsVectorLay
 
 from geogpt_qgis.core.numbers import exact_number
 from geogpt_qgis.tools.charts import maker
-from geogpt_qgis.tools.insights import InsightTools
+from geogpt_qgis.tools.insights.family import InsightTools
 from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread
 

@@ -20,7 +20,7 @@ from shapely.geometry.base import BaseGeometry
 from shapely.ops import transform
 
 from geogpt_qgis.core.artifacts import ToolResult
-from geogpt_qgis.tools.insights import InsightTools
+from geogpt_qgis.tools.insights.family import InsightTools
 from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.gpkg import read_layer
 from tests.support.runs import call_in_thread

@@ -11,8 +11,8 @@ from qgis.PyQt.QtTest import QTest
 
 from geogpt_qgis.core.recipes import Recipe
 from geogpt_qgis.gui.recipe_feedback import LikeButton
-from geogpt_qgis.tools import recipe_store
-from geogpt_qgis.tools.examples import ExampleTools
+from geogpt_qgis.tools.examples import recipe_store
+from geogpt_qgis.tools.examples.family import ExampleTools
 from tests.support.dock import items_of, type_and_send
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import call_in_thread, wait_until

@@ -325,7 +325,7 @@ def world(qgis_app, qgis_iface):
 
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
-    from geogpt_qgis.tools.insights import InsightTools
+    from geogpt_qgis.tools.insights.family import InsightTools
 
     observer = connect(SUPER_DSN)
     observer.autocommit = True

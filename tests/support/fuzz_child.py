@@ -421,7 +421,7 @@ def crash_in(tool: str) -> None:
     """Make ``tool`` die as a QGIS segmentation fault would (to check the fuzzer reports it)."""
     import functools
 
-    from geogpt_qgis.tools.capabilities import CapabilityTools
+    from geogpt_qgis.tools.help.family import CapabilityTools
     from geogpt_qgis.tools.registry import FAMILY_TYPES
 
     for family in (*FAMILY_TYPES, CapabilityTools):

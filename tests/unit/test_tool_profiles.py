@@ -20,7 +20,7 @@ from geogpt_qgis.agent.profiles import (
 )
 from geogpt_qgis.agent.providers.discovery import parameter_size
 from geogpt_qgis.core.events import Notice
-from geogpt_qgis.tools.capabilities import offered_tools
+from geogpt_qgis.tools.help.family import offered_tools
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ in a namespace that persists across calls within one conversation (no sandbox:
 the code has the user's rights).  Each call is approved on its card, or by
 "Trust this conversation".  Output is captured and trimmed; exceptions come back
 as text the model can act on; a time limit and Stop bound every run that stays
-in Python (see ``code_runner``).
+in Python (see ``tools/code/runner.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.targets import Target
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolError, ToolFamily, ToolFunction
-from geogpt_qgis.tools.code_runner import base_namespace, compile_snippet, run_snippet
+from geogpt_qgis.tools.code.runner import base_namespace, compile_snippet, run_snippet
 from geogpt_qgis.tools.layers import ordered_layers
 from geogpt_qgis.tools.safety.targets import layer_target
 

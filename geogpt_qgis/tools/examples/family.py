@@ -3,7 +3,7 @@
 Small models go wrong on method more than on syntax; a few worked examples
 (a question template with placeholders and the calls that answered it) show
 the method. The recipes are the shipped library (``resources/recipes.json``)
-and the user's own (``tools/recipe_store.py``), searched offline by
+and the user's own (``tools/examples/recipe_store.py``), searched offline by
 ``core.recipe_search`` with the project's layer and field names as the
 vocabulary the normaliser replaces. One tool with a one-argument schema:
 it is paid on every model call.
@@ -70,7 +70,7 @@ class ExampleTools(ToolFamily):
 
     def user_recipes(self) -> tuple[Recipe, ...]:
         """The profile's own recipes (none if the store cannot be read)."""
-        from geogpt_qgis.tools.recipe_store import user_recipes
+        from geogpt_qgis.tools.examples.recipe_store import user_recipes
 
         return user_recipes()
 
