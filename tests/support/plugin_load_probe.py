@@ -10,6 +10,7 @@ and ``startPlugin``, as the plugin manager loads it; the dock is then shown.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -26,8 +27,14 @@ def main() -> None:
     import qgis.utils
     from qgis.PyQt.QtWidgets import QApplication, QDockWidget
 
-    sys.path.append(str(Path(__file__).resolve().parent))  # for iface.py only: after everything else
-    from iface import FaithfulIface
+    # harness/iface.py loaded by its path alone: putting the repository on sys.path would also expose its
+    # geogpt_qgis, which this probe must load from the installed zip only.
+    source = Path(__file__).resolve().parents[2] / "harness" / "iface.py"
+    spec = importlib.util.spec_from_file_location("probe_iface", source)
+    assert spec is not None and spec.loader is not None
+    iface_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(iface_module)
+    FaithfulIface = iface_module.FaithfulIface  # noqa: N806 - a class
 
     plugins = profile / "python" / "plugins"
     sys.path.insert(0, str(plugins))  # what QGIS does for the profile's plugin folder
