@@ -160,7 +160,7 @@ def test_the_dock_lists_sources_and_a_click_selects_the_layer(panel, model_serve
     assert view.sources.algorithms == ["native:buffer (INPUT=rivers, DISTANCE=500)"]
     assert view.header.text() == "Sources (3)" and not view.body.isVisible()
     view.header.click()  # as a click does (QTest.mouseClick at its centre missed it on QGIS 3.44 offscreen)
-    assert view.body.isVisible()
+    wait_until(view.body.isVisible, 120)  # shown as the view lays itself out (QGIS 3.44, final rehearsal)
     wait_until(lambda: view.body.height() > 30, 120)
 
     # A real click on the link "rivers" in the Layers line.
