@@ -35,6 +35,7 @@ from pydantic import ConfigDict, Field
 
 from geogpt_qgis.agent.call_arguments import UNPARSED_ARGUMENTS, refused
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA
+from geogpt_qgis.agent.memory import is_user_turn
 from geogpt_qgis.agent.reply import content_text
 from geogpt_qgis.core.call_bounds import CALL_CHARS, arguments_problem
 from geogpt_qgis.core.guided_schema import (
@@ -171,7 +172,7 @@ def _called_for_this_question(messages: list[BaseMessage]) -> set[str]:
     for message in reversed(messages):
         if isinstance(message, ToolMessage):
             called.add(message.name or "")
-        elif isinstance(message, HumanMessage):
+        elif is_user_turn(message):  # the graph's own notion of where a question starts (not a retry note)
             break
     return called
 
