@@ -64,8 +64,10 @@ def preview(request: ApprovalRequest) -> str:
     effects = [effect.verb for effect in request.effects]
     if effects:
         lines.append(f"  which: {', '.join(effects)}")
-    for item in request.affected:
-        lines.append(f"  affects: {single_line(item)}")
+    for target in request.targets:
+        lines.append(f"  affects: {single_line(target.line())}")
+    for item in request.notes:
+        lines.append(f"  note: {single_line(item)}")
     facts = [
         f"  {short(name, 40)}: {short(value, 100)}"
         for key, value in request.args.items()

@@ -254,7 +254,7 @@ class Toolkit:
         if request is not None:
             # The preview is shown, stored with the paused run and logged: no secrets in it either.
             request.action, request.details = scrub(request.action), scrub(request.details)
-            request.affected = [scrub(item) for item in request.affected]
+            request.notes = [scrub(item) for item in request.notes]
             request.targets = [Target.from_value(scrub_value(t.to_dict())) for t in request.targets]
             request.tool, request.call_id, request.args = name, call_id, scrub_value(dict(checked))
         return request

@@ -41,13 +41,15 @@ class ApprovalRequest:
     ``editable`` names the argument whose text (``details``) the user may edit
     before approving: the code or the SQL.  ``targets`` are the layers, tables
     and files the call resolves to (``core.targets``): the call that runs must
-    resolve to exactly these, or it does not run.
+    resolve to exactly these, or it does not run.  ``notes`` are what the card
+    says beside them that the targets do not hold (a table's estimated rows, an
+    expression's effects, files a snippet names); never a target again in words.
     """
 
     action: str
     details: str
     language: str = "text"  # "python", "sql" or "text"
-    affected: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     editable: str | None = None
     tool: str = ""
     call_id: str = ""
@@ -68,6 +70,9 @@ class ApprovalRequest:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ApprovalRequest:
         """Also a request stored by an earlier version (effects as strings, targets as dicts or missing)."""
+        data = dict(data)
+        if "affected" in data and "notes" not in data:  # stored before targets were typed: its lines are notes
+            data["notes"] = data.pop("affected")
         request = cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
         request.targets = [Target.from_value(t) for t in (request.targets or [])]
         return request

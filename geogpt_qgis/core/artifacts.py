@@ -3,7 +3,8 @@
 A tool answers with one ``ToolResult``: the short ``text`` the model reads,
 and a ``ToolArtifact`` naming what the call read and made, as structured
 values: the project layers it read and added (``LayerRef``: name and layer
-id), the tables (``TableRef``: connection, schema, table) and collections it
+id), the tables (``TableRef``: connection, schema, table) and OGC API
+collections (``CollectionRef``: server, collection id, landing page) it
 queried, the algorithm it ran (``AlgorithmRun``: id and parameters), the
 features it selected, the chart it drew, the files it wrote and the figures it
 measured (value, unit, method: ``core.figures``).  Everything downstream reads
@@ -107,6 +108,40 @@ class TableRef:
 
 
 @dataclass(frozen=True)
+class CollectionRef:
+    """An OGC API Features collection a call read: the server as the user named it, its landing page (``""``:
+    stored before collections were structured) and the collection's id."""
+
+    server: str
+    collection: str
+    url: str = ""
+
+    @property
+    def label(self) -> str:
+        """``hospitals (Town server)``, as Sources lists it."""
+        return with_place(self.collection, self.server)
+
+    @classmethod
+    def from_label(cls, label: str) -> CollectionRef:
+        """A ``collection (server)`` label (stored before collections were structured)."""
+        match = re.fullmatch(r"(.*) \(([^()]*)\)", label)
+        return cls(match.group(2), match.group(1)) if match else cls("", label)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"server": self.server, "collection": self.collection, "url": self.url}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> CollectionRef | None:
+        if isinstance(data, CollectionRef):
+            return data
+        if isinstance(data, str):
+            return cls.from_label(data) if data else None
+        if isinstance(data, Mapping) and isinstance(data.get("collection"), str) and data["collection"]:
+            return cls(str(data.get("server") or ""), data["collection"], str(data.get("url") or ""))
+        return None
+
+
+@dataclass(frozen=True)
 class AlgorithmRun:
     """A processing algorithm a call ran: its ``id`` and the ``parameters`` the model set (outputs left out).
 
@@ -165,11 +200,11 @@ class Selection:
 
 @dataclass(frozen=True)
 class ToolArtifact:
-    """What one call read and made.  Collections are ``name (server)``."""
+    """What one call read and made."""
 
     layers: tuple[LayerRef, ...] = ()  # project layers read
     tables: tuple[TableRef, ...] = ()
-    collections: tuple[str, ...] = ()
+    collections: tuple[CollectionRef, ...] = ()
     algorithm: AlgorithmRun | None = None
     added: tuple[LayerRef, ...] = ()
     selected: tuple[Selection, ...] = ()
@@ -184,6 +219,8 @@ class ToolArtifact:
             object.__setattr__(self, "added", _parsed(self.added, LayerRef.from_dict))
         if any(isinstance(x, str) for x in self.tables):
             object.__setattr__(self, "tables", _parsed(self.tables, TableRef.from_dict))
+        if any(isinstance(x, str) for x in self.collections):
+            object.__setattr__(self, "collections", _parsed(self.collections, CollectionRef.from_dict))
         if isinstance(self.algorithm, str):
             object.__setattr__(self, "algorithm", AlgorithmRun.from_dict(self.algorithm))
 
@@ -203,12 +240,16 @@ class ToolArtifact:
     def table_labels(self) -> tuple[str, ...]:
         return tuple(table.label for table in self.tables)
 
+    @property
+    def collection_labels(self) -> tuple[str, ...]:
+        return tuple(collection.label for collection in self.collections)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, without the empty parts."""
         data: dict[str, Any] = {
             "layers": [layer.to_dict() for layer in self.layers],
             "tables": [table.to_dict() for table in self.tables],
-            "collections": list(self.collections),
+            "collections": [collection.to_dict() for collection in self.collections],
             "algorithm": self.algorithm.to_dict() if self.algorithm is not None else None,
             "added": [layer.to_dict() for layer in self.added],
             "selected": [{"layer": s.layer, "count": s.count} for s in self.selected],
@@ -228,7 +269,7 @@ class ToolArtifact:
         return cls(
             layers=_parsed(data.get("layers"), LayerRef.from_dict),
             tables=_parsed(data.get("tables"), TableRef.from_dict),
-            collections=_texts(data.get("collections")),
+            collections=_parsed(data.get("collections"), CollectionRef.from_dict),
             algorithm=AlgorithmRun.from_dict(data.get("algorithm")),
             added=_parsed(_mappings(data.get("added")), LayerRef.from_dict),
             selected=tuple(

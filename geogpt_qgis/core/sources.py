@@ -101,7 +101,7 @@ def collect_sources(artifacts: Iterable[ToolArtifact]) -> Sources:
     for artifact in artifacts:
         read += artifact.layers
         sources.tables += artifact.table_labels
-        sources.collections += artifact.collections
+        sources.collections += artifact.collection_labels
         if artifact.algorithm is not None:
             sources.algorithms.append(artifact.algorithm.label)
         sources.results += artifact.added

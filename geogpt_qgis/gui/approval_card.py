@@ -259,9 +259,10 @@ class ApprovalCard(QFrame):
 
 
 def _facts_html(request: ApprovalRequest) -> str:
-    """What it affects, resolved (layer id and source, table and connection, real path), then the short arguments."""
-    items = [_escape(item) for item in request.affected]
-    items += [_escape(target.line()) for target in request.targets]
+    """What it affects, resolved (layer id and source, table and connection, real path), what the targets do not
+    say (the request's notes), then the short arguments."""
+    items = [_escape(target.line()) for target in request.targets]
+    items += [_escape(item) for item in request.notes]
     facts = []
     for key, value in request.args.items():
         if key == request.editable:

@@ -20,6 +20,7 @@ from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.agent.conversation import Conversation
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, POLICY_NEVER, POLICY_TRUST, REJECT, current_decision
 from geogpt_qgis.core.events import ApprovalRequested, Notice, RunFinished
+from geogpt_qgis.core.targets import Target
 from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.code.family import CodeTools
@@ -228,8 +229,9 @@ def assert_waits_without_changing_anything(gated: Gated, env: Env, before: Any, 
     (requested,) = run.approvals
     request = requested.request
     assert gated.action in request["action"]
-    assert gated.shows in request["details"] or gated.shows in " ".join(request["affected"])
-    assert request["affected"], request
+    lines = [*request["notes"], *(Target.from_value(t).line() for t in request["targets"])]
+    assert gated.shows in request["details"] or gated.shows in " ".join(lines)
+    assert lines, request  # the card names what the call acts on
     time.sleep(0.3)  # anything run in the background would have landed by now
     wait_until(lambda: True)
     assert gated.state(env) == before

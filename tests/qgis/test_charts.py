@@ -13,7 +13,7 @@ import pytest
 from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.charts import maker
+from geogpt_qgis.tools.insights.charts import maker
 from geogpt_qgis.tools.insights.family import InsightTools
 from tests.support.big_layers import write_big_points
 from tests.support.dock import items_of, type_and_send

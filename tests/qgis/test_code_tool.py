@@ -190,7 +190,7 @@ def test_exit_in_the_code_does_not_close_qgis(code, demo_project):
 
 def test_the_approval_card_lists_layers_and_files_the_code_names(code, demo_project):
     request = call_in_thread(code.preview_run_pyqgis, "project.mapLayersByName('rivers')\nopen('/tmp/out.csv', 'w')")
-    assert request.affected == ["layer 'rivers'", "file /tmp/out.csv"]
+    assert request.notes == ["file /tmp/out.csv"]  # the layer is a target, not a note
     (rivers,) = demo_project.mapLayersByName("rivers")
     assert [(t.kind, t.ident, t.ops) for t in request.targets] == [("layer", rivers.id(), ("named in the code",))]
     assert request.language == "python" and request.editable == "code"

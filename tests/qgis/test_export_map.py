@@ -205,7 +205,7 @@ def test_without_approval_nothing_is_written_and_the_card_says_what_would_be(hea
     (home / "map.pdf").write_bytes(b"old")
     request = call_in_thread(headless.preview_export_map, "map.pdf", "Elvbury")
     assert request.action.startswith("Replace ") and "Replaces" in request.details
-    assert any("exists: it is replaced" in line for line in request.affected)
+    assert any("exists: it is replaced" in line for line in request.notes)
     assert (home / "map.pdf").read_bytes() == b"old"
     assert MapTools(headless.ctx).tools()  # the family offers it, gated
     assert approval_preview(headless.export_map) == headless.preview_export_map  # bound to this very part

@@ -78,8 +78,8 @@ def test_make_chart_with_a_one_megabyte_title_answers_fast_and_clearly(tool_ctx)
 
 
 def test_a_chart_draws_long_labels_from_the_data_clipped(tmp_path):
-    from geogpt_qgis.tools.charts.data import ChartData
-    from geogpt_qgis.tools.charts.render import render_png
+    from geogpt_qgis.tools.insights.charts.data import ChartData
+    from geogpt_qgis.tools.insights.charts.render import render_png
 
     long = "district " * 20_000
     chart = ChartData("bar", "t" * 150, long, "count", rows=2, source="test")

@@ -34,7 +34,7 @@ def _call(kit: Toolkit, filter_expression: str) -> tuple[object, object]:
 def test_a_filter_expression_with_effects_in_a_layers_parameter_asks(kit):
     request, args = _call(kit, "length(env('HOME')) > 0")
     assert isinstance(request, ApprovalRequest) and "read_private" in request.effects
-    assert any("env()" in line for line in request.affected), request.affected
+    assert "env()" in request.details, request.details  # under "It will:"
     outcome = call_in_thread(asyncio.run, kit.run("run_algorithm", args, None))
     assert not outcome.ok and "approv" in outcome.text
 

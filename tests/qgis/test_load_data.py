@@ -265,7 +265,8 @@ def test_a_file_outside_the_project_and_not_named_by_the_user_needs_approval(too
     secret.write_text("private header,another\n1,2\n", encoding="utf-8")
     loader = DataLoading(tool_ctx)
     request = loader.preview_load_data(str(secret))
-    assert request is not None and request.affected == [f"file {secret}"] and "read_private" in request.effects
+    assert request is not None and "read_private" in request.effects
+    assert [(t.kind, t.ident) for t in request.targets] == [("file", str(secret.resolve()))] and not request.notes
     message = refused(loader, str(secret), "needs their approval")
     assert "private header" not in message  # nothing of the file reached the model
     assert "notes" not in refused(loader, str(elsewhere / "note.csv"), "needs their approval")  # nor the folder
@@ -315,7 +316,8 @@ def served(tmp_path):
 def test_a_url_the_user_did_not_give_needs_approval(loader, served):
     url, _ = served
     request = loader.preview_load_data(f"{url}/wells.geojson")
-    assert request is not None and request.affected == [f"URL {url}/wells.geojson"] and "network" in request.effects
+    assert request is not None and "network" in request.effects
+    assert [(t.kind, t.ident) for t in request.targets] == [("url", f"{url}/wells.geojson")] and not request.notes
     refused(loader, f"{url}/wells.geojson", "needs their approval")
     assert loader.preview_load_data("elvbury.gpkg") is None  # a file of the project needs none
     loader.notice_user_text(f"Please load {url}/wells.geojson for me")
@@ -429,7 +431,9 @@ def test_an_ogc_api_collection_url_becomes_a_copy_of_its_features(loader, ogc_se
     assert len(served) < 50  # one page holds them all (the server's pages hold at most 50)
     assert layer.providerType() == "ogr" and ".gpkg" in layer.source()  # the project's results GeoPackage
     assert layer.featureCount() == len(served) > 0
-    assert text.artifact.collections == ("hospitals (" + ogc_server.url.split("//")[1] + ")",)
+    where = ogc_server.url.split("//")[1].rstrip("/")
+    assert [c.label for c in text.artifact.collections] == [f"hospitals ({where})"]
+    assert text.artifact.collections[0].url.startswith(ogc_server.url.rstrip("/"))
     assert "a copy of the server's features" in text.text and "All of the collection's features" in text.text
     assert "query_ogc_collection" in text.text
     assert "schools" in refused(loader, ogc_server.url, "collections; pass layer")

@@ -67,7 +67,7 @@ def test_run_algorithm_asks_before_reading_a_file_the_user_did_not_name(kit, fam
     }
     request = _ask(kit, "run_algorithm", args)
     assert isinstance(request, ApprovalRequest) and "read_private" in request.effects
-    assert any(str(private / "secrets.csv") in line for line in request.affected), request.affected
+    assert str(private / "secrets.csv") in request.details, request.details  # under "It will:"
     outcome = _run(kit, "run_algorithm", args)
     assert not outcome.ok and "approv" in outcome.text and SECRET not in outcome.text
     assert not demo_project.mapLayersByName("leak")
@@ -94,7 +94,7 @@ def test_a_text_parameter_that_spells_a_path_asks(kit, tmp_path):
     }
     request = _ask(kit, "run_algorithm", args)
     assert isinstance(request, ApprovalRequest) and "write_file" in request.effects
-    assert any("XYZ_TEMPLATE" in line for line in request.affected), request.affected
+    assert "XYZ_TEMPLATE" in request.details, request.details
     outcome = _run(kit, "run_algorithm", args)
     assert not outcome.ok and "approv" in outcome.text
     assert not escape.exists()

@@ -17,7 +17,7 @@ import pytest
 from qgis.core import QgsExpression, QgsFeature, QgsFeatureRequest, QgsVectorLayer
 
 from geogpt_qgis.core.numbers import exact_number
-from geogpt_qgis.tools.charts import maker
+from geogpt_qgis.tools.insights.charts import maker
 from geogpt_qgis.tools.insights.family import InsightTools
 from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.runs import call_in_thread

@@ -10,8 +10,8 @@ from shapely.geometry import Point
 
 from geogpt_qgis.core.artifacts import Selection
 from geogpt_qgis.tools.insights.family import InsightTools
-from geogpt_qgis.tools.places import postgis_tables
-from geogpt_qgis.tools.places.project_layers import PLACE_PROPERTY
+from geogpt_qgis.tools.insights.places import postgis_tables
+from geogpt_qgis.tools.insights.places.project_layers import PLACE_PROPERTY
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.project.family import ProjectTools
 from tests.support.gpkg import read_layer

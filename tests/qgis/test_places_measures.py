@@ -122,8 +122,8 @@ import sys, threading
 from qgis.core import QgsApplication, QgsCoordinateReferenceSystem, QgsDistanceArea, QgsGeometry, QgsProject
 app = QgsApplication([], False)
 app.initQgis()
-from geogpt_qgis.tools.places.finder import _geometry_label, _metric_crs
-from geogpt_qgis.tools.places.project_layers import ProjectSnapshot
+from geogpt_qgis.tools.insights.places.finder import _geometry_label, _metric_crs
+from geogpt_qgis.tools.insights.places.project_layers import ProjectSnapshot
 mercator = QgsCoordinateReferenceSystem("EPSG:3857")
 polygon = QgsGeometry.fromWkt(sys.argv[1])
 def measure_elsewhere():  # another tool's ellipsoidal measure, on a worker thread that then ends

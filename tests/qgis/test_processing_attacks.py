@@ -640,7 +640,7 @@ def test_every_attack_gets_an_approval_card_naming_its_target(world, toolkit, mo
     for index, attack in enumerate(ATTACKS):
         request = call_in_thread(asyncio.run, toolkit.approval_request(f"c{index}", attack.tool, attack.args(world)))
         assert isinstance(request, ApprovalRequest), attack.name
-        card = " ".join([request.action, request.details, *request.affected])
+        card = " ".join([request.action, request.details, *request.notes, *(t.line() for t in request.targets)])
         assert attack.shows in card, (attack.name, card)
         assert request.effects and all(Effect(kind) for kind in request.effects)
         assert_unchanged(world, before, model_server)  # a preview never does what it describes

@@ -217,7 +217,8 @@ def test_set_layer_removes_a_layer_only_when_approved(tools, demo_project):
     request = tools.preview_set_layer("parks", remove=True)
     assert request is not None and request.action == "Remove layer 'parks' from the project"
     assert "(Polygon, " in request.details and "Its data source is not deleted." in request.details
-    assert request.affected == ["layer 'parks'"]
+    assert [(t.kind, t.ident, t.ops) for t in request.targets] == [("layer", parks.id(), ("remove",))]
+    assert request.notes == []  # the target says it all: never the layer again in words
     before = len(demo_project.mapLayers())
     with pytest.raises(ToolError, match="needs their approval"):
         tools.set_layer("parks", remove=True)

@@ -15,7 +15,7 @@ from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.core.artifacts import LayerRef
 from geogpt_qgis.core.sources import Sources
 from geogpt_qgis.gui.sources_view import SourcesView, TurnSources
-from geogpt_qgis.tools.charts import maker
+from geogpt_qgis.tools.insights.charts import maker
 from tests.support.dock import items_of, type_and_send
 from tests.support.gpkg import read_layer
 from tests.support.model_server import ToolCall, Turn

@@ -8,7 +8,7 @@ from array import array
 import pytest
 
 from geogpt_qgis.tools.base import ToolError
-from geogpt_qgis.tools.charts.data import (
+from geogpt_qgis.tools.insights.charts.data import (
     GRID,
     MAX_BARS,
     OTHER,

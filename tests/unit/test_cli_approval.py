@@ -6,13 +6,15 @@ import io
 
 from geogpt_qgis.cli_approval import TerminalApprover, is_terminal, preview, visible
 from geogpt_qgis.core.approval import APPROVE, REJECT, ApprovalRequest, Decision
+from geogpt_qgis.core.targets import LAYER, Target
 
 
 def removal(call_id: str = "call-1") -> ApprovalRequest:
     return ApprovalRequest(
         action="Remove layer 'parks' from the project",
         details="The layer 'parks' (polygons, 12 features) leaves the project.",
-        affected=["layer 'parks'"],
+        targets=[Target(LAYER, "parks", "parks_1a", "ogr: elvbury.gpkg|layername=parks", ops=("remove",))],
+        notes=["its data source stays"],
         tool="set_layer",
         call_id=call_id,
         args={"layer": "parks", "remove": True},
@@ -44,7 +46,8 @@ def test_the_preview_shows_what_the_card_shows():
     assert shown.startswith("Approval needed: Remove layer 'parks' from the project\n")
     assert "  tool: set_layer\n" in shown
     assert "  which: changes the project\n" in shown
-    assert "  affects: layer 'parks'\n" in shown
+    assert "  affects: layer 'parks' (ogr: elvbury.gpkg|layername=parks): remove\n" in shown
+    assert "  note: its data source stays\n" in shown
     assert "  layer: parks\n" in shown and "  remove: True\n" in shown
     assert "  | The layer 'parks' (polygons, 12 features) leaves the project.\n" in shown
 

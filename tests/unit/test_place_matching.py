@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from geogpt_qgis.tools.places.matching import (
+from geogpt_qgis.tools.insights.places.matching import (
     Candidate,
     decide,
     merge_duplicates,

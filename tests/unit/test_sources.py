@@ -10,6 +10,7 @@ from geogpt_qgis.agent.transcript import Entry, to_markdown
 from geogpt_qgis.core.artifacts import (
     AddedLayer,
     AlgorithmRun,
+    CollectionRef,
     LayerRef,
     Selection,
     TableRef,
@@ -46,7 +47,7 @@ CALLS = [
     (
         "query_ogc_collection",
         True,
-        ToolArtifact(collections=("hospitals (town)",), added=(AddedLayer("hospitals", "h9"),)),
+        ToolArtifact(collections=(CollectionRef("town", "hospitals", "http://t/"),), added=(AddedLayer("hospitals", "h9"),)),
     ),
     ("make_chart", True, ToolArtifact(layers=(LayerRef("schools_near", "schools_near_1a2b"),), chart="/tmp/c.png")),
 ]
@@ -93,7 +94,7 @@ def test_an_artifact_survives_json_and_anything_else_reads_as_empty():
     artifact = ToolArtifact(
         layers=(LayerRef("schools", "schools_2c"),),
         tables=(TableRef("demo", "public", "schools"),),
-        collections=("hospitals (town)",),
+        collections=(CollectionRef("town", "hospitals", "http://127.0.0.1:5000/"),),
         algorithm=AlgorithmRun("native:buffer", {"INPUT": "rivers", "DISTANCE": 500, "FIELDS": ["a", "b"]}),
         added=(AddedLayer("place_nordby", "id1"), AddedLayer("b")),
         selected=(Selection("schools", 16),),
@@ -109,6 +110,7 @@ def test_an_artifact_survives_json_and_anything_else_reads_as_empty():
         "parameters": {"INPUT": "rivers", "DISTANCE": 500, "FIELDS": ["a", "b"]},
     }
     assert stored["layers"] == [{"name": "schools", "layer_id": "schools_2c"}]
+    assert stored["collections"] == [{"server": "town", "collection": "hospitals", "url": "http://127.0.0.1:5000/"}]
     assert ToolArtifact().to_dict() == {} and ToolArtifact.from_dict({}).empty
     # Stored before artifacts existed (None), or damaged: empty, never an error.
     for odd in (None, "text", [1, 2], {"layers": "schools", "added": ["x", {"name": 3}], "selected": 5}):
@@ -137,6 +139,8 @@ def test_an_artifact_stored_with_display_strings_reads_into_the_structured_field
         TableRef("", "", "lonely"),
     )
     assert artifact.table_labels == ("public.districts (demo)", "roads (demo)", "lonely")
+    assert artifact.collections == (CollectionRef("town", "hospitals"),)
+    assert artifact.collection_labels == ("hospitals (town)",)
     assert artifact.algorithm == AlgorithmRun("native:buffer", {"INPUT": "rivers", "DISTANCE": "500", "SEGMENTS": "16"})
     assert artifact.algorithm is not None and artifact.algorithm.label == legacy["algorithm"]
     assert artifact.added == (AddedLayer("rivers_500m", "b1"), AddedLayer("old"))
@@ -145,6 +149,8 @@ def test_an_artifact_stored_with_display_strings_reads_into_the_structured_field
     sources = collect_sources([artifact])
     assert sources.layer_names == ["schools"] and sources.result_names == ["rivers_500m", "old"]
     assert sources.algorithms == [legacy["algorithm"]] and sources.tables == list(artifact.table_labels)
+    assert sources.collections == ["hospitals (town)"]
+    assert CollectionRef.from_label("no server") == CollectionRef("", "no server")
     assert AlgorithmRun.from_label("qgis:odd").parameters == {}
 
 

@@ -48,31 +48,30 @@ class CodeTools(ToolFamily):
 
     def preview_run_pyqgis(self, code: Code) -> ApprovalRequest:
         compile_snippet(code)  # a snippet that does not parse needs no approval: it is refused
-        affected, layers = self.ctx.on_main(self._mentioned, code)
+        files, layers = self.ctx.on_main(self._mentioned, code)
         return ApprovalRequest(
             action="Run PyQGIS code",
             details=code,
             language="python",
-            affected=affected or ["anything in QGIS the code touches: the project, its layers, files"],
+            notes=files or ([] if layers else ["anything in QGIS the code touches: the project, its layers, files"]),
             editable="code",
             effects=[Effect.RUN_CODE],
             targets=layers,
         )
 
     def _mentioned(self, source: str) -> tuple[list[str], list[Target]]:
-        """Layers and files the code names in string literals, and those layers as targets (main thread)."""
+        """Files the code names in string literals, and the layers it names as targets (main thread)."""
         strings = {
             node.value
             for node in ast.walk(ast.parse(source))
             if isinstance(node, ast.Constant) and isinstance(node.value, str)
         }
-        affected, layers = [], []
-        for layer in ordered_layers(self.ctx.project):
-            if layer.name() in strings or layer.id() in strings:
-                affected.append(f"layer {layer.name()!r}")
-                layers.append(layer_target(layer, ("named in the code",)))
-        affected += [f"file {s}" for s in sorted(strings) if _PATH.match(s)]
-        return affected, layers
+        layers = [
+            layer_target(layer, ("named in the code",))
+            for layer in ordered_layers(self.ctx.project)
+            if layer.name() in strings or layer.id() in strings
+        ]
+        return [f"file {s}" for s in sorted(strings) if _PATH.match(s)], layers
 
     @gated(preview_run_pyqgis)
     def run_pyqgis(self, code: Code) -> ToolResult:

@@ -17,8 +17,8 @@ from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.core.bounds import Name, Sql
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 from geogpt_qgis.tools.base import ToolContext, ToolFamily, ToolFunction
-from geogpt_qgis.tools.charts.maker import ChartMaker
-from geogpt_qgis.tools.places.finder import MAX_NAMES, PlaceFinder
+from geogpt_qgis.tools.insights.charts.maker import ChartMaker
+from geogpt_qgis.tools.insights.places.finder import MAX_NAMES, PlaceFinder
 from geogpt_qgis.tools.postgis.connections import allowed_connection_names
 
 

@@ -73,7 +73,7 @@ class ExportPlan:
                     else ""
                 )
             ),
-            affected=effects.lines(),
+            notes=effects.lines(),
             effects=effects.kinds,
             targets=[file_target(str(self.target.path), ("write",))],
         )

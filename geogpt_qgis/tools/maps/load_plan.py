@@ -25,6 +25,5 @@ class LoadPlan:
     source: str  # the source as the answer names it (never credentials)
     notes: tuple[str, ...] = ()
     tables: tuple[TableRef, ...] = ()  # the database tables read, for the Sources list
-    collections: tuple[str, ...] = ()
     connection: str = ""  # saved PostgreSQL connection whose URI the main thread completes
     extra: dict[str, str] = field(default_factory=dict)  # provider details for the main thread

@@ -138,7 +138,6 @@ class DataLoading:
         return ApprovalRequest(
             action=f"Load data from {host}",
             details=f"GeoGPT would request this URL, which you did not give in this conversation:\n{url}",
-            affected=[f"URL {url}"],
             effects=[Effect.NETWORK, Effect.ADD_LAYER],
             targets=[url_target(url, ("request",))],
         )
@@ -153,7 +152,6 @@ class DataLoading:
         return ApprovalRequest(
             action=f"Read the file {path.name}",
             details=f"GeoGPT would open this file, outside the project's folder, which you did not name:\n{path}",
-            affected=[f"file {path}"],
             effects=[Effect.READ_PRIVATE, Effect.ADD_LAYER],
             targets=[file_target(str(path), ("read",))],
         )
@@ -198,7 +196,7 @@ class DataLoading:
         lines += self._data_checks(added)
         if crs.strip() and plan.provider != "delimitedtext" and "crs" not in plan.extra:
             lines.append("crs was ignored: it sets the CRS of CSV/TSV coordinates only.")
-        artifact = ToolArtifact(tables=plan.tables, collections=plan.collections, added=(added,))
+        artifact = ToolArtifact(tables=plan.tables, added=(added,))
         return ToolResult("\n".join(lines), artifact)
 
     def _data_checks(self, added: AddedLayer) -> list[str]:

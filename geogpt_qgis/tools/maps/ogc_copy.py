@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from urllib.parse import urlsplit
 
-from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult, with_place
+from geogpt_qgis.core.artifacts import CollectionRef, ToolArtifact, ToolResult
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layer_refs import named_ref
@@ -79,7 +79,7 @@ def add_copy(ctx: ToolContext, copy: CollectionCopy, name: str) -> ToolResult:
     if not fetched.more:
         text += f"\nAll of the collection's features were fetched (load_data fetches at most {LOAD_LIMIT:,})."
     text += "\nquery_ogc_collection can fetch a filtered or bbox-limited selection instead."
-    collection = with_place(copy.collection.id, urlsplit(copy.info.server.url).netloc)
+    collection = CollectionRef(urlsplit(copy.info.server.url).netloc, copy.collection.id, copy.info.server.url)
     return ToolResult(text, ToolArtifact(collections=(collection,), added=(named_ref(ctx, added),)))
 
 

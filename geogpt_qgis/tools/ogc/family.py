@@ -8,7 +8,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from geogpt_qgis.core.artifacts import ToolArtifact, ToolResult, with_place
+from geogpt_qgis.core.artifacts import CollectionRef, ToolArtifact, ToolResult
 from geogpt_qgis.core.bounds import Expression
 from geogpt_qgis.core.cancel import current_conversation
 from geogpt_qgis.core.fuzzy import did_you_mean
@@ -233,9 +233,9 @@ class OgcTools(ToolFamily):
         return add_result_layer(self.ctx.project, layer, base), fields, extent
 
 
-def _on_server(info: ServerInfo, collection: Collection) -> str:
-    """``hospitals (Town server)``: a collection as the Sources list names it."""
-    return with_place(collection.id, info.server.name)
+def _on_server(info: ServerInfo, collection: Collection) -> CollectionRef:
+    """The collection on the server as the user named it (``hospitals (Town server)`` in Sources)."""
+    return CollectionRef(info.server.name, collection.id, info.server.url)
 
 
 def features_extent(features: list[dict[str, Any]]) -> tuple[float, float, float, float] | None:

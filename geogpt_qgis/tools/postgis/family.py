@@ -122,14 +122,15 @@ class PostgisTools(ToolFamily):
         with self._database(connection) as db:
             tables = estimated_writes(db, statement)
             targets = table_targets(db, saved, statement)
-        affected = [f"{statement.kind}: table {t} (about {rows:,.0f} rows)" for t, rows in tables] or [
-            f"{statement.kind}: {t} in {connection!r}" for t in statement.targets
-        ]
+        notes = [f"{statement.kind}: table {t} (about {rows:,.0f} rows)" for t, rows in tables]
+        if not targets:  # nothing resolved to a table: say what the statement names, on which server
+            named = [f"{statement.kind}: {t} in {connection!r}" for t in statement.targets]
+            notes += [*(named or [f"{statement.kind}: the database of {connection!r}"]), connection_place(saved)]
         return ApprovalRequest(
             action=f"Run SQL that changes the database {connection!r}",
             details=statement.text,
             language="sql",
-            affected=[*(affected or [f"{statement.kind}: the database of {connection!r}"]), connection_place(saved)],
+            notes=notes,
             editable="sql",
             effects=[Effect.WRITE_DATABASE],
             targets=targets,

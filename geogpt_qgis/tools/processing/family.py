@@ -93,7 +93,6 @@ class ProcessingTools(ToolFamily):
             action=f"Run {algorithm.id()} ({algorithm.displayName()}), which {effects.summary()}",
             details="It will:\n" + "\n".join(f"- {line}" for line in lines) + f"\n\nParameters:\n{listed}",
             language="text",
-            affected=lines,
             effects=effects.kinds,
             targets=self._targets(algorithm, parameters),
         )

@@ -159,7 +159,7 @@ class EditTools(ToolFamily):
                 details=f"In {vector.name()!r}, {doing} the features where {expression}\n"
                 "The features were not counted: the expression is evaluated only if you approve.\n"
                 + "\n".join([*problems, _undo_note(vector, self._buffered)]),
-                affected=[f"layer {vector.name()!r} ({_source_label(vector)})", *effects.lines()],
+                notes=effects.lines(),
                 effects=[*kinds, *effects.kinds],  # each once: ApprovalRequest keeps the first
                 targets=[target],
             )
@@ -172,7 +172,6 @@ class EditTools(ToolFamily):
             return ApprovalRequest(
                 action=action,
                 details=f"In {vector.name()!r}, delete the features where {expression}\n{stored}\n{undo}",
-                affected=[f"layer {vector.name()!r} ({_source_label(vector)})"],
                 effects=kinds,
                 targets=[target],
             )
@@ -181,7 +180,6 @@ class EditTools(ToolFamily):
             action=f"Change {field!r} on {counted(len(ids), 'feature')} of {vector.name()!r}",
             details=f"In {vector.name()!r}, set {field} to {value} on the features where {expression}\n{stored}\n"
             + undo,
-            affected=[f"layer {vector.name()!r} ({_source_label(vector)}), field {field!r}"],
             effects=kinds,
             targets=[target],
         )

@@ -359,7 +359,6 @@ class ProjectTools(ToolFamily):
         return ApprovalRequest(
             action=f"Remove layer {target.name()!r} from the project",
             details=f"The layer {target.name()!r} ({kind}) leaves the project. Its data source is not deleted.",
-            affected=[f"layer {target.name()!r}"],
             effects=[Effect.CHANGE_PROJECT],
             targets=[layer_target(target, ("remove",))],
         )

@@ -235,6 +235,6 @@ def expression_request(action: str, texts: list[tuple[str, str]]) -> ApprovalReq
     return ApprovalRequest(
         action=f"{action}, with an expression that {effects.summary()}",
         details="\n".join(problems),
-        affected=effects.lines(),
+        notes=effects.lines(),
         effects=effects.kinds,
     )

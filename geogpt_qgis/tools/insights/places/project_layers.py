@@ -28,8 +28,8 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QMetaType
 
 from geogpt_qgis.core.cancel import CancelToken
+from geogpt_qgis.tools.insights.places.matching import NAME_FIELD_PATTERN, TYPE_FIELD_PATTERN
 from geogpt_qgis.tools.layers import ordered_layers, python_value
-from geogpt_qgis.tools.places.matching import NAME_FIELD_PATTERN, TYPE_FIELD_PATTERN
 from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, enum_value
 
 PLACE_PROPERTY = "geogpt/place"  # set on the layers find_places makes: they are results, never searched

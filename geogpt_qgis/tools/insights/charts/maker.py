@@ -25,7 +25,7 @@ from geogpt_qgis.core.progress import progress_reporter
 from geogpt_qgis.core.sqlite_text import sqlite_query
 from geogpt_qgis.toolbelt.paths import profile_data_dir
 from geogpt_qgis.tools.base import ToolContext, ToolError
-from geogpt_qgis.tools.charts.data import (
+from geogpt_qgis.tools.insights.charts.data import (
     DISTINCT_CAP,
     GRID,
     SCATTER_POINTS,
@@ -103,7 +103,7 @@ class ChartMaker:
             else:
                 chart, read = self._from_sql(spec, plan), plan.read
         self.ctx.check_cancelled()
-        from geogpt_qgis.tools.charts.render import render_png
+        from geogpt_qgis.tools.insights.charts.render import render_png
 
         path = render_png(chart, self._png_path(chart.title))
         return ToolResult(_summary(path, chart, spec), replace(read, chart=str(path)))

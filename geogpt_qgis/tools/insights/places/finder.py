@@ -40,10 +40,8 @@ from qgis.core import (
 from geogpt_qgis.core.artifacts import TableRef, ToolArtifact, ToolResult, merged
 from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.tools.base import ToolContext, ToolError
-from geogpt_qgis.tools.layer_refs import named_ref
-from geogpt_qgis.tools.measures import crs_name, ellipsoidal_method
-from geogpt_qgis.tools.places import postgis_tables
-from geogpt_qgis.tools.places.matching import (
+from geogpt_qgis.tools.insights.places import postgis_tables
+from geogpt_qgis.tools.insights.places.matching import (
     EXACT,
     MATCH_CHARS,
     MIN_SCORE,
@@ -59,7 +57,7 @@ from geogpt_qgis.tools.places.matching import (
     source_key,
     trigram_similarity,
 )
-from geogpt_qgis.tools.places.project_layers import (
+from geogpt_qgis.tools.insights.places.project_layers import (
     PLACE_PROPERTY,
     LayerSnapshot,
     NameGroup,
@@ -72,6 +70,8 @@ from geogpt_qgis.tools.places.project_layers import (
     snapshot,
     transforms_from,
 )
+from geogpt_qgis.tools.layer_refs import named_ref
+from geogpt_qgis.tools.measures import crs_name, ellipsoidal_method
 from geogpt_qgis.tools.postgis.connections import resolve_connection
 from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.processing.compat import DISTANCE_METERS

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from geogpt_qgis.tools.places.matching import NAME_FIELD_PATTERN, TYPE_FIELD_PATTERN
+from geogpt_qgis.tools.insights.places.matching import NAME_FIELD_PATTERN, TYPE_FIELD_PATTERN
 from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.postgis.sql_text import as_text, compose, ident, literal
 

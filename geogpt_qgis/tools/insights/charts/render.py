@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from geogpt_qgis.core.numbers import plain_number
-from geogpt_qgis.tools.charts.data import ChartData
+from geogpt_qgis.tools.insights.charts.data import ChartData
 
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.8, 110
 # Longest text drawn, by place: labels come from the data, and matplotlib lays out (and rasterises) every
