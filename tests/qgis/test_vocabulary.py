@@ -1,0 +1,68 @@
+"""The guided reply's vocabulary: the project's layers and fields, and the registry's algorithms as they are now.
+
+The algorithm ids are sorted once per state of the registry; a provider that a
+plugin adds (or removes) later must show in the next read, never a stale list.
+"""
+
+from __future__ import annotations
+
+from qgis.core import (
+    QgsApplication,
+    QgsProcessingAlgorithm,
+    QgsProcessingParameterNumber,
+    QgsProcessingProvider,
+    QgsVectorLayer,
+)
+
+from geogpt_qgis.tools.vocabulary import read_vocabulary
+
+
+class _Echo(QgsProcessingAlgorithm):
+    def name(self) -> str:
+        return "echo"
+
+    def displayName(self) -> str:  # noqa: N802 - QGIS override
+        return "Echo"
+
+    def createInstance(self) -> QgsProcessingAlgorithm:  # noqa: N802 - QGIS override
+        return _Echo()
+
+    def initAlgorithm(self, config=None) -> None:  # noqa: N802 - QGIS override
+        self.addParameter(QgsProcessingParameterNumber("VALUE", "Value"))
+
+    def processAlgorithm(self, parameters, context, feedback) -> dict:  # noqa: N802 - QGIS override
+        return {"VALUE": self.parameterAsDouble(parameters, "VALUE", context)}
+
+
+class _LateProvider(QgsProcessingProvider):
+    def id(self) -> str:
+        return "geogptlate"
+
+    def name(self) -> str:
+        return "Added late"
+
+    def loadAlgorithms(self) -> None:  # noqa: N802 - QGIS override
+        self.addAlgorithm(_Echo())
+
+
+def test_the_vocabulary_names_the_projects_layers_and_fields_and_every_algorithm(demo_project):
+    vocabulary = read_vocabulary(demo_project)
+    layers = list(demo_project.mapLayers().values())
+    assert set(vocabulary.layers) == {layer.name() for layer in layers}
+    schools = demo_project.mapLayersByName("schools")[0]
+    assert isinstance(schools, QgsVectorLayer) and set(schools.fields().names()) <= set(vocabulary.fields)
+    registry = QgsApplication.processingRegistry()
+    assert list(vocabulary.algorithms) == sorted(a.id() for a in registry.algorithms())
+    assert "native:buffer" in vocabulary.algorithms
+
+
+def test_a_provider_added_or_removed_later_shows_in_the_next_read(demo_project):
+    registry = QgsApplication.processingRegistry()
+    assert "geogptlate:echo" not in read_vocabulary(demo_project).algorithms
+    provider = _LateProvider()
+    assert registry.addProvider(provider)
+    try:
+        assert "geogptlate:echo" in read_vocabulary(demo_project).algorithms
+    finally:
+        registry.removeProvider(provider)
+    assert "geogptlate:echo" not in read_vocabulary(demo_project).algorithms
