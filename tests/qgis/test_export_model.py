@@ -1,0 +1,250 @@
+"""An analysis exported as a Processing model and as a PyQGIS script, then run again by QGIS itself.
+
+Three steps run through the real toolkit on the demo town, as the agent runs
+them: buffer the rivers by 300 m, extract the schools that intersect the
+buffer, compute a field on them.  The written ``.model3`` is loaded with
+``QgsProcessingModelAlgorithm.fromFile`` and run with ``processing.run``: on
+the same layers it makes the same layers (feature counts and attribute values
+equal, buffer area equal), and unchanged on a copy of the schools with other
+features it gives what shapely says it should.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import runpy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from shapely import wkb
+from shapely.ops import unary_union
+
+from geogpt_qgis.agent.toolkit import Toolkit
+from geogpt_qgis.core.analysis_steps import Step, analysis_of
+from geogpt_qgis.tools.registry import build_families
+from tests.support.runs import call_in_thread
+
+BUFFER_M = 300.0
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("describe_layer", {"layer": "schools"}),  # only reads: not a step of the analysis
+    (
+        "run_algorithm",
+        {
+            "algorithm": "native:buffer",
+            "parameters": {"INPUT": "rivers", "DISTANCE": BUFFER_M},
+            "output_name": "rivers_300m",
+        },
+    ),
+    (
+        "run_algorithm",
+        {
+            "algorithm": "native:extractbylocation",
+            "parameters": {"INPUT": "schools", "PREDICATE": ["intersect"], "INTERSECT": "rivers_300m"},
+            "output_name": "schools_by_rivers",
+        },
+    ),
+    ("select_features", {"layer": "schools", "expression": '"pupils" > 300'}),  # a model cannot hold it
+    (
+        "run_algorithm",
+        {
+            "algorithm": "native:fieldcalculator",
+            "parameters": {
+                "INPUT": "schools_by_rivers",
+                "FIELD_NAME": "places",
+                "FIELD_TYPE": 1,
+                "FORMULA": '"pupils" * 2 + 1',
+            },
+            "output_name": "schools_places",
+        },
+    ),
+]
+RESULTS = ("rivers_300m", "schools_by_rivers", "schools_places")
+
+
+@pytest.fixture
+def analysis(tool_ctx) -> list[Step]:
+    """The calls run through the toolkit on the demo town, as steps with their artifacts."""
+    toolkit = Toolkit([tool for family in build_families(tool_ctx) for tool in family.tools()])
+    steps = []
+    for name, args in CALLS:
+        outcome = call_in_thread(lambda name=name, args=args: asyncio.run(toolkit.run(name, args)))
+        assert outcome.ok, f"{name}: {outcome.text}"
+        steps.append(Step(name, args, outcome.artifact))
+    return steps
+
+
+def layer_named(project, name: str):
+    found = project.mapLayersByName(name)
+    assert len(found) == 1, f"{name}: {len(found)} layers"
+    return found[0]
+
+
+def rows(layer, fields: list[str]) -> list[tuple]:
+    """The attribute values of ``fields`` of every feature, sorted (feature order is not part of the result)."""
+    return sorted((tuple(str(f[name]) for name in fields) for f in layer.getFeatures()), key=repr)
+
+
+def shapes(layer) -> list:
+    return [wkb.loads(bytes(f.geometry().asWkb())) for f in layer.getFeatures()]
+
+
+def run_model(model, inputs: dict[str, Any]) -> dict[str, Any]:
+    import processing
+
+    params = dict(inputs)
+    params.update({d.name(): "TEMPORARY_OUTPUT" for d in model.destinationParameterDefinitions()})
+    return processing.run(model, params)
+
+
+def outputs_by_layer(model, results: dict[str, Any]) -> dict[str, Any]:
+    """The model's output layers by the name of the conversation's result layer they stand for."""
+    return {d.name().split(":", 1)[1]: results[d.name()] for d in model.destinationParameterDefinitions()}
+
+
+def test_export_model_wires_the_three_steps_as_they_ran_and_lists_what_it_cannot_hold(analysis, demo_project, tmp_path):
+    from qgis.core import QgsProcessingModelAlgorithm, QgsProcessingModelChildParameterSource
+
+    from geogpt_qgis.tools.processing.model_export import export_model
+
+    path = tmp_path / "rivers.model3"
+    report = export_model(analysis_of(analysis), path, demo_project)
+    assert report.steps == 3
+    assert report.inputs == ("rivers", "schools")
+    assert report.outputs == RESULTS
+    assert len(report.outside) == 1 and report.outside[0].startswith("select_features(")
+
+    model = QgsProcessingModelAlgorithm()
+    assert model.fromFile(str(path))
+    assert [d.name() for d in model.parameterDefinitions() if not d.isDestination()] == ["rivers", "schools"]
+    assert [d.description() for d in model.parameterDefinitions() if not d.isDestination()] == ["rivers", "schools"]
+    assert sorted(outputs_by_layer(model, {d.name(): 0 for d in model.destinationParameterDefinitions()})) == sorted(
+        RESULTS
+    )
+    children = model.childAlgorithms()
+    assert sorted(child.algorithmId() for child in children.values()) == sorted(
+        ["native:buffer", "native:extractbylocation", "native:fieldcalculator"]
+    )
+    by_algorithm = {child.algorithmId(): child for child in children.values()}
+    buffer_id = by_algorithm["native:buffer"].childId()
+    intersect = by_algorithm["native:extractbylocation"].parameterSources()["INTERSECT"][0]
+    assert intersect.source() == QgsProcessingModelChildParameterSource.Source.ChildOutput
+    assert (intersect.outputChildId(), intersect.outputName()) == (buffer_id, "OUTPUT")
+    distance = by_algorithm["native:buffer"].parameterSources()["DISTANCE"][0]
+    assert distance.source() == QgsProcessingModelChildParameterSource.Source.StaticValue
+    assert float(distance.staticValue()) == BUFFER_M
+    rivers = by_algorithm["native:buffer"].parameterSources()["INPUT"][0]
+    assert (rivers.source(), rivers.parameterName()) == (
+        QgsProcessingModelChildParameterSource.Source.ModelParameter,
+        "rivers",
+    )
+    # The Graphical Modeler would accept it as it is: every child's parameters are set.
+    assert model.validate()[0], model.validate()[1]
+    help_text = model.helpContent()["ALG_DESC"]
+    assert "select_features(" in help_text and "describe_layer" not in help_text
+
+
+def test_export_model_run_on_the_same_layers_makes_the_same_result_layers(analysis, demo_project, tmp_path):
+    from qgis.core import QgsProcessingModelAlgorithm
+
+    from geogpt_qgis.tools.processing.model_export import export_model
+
+    path = tmp_path / "again.model3"
+    export_model(analysis_of(analysis), path, demo_project)
+    model = QgsProcessingModelAlgorithm()
+    assert model.fromFile(str(path))
+    inputs = {"rivers": layer_named(demo_project, "rivers"), "schools": layer_named(demo_project, "schools")}
+    made = outputs_by_layer(model, run_model(model, inputs))
+    for name in RESULTS:
+        theirs, ours = layer_named(demo_project, name), made[name]
+        assert ours.featureCount() == theirs.featureCount() > 0, name
+        fields = [f for f in ours.fields().names() if f != "fid"]
+        assert rows(ours, fields) == rows(theirs, fields), name
+    # The buffer drawn as finely as the conversation's (the runner's arcs, not QGIS's 5 segments): area in m²
+    # (layer units, EPSG:25832), measured by shapely on both; an independent 300 m buffer of the rivers agrees.
+    ours_area = unary_union(shapes(made["rivers_300m"])).area
+    theirs_area = unary_union(shapes(layer_named(demo_project, "rivers_300m"))).area
+    assert ours_area == pytest.approx(theirs_area, rel=1e-9)
+    expected = unary_union([s.buffer(BUFFER_M, quad_segs=64) for s in shapes(inputs["rivers"])]).area
+    assert ours_area == pytest.approx(expected, rel=1e-3)
+    places = {f["name"]: f["places"] for f in made["schools_places"].getFeatures()}
+    assert places == {f["name"]: f["pupils"] * 2 + 1 for f in made["schools_by_rivers"].getFeatures()}
+
+
+@pytest.fixture
+def other_schools(demo_project, tmp_path) -> Path:
+    """A copy of the schools with other features: every second one, moved 200 m north (same fields)."""
+    import processing
+
+    path = tmp_path / "other_schools.gpkg"
+    processing.run(
+        "native:geometrybyexpression",
+        {
+            "INPUT": processing.run(
+                "native:extractbyexpression",
+                {"INPUT": layer_named(demo_project, "schools"), "EXPRESSION": '"fid" % 2 = 0', "OUTPUT": "memory:"},
+            )["OUTPUT"],
+            "OUTPUT_GEOMETRY": 2,
+            "EXPRESSION": "translate($geometry, 0, 200)",
+            "OUTPUT": str(path),
+        },
+    )
+    return path
+
+
+def test_export_model_runs_unchanged_on_another_layer_with_the_same_fields(
+    analysis, demo_project, other_schools, tmp_path
+):
+    from qgis.core import QgsProcessingModelAlgorithm, QgsVectorLayer
+
+    from geogpt_qgis.tools.processing.model_export import export_model
+
+    path = tmp_path / "other.model3"
+    export_model(analysis_of(analysis), path, demo_project)
+    model = QgsProcessingModelAlgorithm()
+    assert model.fromFile(str(path))
+    schools = QgsVectorLayer(str(other_schools), "other_schools", "ogr")
+    assert schools.isValid() and schools.featureCount() == 15  # 31 schools, every second one
+    rivers = layer_named(demo_project, "rivers")
+    made = outputs_by_layer(model, run_model(model, {"rivers": rivers, "schools": schools}))
+    # Independently: the moved schools within 300 m of a river (shapely, metres in EPSG:25832).
+    lines = unary_union(shapes(rivers))
+    near = {
+        f["name"] for f in schools.getFeatures() if wkb.loads(bytes(f.geometry().asWkb())).distance(lines) <= BUFFER_M
+    }
+    got = {f["name"]: (f["pupils"], f["places"]) for f in made["schools_places"].getFeatures()}
+    assert near and set(got) == near
+    assert near != {f["name"] for f in layer_named(demo_project, "schools_places").getFeatures()}
+    assert all(places == pupils * 2 + 1 for pupils, places in got.values())
+
+
+def test_export_model_as_a_pyqgis_script_runs_the_same_steps(analysis, demo_project, other_schools, tmp_path):
+    from qgis.core import QgsVectorLayer
+
+    from geogpt_qgis.tools.processing.script_export import export_script
+
+    path = tmp_path / "analysis.py"
+    report = export_script(analysis_of(analysis), path, demo_project)
+    text = path.read_text(encoding="utf-8")
+    assert report.outside[0] in text  # listed in the header, not dropped
+    assert text.count("processing.run(") == 3
+    assert "RIVERS = 'rivers'" in text and "SCHOOLS = 'schools'" in text
+    theirs = {name: layer_named(demo_project, name) for name in RESULTS}
+    before = set(demo_project.mapLayers())
+    try:
+        made = runpy.run_path(str(path))["results"]
+        for name in RESULTS:
+            fields = [f for f in made[name].fields().names() if f != "fid"]
+            assert made[name].featureCount() == theirs[name].featureCount() > 0, name
+            assert rows(made[name], fields) == rows(theirs[name], fields), name
+        assert {layer.name() for i, layer in demo_project.mapLayers().items() if i not in before} == set(RESULTS)
+        # The input is a variable at the top: pointed at the other schools, the script runs on them.
+        edited = tmp_path / "other.py"
+        edited.write_text(text.replace("SCHOOLS = 'schools'", f"SCHOOLS = {str(other_schools)!r}"), encoding="utf-8")
+        other = runpy.run_path(str(edited))["results"]
+        copy = QgsVectorLayer(str(other_schools), "copy", "ogr")
+        got = {f["name"] for f in other["schools_places"].getFeatures()}
+        assert got and got <= {f["name"] for f in copy.getFeatures()}
+        assert got != {f["name"] for f in theirs["schools_places"].getFeatures()}
+    finally:
+        demo_project.removeMapLayers([i for i in demo_project.mapLayers() if i not in before])
