@@ -97,4 +97,3 @@ def _expression(wire: Wire, variables: dict[str, str]) -> str:
 def _one_line(text: str) -> str:
     """Text for a comment: a line break in a layer name would end the comment and start code."""
     return " ".join(text.split())
-
