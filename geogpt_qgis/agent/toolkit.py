@@ -15,6 +15,7 @@ import json
 import logging
 import types
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -38,12 +39,16 @@ from geogpt_qgis.core.secrets_scrub import scrub, scrub_value
 from geogpt_qgis.core.targets import Target, broken_contract
 from geogpt_qgis.core.text import bound_tokens
 from geogpt_qgis.core.tokens import estimate_tokens
+from geogpt_qgis.core.undo_scope import with_undo_notes
 from geogpt_qgis.tools.base import ToolError, ToolFunction
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
 log = logging.getLogger(__name__)
+
+# Called (on a worker thread) after each call that added layers: the tool's name, its arguments, its artifact.
+AfterCall = Callable[[str, Mapping[str, Any], ToolArtifact], None]
 
 
 @dataclass(frozen=True)
@@ -77,11 +82,18 @@ class Toolkit:
     all; ``agent.profiles``: the compact profile sends a few).  The toolkit
     still knows and runs every tool: a call to one it did not send is checked,
     approved and run like any other, so the tools ``describe_capabilities``
-    names stay usable.
+    names stay usable.  ``after_call`` sees every call that added layers, once,
+    whichever family made them (``tools.provenance`` records where they came from).
     """
 
-    def __init__(self, functions: Sequence[ToolFunction], offered: Collection[str] | None = None) -> None:
+    def __init__(
+        self,
+        functions: Sequence[ToolFunction],
+        offered: Collection[str] | None = None,
+        after_call: AfterCall | None = None,
+    ) -> None:
         self._offered = None if offered is None else frozenset(offered)
+        self._after_call = after_call
         self._tools: dict[str, StructuredTool] = {}
         for function in functions:
             tool = StructuredTool.from_function(function, parse_docstring=True, response_format="content_and_artifact")
@@ -254,7 +266,8 @@ class Toolkit:
         if request is not None:
             # The preview is shown, stored with the paused run and logged: no secrets in it either.
             request.action, request.details = scrub(request.action), scrub(request.details)
-            request.notes = [scrub(item) for item in request.notes]
+            # What Undo run cannot take back is said here, once for every tool, from the effects.
+            request.notes = with_undo_notes([scrub(item) for item in request.notes], request.effects)
             request.targets = [Target.from_value(scrub_value(t.to_dict())) for t in request.targets]
             request.tool, request.call_id, request.args = name, call_id, scrub_value(dict(checked))
         return request
@@ -314,7 +327,21 @@ class Toolkit:
         finally:
             current_approval.reset(approval_token)
             current_decision.reset(token)
+        if self._after_call is not None and artifact.added:
+            await self._after(self._after_call, name, checked, artifact)
         return ToolOutcome(True, bound_tokens(text), artifact)
+
+    @staticmethod
+    async def _after(after_call: AfterCall, name: str, checked: dict[str, Any], artifact: ToolArtifact) -> None:
+        """``after_call`` for a call that added layers (their provenance): its failure is logged, the call stands."""
+        try:
+            await asyncio.to_thread(after_call, name, checked, artifact)
+        except asyncio.CancelledError:
+            raise
+        except RunCancelled:  # stopped right after the call: the run ends at its next step, with this result
+            log.debug("stopped before the provenance of %s was recorded", name)
+        except Exception:
+            log.exception("could not record the provenance of the layers %s added", name)
 
 
 def contract_message(name: str, problem: str) -> str:
