@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from geogpt_qgis.agent.config import TOOL_CALL_MODES, TOOL_PROFILES
+from geogpt_qgis.cli_export import add_export_argument, export_after
+from geogpt_qgis.core.analysis_steps import StepRecorder
 from geogpt_qgis.core.approval import POLICY_ASK, POLICY_NEVER, POLICY_TRUST, ApprovalRequest
 from geogpt_qgis.core.events import (
     ApprovalRequested,
@@ -109,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--conversation", metavar="ID", help="continue this conversation of the store")
     ask.add_argument("--quiet", action="store_true", help="do not print tool steps")
+    add_export_argument(ask)
     serve = commands.add_parser("mcp", help="serve a project's tools to an MCP client over stdio")
     serve.add_argument("project", help="the QGIS project (.qgz/.qgs) whose tools to serve")
     serve.add_argument(
@@ -283,6 +286,7 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
     if args.conversation:
         worker.set_thread(args.conversation)
     renderer = ConsoleRenderer(out, err, quiet=args.quiet)
+    steps = StepRecorder()  # the run's calls, for --export-model
     loop = QEventLoop()
     policy, approver = _approval_front(args.approval, err)
     run = [0]  # the run under way: the question's, then each one resumed after an answer
@@ -291,6 +295,7 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         if run_id != run[0]:
             return
         renderer(run_id, event)
+        steps.record(event)
         if renderer.status is not None:
             loop.quit()
 
@@ -327,6 +332,7 @@ def _ask(args: argparse.Namespace, project: QgsProject, out: TextIO, err: TextIO
         worker.shutdown(STOP_GRACE_MS if timed_out else 3000)
         bridge.close()
     code = _exit_status(renderer, args.timeout if timed_out else None, ctrl_c.pressed or stopped_at_question, err)
+    code = export_after(code, args.export_model, steps, project, err)
     if (timed_out and worker.is_busy()) or worker.worker.isRunning():
         # A step that ignores cancellation, or an agent thread still winding down: leave now rather than
         # tear QGIS down under a running thread.
