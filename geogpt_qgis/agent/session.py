@@ -29,7 +29,7 @@ from geogpt_qgis.agent.config import (
 )
 from geogpt_qgis.agent.graph import build_graph, pending_request, recursion_limit, tool_call_id
 from geogpt_qgis.agent.guided import guided_chat_model
-from geogpt_qgis.agent.memory import KIND, PROJECT_STATE, STATE_NOTE, STOPPED, kind_of
+from geogpt_qgis.agent.memory import KIND, PROJECT_STATE, STATE_NOTE, STOPPED, is_user_turn, kind_of, text_of
 from geogpt_qgis.agent.nodes import current_reply
 from geogpt_qgis.agent.profiles import ModelSize, ProfileKeeper, offered_names, system_prompt
 from geogpt_qgis.agent.prompts import project_state
@@ -48,11 +48,13 @@ from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest, Stan
 from geogpt_qgis.core.cancel import RunCancelled, current_conversation
 from geogpt_qgis.core.events import ApprovalRequested, Event, ReasoningDelta, RunFinished, TextDelta
 from geogpt_qgis.core.guided_schema import Vocabulary
+from geogpt_qgis.core.provenance import RunOrigin, current_origin
 from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.stopped_run import STOPPED_ANSWER, STOPPED_STEP, RunTracker
 from geogpt_qgis.core.think import ThinkTagSplitter
 from geogpt_qgis.core.tokens import TokenCalibration
 from geogpt_qgis.tools.project.family import project_brief
+from geogpt_qgis.tools.provenance import ProvenanceRecorder
 from geogpt_qgis.tools.registry import active_families, build_families
 
 if TYPE_CHECKING:
@@ -213,8 +215,10 @@ class AgentSession:
         thread_id = self.thread_id
         current_conversation.set(thread_id)  # tools keep per-conversation state (the code namespace)
         current_standing.set(self.standing(thread_id))  # the approve node reads the "always" answers
+        history = await self.history(thread_id)
+        current_origin.set(run_origin(message, history, config))  # the result layers' provenance reads it
         # The conversation's tool profile: fixed at its first run, so its prompt never changes (``agent.profiles``).
-        notices = await self.profiles.begin(thread_id, await self.history(thread_id), inputs, config, self._model_size)
+        notices = await self.profiles.begin(thread_id, history, inputs, config, self._model_size)
         tracker = RunTracker()
         run_log = None
         if self.store is not None:
@@ -354,7 +358,7 @@ class AgentSession:
         key = (offered, *((id(tool.__self__), tool.__name__) for tool in tools))  # type: ignore[attr-defined]
         toolkit = self._toolkits.get(key)
         if toolkit is None:
-            toolkit = self._toolkits[key] = Toolkit(tools, offered)
+            toolkit = self._toolkits[key] = Toolkit(tools, offered, after_call=ProvenanceRecorder(self.ctx))
         return build_graph(
             model,
             toolkit,
@@ -513,6 +517,13 @@ def _stopped_step(call: Any, index: int, tracker: RunTracker) -> ToolMessage:
         stored = done.artifact.to_dict() or None
         return ToolMessage(scrub(done.result), tool_call_id=call_id, name=name, status=status, artifact=stored)
     return ToolMessage(STOPPED_STEP, tool_call_id=call_id, name=name, status="error")
+
+
+def run_origin(message: str | None, history: list[Any], config: ModelConfig) -> RunOrigin:
+    """The run's question (the message sent, or on resuming the user's last one) and its model, without the key."""
+    if message is None:
+        message = next((text_of(m) for m in reversed(history) if is_user_turn(m)), "")
+    return RunOrigin.of(message, config.model, config.base_url, config.provider)
 
 
 def _brief_and_file(project: Any) -> tuple[str, str]:

@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from geogpt_qgis.core.gpkg_metadata import copy_table_metadata
+
 MARK = "GeoGPT result"
 SUFFIX = "_results.gpkg"
 SCRATCH_PREFIX = "results-"
@@ -115,7 +117,10 @@ def copy_file(source: Path, target: Path) -> None:
 
 
 def copy_tables(source: Path, target: Path, names: dict[str, str]) -> None:
-    """Copy tables ``{name in source: name in target}`` into an existing or new GeoPackage, marked as results."""
+    """Copy tables ``{name in source: name in target}`` into an existing or new GeoPackage, marked as results.
+
+    Their metadata (``gpkg_metadata``: a result's provenance) is copied with them.
+    """
     from osgeo import ogr
 
     src = ogr.Open(str(source), update=0)
@@ -137,6 +142,7 @@ def copy_tables(source: Path, target: Path, names: dict[str, str]) -> None:
                 raise OSError(f"could not copy {old} into {target}")
     finally:
         src = dst = None  # closes both files
+    copy_table_metadata(source, target, names)  # OGR copies features only: the provenance goes along
 
 
 def remove_file(path: Path) -> None:

@@ -1,0 +1,194 @@
+"""Provenance on result layers, through the real agent and the scripted model server: each layer's metadata
+(abstract and history) names the question of its turn, the tool, the algorithm and its parameters, the inputs with
+their sources, the model and server, the time and the plugin version; it survives Save As and reopening, and the
+results GeoPackage alone gives it back to a fresh layer (QGIS's own reader) and to plain SQLite."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from configparser import ConfigParser
+from pathlib import Path
+
+import pytest
+from qgis.core import (
+    QgsLayerMetadata,
+    QgsMapLayer,
+    QgsProject,
+    QgsProviderRegistry,
+    QgsVectorFileWriter,
+    QgsVectorLayer,
+)
+
+from geogpt_qgis.agent.config import ModelConfig
+from geogpt_qgis.core import result_files
+from geogpt_qgis.core.provenance import HEADER
+from geogpt_qgis.tools.result_store import result_store
+from tests.support.model_server import ToolCall, Turn
+from tests.support.runs import RunRecorder
+
+REPO = Path(__file__).resolve().parents[2]
+BUFFER_QUESTION = "Buffer the rivers by 100 m"
+PLACES_QUESTION = "Where is Nordby School?"
+LOAD_QUESTION = "Load the schools again from the GeoPackage"
+
+
+def plugin_version() -> str:
+    """The version in metadata.txt, read here without the plugin's own reader."""
+    parser = ConfigParser(interpolation=None)
+    parser.read(REPO / "metadata.txt", encoding="utf-8")
+    return parser["general"]["version"]
+
+
+def ask(worker, model_server, question: str, turns: list[Turn]) -> None:
+    model_server.script(turns)
+    recorder = RunRecorder(worker)
+    run = worker.submit(question, ModelConfig(base_url=model_server.url, model="qwen3:8b", timeout=30))
+    finished = recorder.wait(run, 120)
+    assert finished.status == "finished", finished.error
+    results = recorder.tool_results(run)
+    assert results and all(r.ok for r in results), [r.result for r in results]
+
+
+def buffer_turns(output: str = "rivers_100m") -> list[Turn]:
+    call = {"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 100}, "output_name": output}
+    return [Turn(tool_calls=[ToolCall("run_algorithm", call)]), Turn(text=f"Done: **{output}**.")]
+
+
+def only_layer(project: QgsProject, name: str) -> QgsMapLayer:
+    (layer,) = project.mapLayersByName(name)
+    return layer
+
+
+def table_of(layer: QgsMapLayer) -> tuple[Path, str]:
+    parts = QgsProviderRegistry.instance().decodeUri("ogr", layer.source())
+    return Path(parts["path"]), parts["layerName"]
+
+
+def gpkg_documents(path: Path, table: str) -> list[str]:
+    """The metadata documents that refer to ``table``, read with plain SQLite (the GeoPackage metadata extension)."""
+    with sqlite3.connect(path) as db:
+        rows = db.execute(
+            "SELECT m.metadata FROM gpkg_metadata m JOIN gpkg_metadata_reference r ON r.md_file_id = m.id "
+            "WHERE r.table_name = ?",
+            (table,),
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def fresh_metadata(path: Path, table: str) -> QgsLayerMetadata:
+    """What a new layer on the table reads (QGIS's OGR provider, nothing of this plugin)."""
+    layer = QgsVectorLayer(f"{path}|layername={table}", "fresh", "ogr")
+    assert layer.isValid()
+    return layer.metadata()
+
+
+def check_buffer_record(metadata: QgsLayerMetadata, server: str, rivers_source: str, before: dt.datetime) -> None:
+    text = metadata.abstract()
+    lines = text.splitlines()
+    assert lines[0].startswith(f"{HEADER} {plugin_version()}, ")
+    assert f'Question: "{BUFFER_QUESTION}"' in lines
+    assert "Tool: run_algorithm" in lines
+    assert "Algorithm: native:buffer" in lines
+    assert 'Parameters: {"DISTANCE": 100, "INPUT": "rivers"}' in lines
+    assert lines[lines.index("Inputs:") + 1] == f"- rivers ({rivers_source})"
+    assert f"Model: qwen3:8b at {server} (ollama)" in lines
+    assert f"Plugin version: {plugin_version()}" in lines
+    (stamp,) = [line.removeprefix("Time (UTC): ") for line in lines if line.startswith("Time (UTC): ")]
+    assert stamp.endswith("Z")
+    when = dt.datetime.fromisoformat(stamp.removesuffix("Z")).replace(tzinfo=dt.UTC)
+    assert before - dt.timedelta(seconds=1) <= when <= dt.datetime.now(dt.UTC)
+    (entry,) = metadata.history()
+    assert entry.startswith(f"{stamp} {HEADER} {plugin_version()} | tool run_algorithm | algorithm native:buffer ")
+    assert f"inputs rivers ({rivers_source})" in entry and f"model qwen3:8b at {server} (ollama)" in entry
+    assert entry.endswith(f'question "{BUFFER_QUESTION}"')
+
+
+@pytest.fixture
+def rivers_source(demo_project) -> str:
+    source = only_layer(demo_project, "rivers").source()
+    assert "layername=rivers" in source
+    return str(source)
+
+
+def test_provenance_of_a_run_algorithm_result_in_the_layer_and_in_the_results_geopackage(
+    worker, model_server, demo_project, rivers_source
+):
+    before = dt.datetime.now(dt.UTC)
+    ask(worker, model_server, BUFFER_QUESTION, buffer_turns())
+    layer = only_layer(demo_project, "rivers_100m")
+    check_buffer_record(layer.metadata(), model_server.url, rivers_source, before)
+
+    path, table = table_of(layer)
+    assert path == result_files.results_path_for(demo_project.fileName())
+    assert table in result_files.result_tables(path)  # writing the metadata kept the store's mark on the table
+    check_buffer_record(fresh_metadata(path, table), model_server.url, rivers_source, before)
+    (document,) = gpkg_documents(path, table)
+    assert BUFFER_QUESTION in document and "native:buffer" in document
+
+
+def test_provenance_of_each_turn_names_its_own_question_for_places_and_loaded_data(
+    worker, model_server, demo_project, rivers_source
+):
+    ask(worker, model_server, BUFFER_QUESTION, buffer_turns())
+    places = [Turn(tool_calls=[ToolCall("find_places", {"names": ["Nordby School"]})]), Turn(text="There.")]
+    ask(worker, model_server, PLACES_QUESTION, places)
+    gpkg = Path(demo_project.fileName()).with_name("elvbury.gpkg")
+    load = {"source": str(gpkg), "layer": "schools", "name": "schools_again"}
+    ask(worker, model_server, LOAD_QUESTION, [Turn(tool_calls=[ToolCall("load_data", load)]), Turn(text="Loaded.")])
+
+    assert f'Question: "{BUFFER_QUESTION}"' in only_layer(demo_project, "rivers_100m").metadata().abstract()
+
+    place = only_layer(demo_project, "place_nordby_school")
+    lines = place.metadata().abstract().splitlines()
+    assert f'Question: "{PLACES_QUESTION}"' in lines and "Tool: find_places" in lines
+    assert 'Arguments: {"names": ["Nordby School"]}' in lines
+    schools_source = only_layer(demo_project, "schools").source()
+    assert f"- schools ({schools_source})" in lines
+    assert not any(line.startswith("Algorithm:") for line in lines)
+    path, table = table_of(place)
+    assert table in result_files.result_tables(path)
+    assert f'Question: "{PLACES_QUESTION}"' in fresh_metadata(path, table).abstract().splitlines()
+
+    loaded = only_layer(demo_project, "schools_again")
+    lines = loaded.metadata().abstract().splitlines()
+    assert f'Question: "{LOAD_QUESTION}"' in lines and "Tool: load_data" in lines
+    assert any(line.startswith("Arguments: ") and str(gpkg) in line for line in lines)
+    assert len(loaded.metadata().history()) == 1
+    # The user's own GeoPackage is never written to: the record lives in the project only.
+    with sqlite3.connect(gpkg) as db:
+        assert not db.execute("SELECT name FROM sqlite_master WHERE name = 'gpkg_metadata_reference'").fetchall() or (
+            not db.execute("SELECT * FROM gpkg_metadata_reference WHERE table_name = 'schools'").fetchall()
+        )
+
+
+def test_provenance_survives_save_as_and_reopening_and_stays_in_the_copied_geopackage(
+    worker, model_server, demo_project, rivers_source, tmp_path
+):
+    before = dt.datetime.now(dt.UTC)
+    ask(worker, model_server, BUFFER_QUESTION, buffer_turns())
+    # Save As into a folder whose results file already exists: the tables are copied one by one (OGR's
+    # CopyLayer, not a copy of the whole file), and their metadata must go along.
+    target = tmp_path / "elsewhere" / "analysis.qgz"
+    existing = result_files.results_path_for(target)
+    existing.parent.mkdir(parents=True)
+    seed = QgsVectorLayer("Point?crs=EPSG:25832&field=n:integer", "seed", "memory")
+    options = QgsVectorFileWriter.SaveVectorOptions()
+    options.driverName, options.layerName = "GPKG", "someone_elses"
+    written = QgsVectorFileWriter.writeAsVectorFormatV3(seed, str(existing), demo_project.transformContext(), options)
+    assert written[0] == QgsVectorFileWriter.WriterError.NoError
+    moved = result_store(demo_project).relocate(demo_project, str(target))
+    assert moved is not None
+    assert demo_project.write(str(target))
+
+    reopened = QgsProject()
+    try:
+        assert reopened.read(str(target))
+        layer = only_layer(reopened, "rivers_100m")
+        path, table = table_of(layer)
+        assert path == existing and "someone_elses" in result_files.tables(existing)  # added to, not replaced
+        check_buffer_record(layer.metadata(), model_server.url, rivers_source, before)
+        check_buffer_record(fresh_metadata(path, table), model_server.url, rivers_source, before)
+        assert table in result_files.result_tables(path)
+    finally:
+        reopened.clear()
