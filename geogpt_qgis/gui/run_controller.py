@@ -31,6 +31,7 @@ from geogpt_qgis.core.events import (
 from geogpt_qgis.gui.answer_actions import AnswerActions
 from geogpt_qgis.gui.recipe_feedback import LikeButton, TurnCalls
 from geogpt_qgis.gui.sources_view import TurnSources
+from geogpt_qgis.gui.undo_run_action import UndoRunAction
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from geogpt_qgis.gui.chat_input import ChatInput
     from geogpt_qgis.gui.chat_view import ChatView
     from geogpt_qgis.gui.server_picker import ServerPicker
+    from geogpt_qgis.tools.project.run_undo import RunUndo
     from geogpt_qgis.tools.project_watch import ProjectWatcher
 
 FLUSH_INTERVAL_MS = 40
@@ -74,6 +76,7 @@ class RunController(QObject):
         self.render_seconds = 0.0  # main-thread time spent on run events (benchmarked)
         self.turn_sources = TurnSources()  # the tool calls behind the answer being written
         self.turn_calls = TurnCalls()  # the question and its successful calls, for a thumbs-up
+        self.run_undo: RunUndo | None = None  # the project before the question under way (Undo run)
         self._pending_text: list[str] = []
         self._flush_timer = QTimer(self)
         self._flush_timer.setSingleShot(True)
@@ -119,6 +122,7 @@ class RunController(QObject):
         config = self.picker.current_config()
         self.turn_sources.reset()
         self.turn_calls.start(text)
+        self._take_state_before()
         self.run_id = self.conversation.submit(text, config, self.composer.approval_policy(), note)
         PlgOptionsManager.set_value("last_thread_id", self.conversation.thread_id)
         self.composer.set_busy(True, tr("Thinking… ({m})").format(m=config.model or tr("no model")))
@@ -232,6 +236,8 @@ class RunController(QObject):
                 project = self.conversation.ctx.project
                 calls = self.turn_calls
                 self.chat.add_item(LikeButton(calls.question, calls.calls, project, calls.added))
+        if event.status != "paused":  # a paused run goes on after the approval: the question is not over
+            self._offer_undo()
         self.run_id = None
         labels = {
             "finished": tr("Done."),
@@ -248,6 +254,24 @@ class RunController(QObject):
             actions = AnswerActions(answer, question)
             actions.retry_requested.connect(self.send)
             self.chat.add_item(actions)
+
+    def _take_state_before(self) -> None:
+        """The project as the question finds it, for Undo run (main thread, a few ms per layer)."""
+        from geogpt_qgis.tools.project.run_undo import RunUndo
+
+        if self.run_undo is not None:
+            self.run_undo.finish()  # a question left waiting for approval: its listening ends here
+        iface = self.conversation.ctx.iface
+        self.run_undo = RunUndo.start(self.conversation.ctx.project, iface.mapCanvas() if iface is not None else None)
+
+    def _offer_undo(self) -> None:
+        """Under a question that changed the project (finished, stopped or failed): Undo run."""
+        undo, self.run_undo = self.run_undo, None
+        if undo is None:
+            return
+        changes = undo.finish()
+        if changes:
+            self.chat.add_item(UndoRunAction(undo, changes))
 
     def _show_sources(self) -> None:
         """Under the final answer: what it rests on, from the artifacts of the calls that ran."""
