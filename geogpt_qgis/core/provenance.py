@@ -49,17 +49,26 @@ _USER_INFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class RunOrigin:
-    """What started the run: the user's message of this turn and the model that answered it (no key)."""
+    """What started the run: the user's message of this turn and the model that answered it (no key).
+
+    ``client``: an MCP client called the tool; its question and model are its own and never sent here.
+    """
 
     question: str
     model: str
     server: str
     provider: str = ""
+    client: str = ""
 
     @classmethod
     def of(cls, question: str, model: str, base_url: str, provider: str = "") -> RunOrigin:
         """The origin with the server's address stripped of credentials."""
         return cls(question, model, server_address(base_url), provider)
+
+    @classmethod
+    def mcp(cls, client: str) -> RunOrigin:
+        """A call from an MCP client: the client is known, its question and model are not."""
+        return cls("", "", "", client=single_line(client) or "unnamed")
 
 
 # The origin of the run the calling code belongs to (``None``: a tool called outside a chat run).
@@ -157,6 +166,8 @@ def history_entry(record: Provenance) -> str:
 def _question(origin: RunOrigin | None) -> str:
     if origin is None:
         return "(not recorded: the tool was called outside a chat)"
+    if origin.client and not origin.question:
+        return f"(not sent: the MCP client {json.dumps(scrub(origin.client), ensure_ascii=False)} called the tool)"
     text = single_line(origin.question).strip()
     if len(text) > MAX_QUESTION_CHARS:
         text = text[: MAX_QUESTION_CHARS - 1] + "…"
@@ -166,6 +177,8 @@ def _question(origin: RunOrigin | None) -> str:
 def _model(origin: RunOrigin | None) -> str:
     if origin is None:
         return "(not recorded)"
+    if origin.client and not origin.model:
+        return f"the MCP client {json.dumps(scrub(origin.client), ensure_ascii=False)}'s own"
     provider = f" ({origin.provider})" if origin.provider else ""
     return f"{scrub(origin.model)} at {origin.server}{provider}"
 

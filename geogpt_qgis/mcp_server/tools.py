@@ -20,6 +20,7 @@ from geogpt_qgis.core.approval import REJECT, ApprovalRequest, Decision, approva
 from geogpt_qgis.core.artifacts import EMPTY, ToolArtifact
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
 from geogpt_qgis.core.progress import current_progress
+from geogpt_qgis.core.provenance import RunOrigin, current_origin
 
 if TYPE_CHECKING:
     from geogpt_qgis.agent.store import RunLog
@@ -106,6 +107,7 @@ class McpTools:
     async def toolkit(self) -> Toolkit:
         """The toolkit of the families available now (a saved PostGIS connection, say), as the agent builds it."""
         from geogpt_qgis.agent.toolkit import Toolkit
+        from geogpt_qgis.tools.provenance import ProvenanceRecorder
         from geogpt_qgis.tools.registry import active_families
 
         families = await asyncio.to_thread(active_families, self.families)
@@ -113,7 +115,7 @@ class McpTools:
         key = tuple((id(tool.__self__), tool.__name__) for tool in tools)  # type: ignore[attr-defined]
         toolkit = self._toolkits.get(key)
         if toolkit is None:
-            toolkit = self._toolkits[key] = await asyncio.to_thread(Toolkit, tools)
+            toolkit = self._toolkits[key] = await asyncio.to_thread(Toolkit, tools, None, ProvenanceRecorder(self.ctx))
         return toolkit
 
     async def catalogue(self) -> list[dict[str, Any]]:
@@ -188,6 +190,7 @@ class McpTools:
         cancel = CancelToken()
         cancel_token = current_cancel_token.set(cancel)
         progress_token = current_progress.set(progress)
+        origin_token = current_origin.set(RunOrigin.mcp(client))  # the provenance of the layers it adds
         try:
             request = await toolkit.approval_request(f"mcp-{id(cancel)}", name, arguments)
             if isinstance(request, ApprovalRequest):
@@ -215,6 +218,7 @@ class McpTools:
             cancel.cancel()
             raise
         finally:
+            current_origin.reset(origin_token)
             current_progress.reset(progress_token)
             current_cancel_token.reset(cancel_token)
 

@@ -192,3 +192,33 @@ def test_provenance_survives_save_as_and_reopening_and_stays_in_the_copied_geopa
         assert table in result_files.result_tables(path)
     finally:
         reopened.clear()
+
+
+def test_provenance_of_a_result_made_from_the_dock(panel, model_server, demo_project, rivers_source):
+    from tests.support.dock import type_and_send
+    from tests.support.runs import wait_until
+
+    before = dt.datetime.now(dt.UTC)
+    model_server.script(buffer_turns())
+    type_and_send(panel, BUFFER_QUESTION)
+    wait_until(lambda: panel.statuses == ["finished"], 120)
+    layer = only_layer(demo_project, "rivers_100m")
+    check_buffer_record(layer.metadata(), model_server.url, rivers_source, before)
+    path, table = table_of(layer)
+    check_buffer_record(fresh_metadata(path, table), model_server.url, rivers_source, before)
+
+
+def test_provenance_of_a_layer_an_mcp_client_made_names_the_client(tool_ctx, demo_project, rivers_source):
+    import asyncio
+
+    from geogpt_qgis.mcp_server.tools import McpTools
+    from tests.support.runs import call_in_thread
+
+    tools = McpTools(tool_ctx)
+    call = {"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 100}, "output_name": "mcp_100m"}
+    answer = call_in_thread(lambda: asyncio.run(tools.call("run_algorithm", call, "Claude Desktop")), timeout=120)
+    assert not answer.is_error, answer.text
+    lines = only_layer(demo_project, "mcp_100m").metadata().abstract().splitlines()
+    assert 'Question: (not sent: the MCP client "Claude Desktop" called the tool)' in lines
+    assert "Model: the MCP client \"Claude Desktop\"'s own" in lines
+    assert "Algorithm: native:buffer" in lines and f"- rivers ({rivers_source})" in lines
