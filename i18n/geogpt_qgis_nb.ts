@@ -34,123 +34,123 @@
         <translation>Kopiert</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="86"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="95"/>
         <source>Reason, if you reject (the assistant reads it)</source>
         <translation>Begrunnelse hvis du avviser (assistenten leser den)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="87"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="96"/>
         <source>Approve</source>
         <translation>Godkjenn</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="89"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="98"/>
         <source>Run this step (Ctrl+Enter)</source>
         <translation>Kjør dette steget (Ctrl+Enter)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="90"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="99"/>
         <source>Always for this tool</source>
         <translation>Alltid for dette verktøyet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="101"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="110"/>
         <source>Approve all in this conversation</source>
         <translation>Godkjenn alt i denne samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="102"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="111"/>
         <source>Reject</source>
         <translation>Avvis</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="103"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="112"/>
         <source>Do not run it; the assistant reads your reason (Ctrl+Backspace)</source>
         <translation>Ikke kjør det; assistenten leser begrunnelsen din (Ctrl+Backspace)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="104"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="113"/>
         <source>Drop</source>
         <translation>Forkast</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="105"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="114"/>
         <source>Give up this step without continuing the conversation</source>
         <translation>Gi opp dette steget uten å fortsette samtalen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="178"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="211"/>
         <source>Discard this step</source>
         <translation>Forkast dette steget</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="193"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="227"/>
         <source>Approved (edited)</source>
         <translation>Godkjent (redigert)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="193"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="227"/>
         <source>Approved</source>
         <translation>Godkjent</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="207"/>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="172"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="241"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="178"/>
         <source>Dropped</source>
         <translation>Forkastet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="76"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="85"/>
         <source>You may edit this before approving</source>
         <translation>Du kan redigere dette før du godkjenner</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="100"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="109"/>
         <source>Code is approved one snippet at a time: each one can do anything</source>
         <translation>Kode godkjennes én bit om gangen: hver bit kan gjøre hva som helst</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="140"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="149"/>
         <source>Always</source>
         <translation>Alltid</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="141"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="150"/>
         <source>Approve all</source>
         <translation>Godkjenn alle</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="203"/>
-        <source>Rejected</source>
-        <translation>Avvist</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="240"/>
-        <source>Affects:</source>
-        <translation>Berører:</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="67"/>
-        <source>Approval needed: {action}</source>
-        <translation>Godkjenning kreves: {action}</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="93"/>
-        <source>Approve, and run {tool}&apos;s steps that do no more than this one without asking again in this conversation (Ctrl+Shift+Enter)</source>
-        <translation>Godkjenn, og kjør trinn fra {tool} som ikke gjør mer enn dette uten å spørre igjen i denne samtalen (Ctrl+Shift+Enter)</translation>
-    </message>
-    <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="170"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="200"/>
         <source>{names} is no longer in the project: this step can no longer run as asked.</source>
         <translation>{names} finnes ikke lenger i prosjektet: dette steget kan ikke lenger kjøres slik det ble bedt om.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="195"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="237"/>
+        <source>Rejected</source>
+        <translation>Avvist</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="276"/>
+        <source>Affects:</source>
+        <translation>Berører:</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="76"/>
+        <source>Approval needed: {action}</source>
+        <translation>Godkjenning kreves: {action}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="102"/>
+        <source>Approve, and run {tool}&apos;s steps that do no more than this one without asking again in this conversation (Ctrl+Shift+Enter)</source>
+        <translation>Godkjenn, og kjør trinn fra {tool} som ikke gjør mer enn dette uten å spørre igjen i denne samtalen (Ctrl+Shift+Enter)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="229"/>
         <source>Approved (always for {tool} in this conversation)</source>
         <translation>Godkjent (alltid for {tool} i denne samtalen)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/approval_card.py" line="96"/>
+        <location filename="../geogpt_qgis/gui/approval_card.py" line="105"/>
         <source>this tool</source>
         <translation>dette verktøyet</translation>
     </message>
@@ -216,25 +216,25 @@
         <translation>Stopp</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_panel.py" line="111"/>
+        <location filename="../geogpt_qgis/gui/chat_panel.py" line="113"/>
         <source>The Python packages are installed: ask away.</source>
         <translation>Python-pakkene er installert: bare spør i vei.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="315"/>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="136"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="317"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="138"/>
         <source>Thinking</source>
         <translation>Tenker</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="325"/>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="235"/>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="236"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="327"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="237"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="244"/>
         <source>Stopped.</source>
         <translation>Stoppet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/chat_view.py" line="237"/>
+        <location filename="../geogpt_qgis/gui/chat_view.py" line="239"/>
         <source>The run failed.</source>
         <translation>Kjøringen mislyktes.</translation>
     </message>
@@ -387,22 +387,22 @@
         <translation>Startet en ny samtale.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="243"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="241"/>
         <source>Export conversation</source>
         <translation>Eksporter samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="243"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="241"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="258"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="256"/>
         <source>Delete conversation</source>
         <translation>Slett samtale</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="258"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="256"/>
         <source>Delete this conversation and its run log? This cannot be undone.</source>
         <translation>Vil du slette denne samtalen og kjøreloggen? Dette kan ikke angres.</translation>
     </message>
@@ -417,53 +417,53 @@
         <translation>Dette steget venter på din godkjenning.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="154"/>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="238"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="155"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="246"/>
         <source>Waiting for your approval.</source>
         <translation>Venter på din godkjenning.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="187"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="185"/>
         <source>Conversation deleted.</source>
         <translation>Samtalen er slettet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="212"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="210"/>
         <source>GeoGPT run log</source>
         <translation>GeoGPT-kjørelogg</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="227"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="225"/>
         <source>No step of this conversation was approved &apos;always&apos;.</source>
         <translation>Ingen trinn i denne samtalen var godkjent «alltid».</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="264"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="262"/>
         <source>The conversation store failed: {e}</source>
         <translation>Samtalelageret feilet: {e}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="274"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="277"/>
         <source>Selected layer {name}.</source>
         <translation>Valgte laget {name}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="202"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="200"/>
         <source>Exported to {p}</source>
         <translation>Eksportert til {p}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="270"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="273"/>
         <source>The layer {name} is no longer in the project.</source>
         <translation>Laget {name} finnes ikke lenger i prosjektet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="225"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="223"/>
         <source>Steps of {tools} will ask for approval again.</source>
         <translation>Trinn fra {tools} vil be om godkjenning igjen.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/conversation_view.py" line="200"/>
+        <location filename="../geogpt_qgis/gui/conversation_view.py" line="198"/>
         <source>Could not export: {e}</source>
         <translation>Kunne ikke eksportere: {e}</translation>
     </message>
@@ -729,6 +729,16 @@
         <translation>Kopier som Markdown</translation>
     </message>
     <message>
+        <location filename="../geogpt_qgis/gui/mcp_approvals.py" line="119"/>
+        <source>Withdrawn: the MCP client hung up</source>
+        <translation>Trukket tilbake: MCP-klienten koblet fra</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/mcp_approvals.py" line="108"/>
+        <source>Approval needed for {client} (MCP): {action}</source>
+        <translation>Godkjenning trengs for {client} (MCP): {action}</translation>
+    </message>
+    <message>
         <location filename="../geogpt_qgis/gui/mcp_options.py" line="40"/>
         <source>MCP server (other assistants)</source>
         <translation>MCP-tjener (andre assistenter)</translation>
@@ -797,6 +807,66 @@
         <location filename="../geogpt_qgis/gui/mcp_options.py" line="100"/>
         <source>Refused: {}</source>
         <translation>Avvist: {}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="54"/>
+        <source>Saved the PyQGIS script {p}: {n} step(s).</source>
+        <translation>Lagret PyQGIS-skriptet {p}: {n} steg.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="56"/>
+        <source>Saved the Processing model {p}: {n} step(s).</source>
+        <translation>Lagret Processing-modellen {p}: {n} steg.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="67"/>
+        <source>Processing model (*.model3)</source>
+        <translation>Processing-modell (*.model3)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="67"/>
+        <source>PyQGIS script (*.py)</source>
+        <translation>PyQGIS-skript (*.py)</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="70"/>
+        <source>Export analysis as model</source>
+        <translation>Eksporter analysen som modell</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="85"/>
+        <source>Export as model…</source>
+        <translation>Eksporter som modell…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="109"/>
+        <source>Export analysis as model…</source>
+        <translation>Eksporter analysen som modell…</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="89"/>
+        <source>Save this answer&apos;s processing steps as a Processing model or a PyQGIS script, to run again</source>
+        <translation>Lagre prosesseringsstegene i dette svaret som en Processing-modell eller et PyQGIS-skript, for å kjøre dem igjen</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="91"/>
+        <source>No processing algorithm ran for this answer</source>
+        <translation>Ingen prosesseringsalgoritme ble kjørt for dette svaret</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="134"/>
+        <source>Exported; some steps are not in it.</source>
+        <translation>Eksportert; noen steg er ikke med.</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="62"/>
+        <source>Not in it (redo these by hand): {steps}</source>
+        <translation>Ikke med (gjør disse for hånd): {steps}</translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="52"/>
+        <source>Could not export the analysis: {e}</source>
+        <translation>Kunne ikke eksportere analysen: {e}</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="70"/>
@@ -904,7 +974,7 @@ Bydata = https://example.org/ogcapi</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/options_page.py" line="224"/>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="283"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="285"/>
         <source>Saving the API key…</source>
         <translation>Lagrer API-nøkkelen…</translation>
     </message>
@@ -970,72 +1040,72 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Kunne ikke lagre eksempelet</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="283"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="309"/>
         <source>The model is repeating itself, so its answer was stopped here. A larger model is likely to do better; or ask again in other words.</source>
         <translation>Modellen gjentar seg selv, så svaret ble stoppet her. En større modell vil trolig gjøre det bedre; eller spør på nytt med andre ord.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="174"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="180"/>
         <source>Dropped the step.</source>
         <translation>Steget ble forkastet.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="235"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="243"/>
         <source>Done.</source>
         <translation>Ferdig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="237"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="245"/>
         <source>Failed.</source>
         <translation>Mislyktes.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="287"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="313"/>
         <source>The answer reached the length limit of {n} tokens and was cut off. Ask for a shorter answer, or raise the limit in the settings.</source>
         <translation>Svaret nådde lengdegrensen på {n} tokens og ble kuttet. Be om et kortere svar, eller øk grensen i innstillingene.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="165"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="171"/>
         <source>Approved; continuing…</source>
         <translation>Godkjent; fortsetter…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="165"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="171"/>
         <source>Rejected; telling the assistant…</source>
         <translation>Avvist; gir beskjed til assistenten…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="179"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="185"/>
         <source>Left for later</source>
         <translation>Utsatt til senere</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="124"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="128"/>
         <source>Thinking… ({m})</source>
         <translation>Tenker… ({m})</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="115"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="118"/>
         <source>Cannot run: missing Python packages: {p}.</source>
         <translation>Kan ikke kjøre: mangler Python-pakker: {p}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="124"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="128"/>
         <source>no model</source>
         <translation>ingen modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="204"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="210"/>
         <source>Running {tool}…</source>
         <translation>Kjører {tool}…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="210"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="216"/>
         <source>Thinking…</source>
         <translation>Tenker…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/run_controller.py" line="207"/>
+        <location filename="../geogpt_qgis/gui/run_controller.py" line="213"/>
         <source>Running {tool}… {percent:.0f}%</source>
         <translation>Kjører {tool}… {percent:.0f} %</translation>
     </message>
@@ -1087,7 +1157,7 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Tjener-URL</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="377"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="379"/>
         <source>Testing…</source>
         <translation>Tester…</translation>
     </message>
@@ -1097,22 +1167,22 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>skriv inn en nøkkel for å lagre den i systemets nøkkelring</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="334"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="336"/>
         <source>The server has no models installed.</source>
         <translation>Tjeneren har ingen modeller installert.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="391"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="393"/>
         <source>a key is stored; type a new one to replace it</source>
         <translation>en nøkkel er lagret; skriv inn en ny for å erstatte den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="393"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="395"/>
         <source>no key stored ($OPENAI_API_KEY is used if set); type one to store it</source>
         <translation>ingen nøkkel lagret ($OPENAI_API_KEY brukes hvis den er satt); skriv inn en for å lagre den</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_picker.py" line="364"/>
+        <location filename="../geogpt_qgis/gui/server_picker.py" line="366"/>
         <source>✓ This model can call tools.</source>
         <translation>✓ Denne modellen kan kalle verktøy.</translation>
     </message>
@@ -1137,7 +1207,7 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Tilkoblet: 1 modell tilgjengelig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="124"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="125"/>
         <source>Connection failed: </source>
         <translation>Tilkoblingen mislyktes: </translation>
     </message>
@@ -1152,17 +1222,17 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Tilkoblet: {n} modeller tilgjengelig.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="107"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="108"/>
         <source>OpenAI-compatible servers usually end in /v1</source>
         <translation>OpenAI-kompatible tjenere slutter vanligvis på /v1</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="109"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="110"/>
         <source>Ollama&apos;s is usually http://localhost:11434</source>
         <translation>Ollama bruker vanligvis http://localhost:11434</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/server_queries.py" line="111"/>
+        <location filename="../geogpt_qgis/gui/server_queries.py" line="112"/>
         <source>The server at {u} has no model list there (HTTP 404). Check the server URL ({h}).</source>
         <translation>Tjeneren på {u} har ingen modelliste der (HTTP 404). Sjekk tjener-URL-en ({h}).</translation>
     </message>
@@ -1242,42 +1312,42 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Ikke tilgjengelig: ingen Ollama-server svarer på {u}.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="33"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="35"/>
         <source>Layers</source>
         <translation>Kartlag</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="34"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="36"/>
         <source>Tables</source>
         <translation>Tabeller</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="35"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="37"/>
         <source>Collections</source>
         <translation>Samlinger</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="36"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="38"/>
         <source>Algorithms</source>
         <translation>Algoritmer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="37"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="39"/>
         <source>Results</source>
         <translation>Resultater</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="38"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="40"/>
         <source>Charts</source>
         <translation>Diagrammer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="39"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="41"/>
         <source>Files</source>
         <translation>Filer</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/sources_view.py" line="67"/>
+        <location filename="../geogpt_qgis/gui/sources_view.py" line="77"/>
         <source>Sources ({n})</source>
         <translation>Kilder ({n})</translation>
     </message>
@@ -1317,52 +1387,82 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>kjører… {percent:.0f} %</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/mcp_server/dock_approvals.py" line="115"/>
-        <source>Withdrawn: the MCP client hung up</source>
-        <translation>Trukket tilbake: MCP-klienten koblet fra</translation>
+        <location filename="../geogpt_qgis/gui/undo_run_action.py" line="41"/>
+        <source>Undo run</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/mcp_server/dock_approvals.py" line="104"/>
-        <source>Approval needed for {client} (MCP): {action}</source>
-        <translation>Godkjenning trengs for {client} (MCP): {action}</translation>
+        <location filename="../geogpt_qgis/gui/undo_run_action.py" line="78"/>
+        <source>Undone</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="84"/>
+        <location filename="../geogpt_qgis/gui/undo_run_action.py" line="88"/>
+        <source>Put the project back as it was before this run: {what}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/undo_run_action.py" line="109"/>
+        <source>Run undone: {what}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/undo_run_action.py" line="82"/>
+        <source>Cannot undo this run: since it ended, {what}. Undoing it now would lose those changes; undo later runs first, or put them back.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/undo_run_action.py" line="91"/>
+        <source>Since the run, {what}: the view and selections of before the run come back too.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/undo_run_action.py" line="109"/>
+        <source>nothing needed changing</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/gui/undo_run_action.py" line="106"/>
+        <source>Cannot undo this run: {why}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../geogpt_qgis/plugin.py" line="92"/>
         <source>GeoGPT chat</source>
         <translation>GeoGPT-chat</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="86"/>
+        <location filename="../geogpt_qgis/plugin.py" line="94"/>
         <source>Show or hide the GeoGPT chat</source>
         <translation>Vis eller skjul GeoGPT-chatten</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="99"/>
+        <location filename="../geogpt_qgis/plugin.py" line="107"/>
         <source>GeoGPT user guide</source>
         <translation>Brukerveiledning for GeoGPT</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="101"/>
+        <location filename="../geogpt_qgis/plugin.py" line="109"/>
         <source>Open GeoGPT&apos;s user guide in your browser</source>
         <translation>Åpne brukerveiledningen for GeoGPT i nettleseren</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/plugin.py" line="134"/>
+        <location filename="../geogpt_qgis/plugin.py" line="142"/>
         <source>GeoGPT&apos;s result layers are saved with the project in {path}</source>
         <translation>GeoGPTs resultatlag er lagret sammen med prosjektet i {path}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="100"/>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="102"/>
         <source>The QGIS master password is not set, so the API key cannot be stored in the QGIS authentication database. Set it in Settings &gt; Options &gt; Authentication (or enter it when QGIS asks), or set the OPENAI_API_KEY environment variable before starting QGIS.</source>
         <translation>Hovedpassordet i QGIS er ikke satt, så API-nøkkelen kan ikke lagres i autentiseringsdatabasen til QGIS. Sett det i Innstillinger &gt; Alternativer &gt; Autentisering (eller skriv det inn når QGIS spør), eller sett miljøvariabelen OPENAI_API_KEY før du starter QGIS.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="89"/>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="91"/>
         <source>The API key for {account} is stored in the QGIS authentication database (configuration &apos;{name}&apos;), but it could not be read: the QGIS master password that unlocks the database is not available (a run without a window cannot ask for it). Either put the master password in a file readable only by you and set QGIS_AUTH_PASSWORD_FILE to its path, or set the {env} environment variable to the key for this run, or enter the master password when QGIS asks (or in Settings &gt; Options &gt; Authentication).</source>
         <translation>API-nøkkelen for {account} er lagret i autentiseringsdatabasen til QGIS (konfigurasjonen &apos;{name}&apos;), men den kunne ikke leses: hovedpassordet i QGIS som låser opp databasen, er ikke tilgjengelig (en kjøring uten vindu kan ikke spørre etter det). Legg enten hovedpassordet i en fil som bare du kan lese, og sett QGIS_AUTH_PASSWORD_FILE til stien til filen, eller sett miljøvariabelen {env} til nøkkelen for denne kjøringen, eller skriv inn hovedpassordet når QGIS spør (eller i Innstillinger &gt; Alternativer &gt; Autentisering).</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="152"/>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="154"/>
         <source>The QGIS authentication database refused to store the API key.</source>
         <translation>Autentiseringsdatabasen til QGIS nektet å lagre API-nøkkelen.</translation>
     </message>
@@ -1372,12 +1472,12 @@ Bydata = https://example.org/ogcapi</translation>
         <translation>Ingen nøkkelring er tilgjengelig i systemet, og autentiseringsdatabasen til QGIS er deaktivert{r}. Installer en nøkkelring-bakende (f.eks. GNOME Keyring eller KWallet), eller sett miljøvariabelen OPENAI_API_KEY før du starter QGIS.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="169"/>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="171"/>
         <source>QGIS did not answer in time; the master password dialog may still be open.</source>
         <translation>QGIS svarte ikke i tide; dialogen for hovedpassordet kan fortsatt være åpen.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="122"/>
+        <location filename="../geogpt_qgis/toolbelt/auth_db.py" line="124"/>
         <source>The API key for {account} is stored in the QGIS authentication database (configuration &apos;{name}&apos;), but it could not be decrypted with the master password given (is it the right one?). Set the {env} environment variable to the key for this run, or store the key again.</source>
         <translation>API-nøkkelen for {account} er lagret i autentiseringsdatabasen til QGIS (konfigurasjonen &apos;{name}&apos;), men den kunne ikke dekrypteres med hovedpassordet som ble gitt (er det riktig passord?). Sett miljøvariabelen {env} til nøkkelen for denne kjøringen, eller lagre nøkkelen på nytt.</translation>
     </message>

@@ -29,6 +29,7 @@ from geogpt_qgis.gui.chat_input import ChatInput
 from geogpt_qgis.gui.chat_view import ChatView
 from geogpt_qgis.gui.conversation_view import ConversationView
 from geogpt_qgis.gui.first_run_card import LINE, POINT, POLYGON, RASTER, TABLE, FirstRunCard, example_questions
+from geogpt_qgis.gui.model_export_actions import install_model_export
 from geogpt_qgis.gui.run_controller import RunController
 from geogpt_qgis.gui.server_picker import ServerPicker
 from geogpt_qgis.gui.server_state import ServerState, ServerStatus
@@ -73,6 +74,7 @@ class ChatPanel(QWidget):
         self.composer = ChatInput(self)
         self.runs = RunController(self.conversation, self.watcher, ChatView(self), self.composer, self.model_bar)
         self.view = ConversationView(self.project, iface, self.runs, self.composer, self.watcher, self)
+        self.model_export = install_model_export(self.runs, self.view)  # "Export as model…" (issue 33)
         self.runs.run_finished.connect(self.run_finished)
         self.runs.approval_shown.connect(self.approval_shown)
         self.view.conversation_opened.connect(self.conversation_opened)
