@@ -222,3 +222,26 @@ def test_provenance_of_a_layer_an_mcp_client_made_names_the_client(tool_ctx, dem
     assert 'Question: (not sent: the MCP client "Claude Desktop" called the tool)' in lines
     assert "Model: the MCP client \"Claude Desktop\"'s own" in lines
     assert "Algorithm: native:buffer" in lines and f"- rivers ({rivers_source})" in lines
+
+
+def test_provenance_of_a_raster_result_survives_save_as_and_reopening(worker, model_server, demo_project, tmp_path):
+    question = "Slope of the terrain"
+    call = {"algorithm": "native:slope", "parameters": {"INPUT": "elevation"}, "output_name": "slope"}
+    ask(worker, model_server, question, [Turn(tool_calls=[ToolCall("run_algorithm", call)]), Turn(text="Done.")])
+    elevation_source = only_layer(demo_project, "elevation").source()
+    target = tmp_path / "saved" / "terrain.qgz"
+    target.parent.mkdir()
+    result_store(demo_project).relocate(demo_project, str(target))
+    assert demo_project.write(str(target))
+    reopened = QgsProject()
+    try:
+        assert reopened.read(str(target))
+        slope = only_layer(reopened, "slope")
+        assert slope.type() == QgsMapLayer.LayerType.RasterLayer
+        assert Path(slope.source()).parent == target.with_name("terrain_results")  # the copy beside the project
+        lines = slope.metadata().abstract().splitlines()
+        assert f'Question: "{question}"' in lines and "Algorithm: native:slope" in lines
+        assert 'Parameters: {"INPUT": "elevation"}' in lines and f"- elevation ({elevation_source})" in lines
+        assert len(slope.metadata().history()) == 1
+    finally:
+        reopened.clear()
