@@ -2,8 +2,9 @@
 
 The same agent, worker and tools as the dock, without a window: the answer
 streams to stdout, tool steps and notices to stderr, and the project is saved
-with any result layers when ``--save`` is given.  The exit status is 0 when
-the run finished, 1 when it failed (the reason is printed), 2 for bad
+with any result layers when ``--save`` is given (and the run's undo beside
+it: ``undo-run --project OUT.qgz`` puts it back as it was, ``cli_undo``).
+The exit status is 0 when the run finished, 1 when it failed (the reason is printed), 2 for bad
 arguments or an unreadable project, 130 when interrupted.  No one is there
 to click Approve on a risky step (code, data changes, file writes), so
 ``--approval`` decides them: ``never`` (the default) refuses them and the model
@@ -35,6 +36,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from geogpt_qgis.agent.config import TOOL_CALL_MODES, TOOL_PROFILES
 from geogpt_qgis.cli_export import add_export_argument, export_after
+from geogpt_qgis.cli_undo import add_parser as add_undo_parser
+from geogpt_qgis.cli_undo import keep_record, run_undo_command, start_recording
 from geogpt_qgis.core.analysis_steps import StepRecorder
 from geogpt_qgis.core.approval import POLICY_ASK, POLICY_NEVER, POLICY_TRUST, ApprovalRequest
 from geogpt_qgis.core.events import (
@@ -121,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="steps that change data, write files or run code: refuse them (default: no one is here to ask), "
         "or trust every client with them",
     )
+    add_undo_parser(commands)
     return parser
 
 
@@ -239,9 +243,13 @@ def _run_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"error: QGIS could not read the project {project_path}: {project.error()}\n")
             return EXIT_USAGE
         set_result_store(project, results)
+        undo = start_recording(project) if args.save else None  # the state before, for undo-run (cli_undo)
         status = _ask(args, project, out, err)
         if status == EXIT_OK and args.save:
-            return _save(project, results, Path(args.save), err)
+            saved = _save(project, results, Path(args.save), err)
+            if saved == EXIT_OK and undo is not None:
+                keep_record(undo, Path(args.save), err)
+            return saved
         return status
     finally:
         QgsProject.instance().clear()
@@ -500,4 +508,6 @@ def main(argv: list[str] | None = None) -> int:
         from geogpt_qgis.mcp_server.stdio import serve_project
 
         return serve_project(args.project, args.approval, ScrubbedStream(sys.stderr))  # type: ignore[arg-type]
+    if args.command == "undo-run":
+        return run_undo_command(args, ScrubbedStream(sys.stderr))  # type: ignore[arg-type]
     return EXIT_USAGE

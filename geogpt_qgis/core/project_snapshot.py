@@ -19,11 +19,41 @@ selection of before the run back, and says so.
 
 from __future__ import annotations
 
+import hashlib
+import xml.etree.ElementTree as ET  # nosec B405 # only QGIS's own style XML, exported in this process
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # A layer tree node as plain values: ("layer", layer id, checked) or ("group", name, checked, children).
 TreeShape = tuple[Any, ...]
+
+
+def style_digest(xml: str) -> str:
+    """A digest of a style XML that two QGIS processes agree on.
+
+    Qt writes an element's attributes in a hash order that differs from one
+    process to the next (symbols nested as XML inside attribute values too),
+    so the XML is put in canonical form first (C14N 2.0: attributes sorted),
+    nested XML included; the command line compares a style taken by ``ask``
+    with one taken later by ``undo-run``.
+    """
+    try:
+        canonical = _canonical(xml)
+    except ET.ParseError:
+        canonical = xml
+    return hashlib.sha1(canonical.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def _canonical(xml: str) -> str:
+    root = ET.fromstring(xml)  # noqa: S314  # nosec B314 # QGIS's own style export, made in this process
+    for element in root.iter():
+        for key, value in element.attrib.items():
+            if value.lstrip().startswith("<"):
+                try:
+                    element.set(key, _canonical(value))
+                except ET.ParseError:
+                    continue
+    return ET.canonicalize(ET.tostring(root, encoding="unicode"))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ then the tree, names, styles, edits, selections, CRS and view.  Main thread only
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -37,7 +36,14 @@ from qgis.core import (
 )
 from qgis.PyQt.QtXml import QDomDocument
 
-from geogpt_qgis.core.project_snapshot import EditState, LayerState, ProjectSnapshot, TreeShape, ViewState
+from geogpt_qgis.core.project_snapshot import (
+    EditState,
+    LayerState,
+    ProjectSnapshot,
+    TreeShape,
+    ViewState,
+    style_digest,
+)
 from geogpt_qgis.tools.thread_guard import assert_main_thread
 
 STYLE = QgsMapLayer.StyleCategory.Symbology | QgsMapLayer.StyleCategory.Labeling | QgsMapLayer.StyleCategory.Rendering
@@ -49,10 +55,6 @@ def style_xml(layer: QgsMapLayer) -> str:
     layer.exportNamedStyle(document, QgsReadWriteContext(), STYLE)
     text: str = document.toString()
     return text
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 def _source(layer: QgsMapLayer) -> str:
@@ -67,7 +69,7 @@ def layer_state(layer: QgsMapLayer, keep_style: bool) -> LayerState:
         stack = layer.undoStack()
         edits = EditState(True, stack.index(), stack.count())
     return LayerState(
-        layer.id(), layer.name(), _digest(xml), xml if keep_style else "", selection, edits, _source(layer)
+        layer.id(), layer.name(), style_digest(xml), xml if keep_style else "", selection, edits, _source(layer)
     )
 
 
@@ -261,7 +263,7 @@ def _restore_layer(layer: QgsMapLayer, old: LayerState, renderer: Any = None) ->
     if layer.name() != old.name:
         lines.append(f"renamed {layer.name()!r} back to {old.name!r}")
         layer.setName(old.name)
-    if old.style_xml and _digest(style_xml(layer)) != old.style_digest:
+    if old.style_xml and style_digest(style_xml(layer)) != old.style_digest:
         document = QDomDocument()
         document.setContent(old.style_xml)
         ok, error = layer.importNamedStyle(document, STYLE)
