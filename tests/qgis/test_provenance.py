@@ -245,3 +245,22 @@ def test_provenance_of_a_raster_result_survives_save_as_and_reopening(worker, mo
         assert len(slope.metadata().history()) == 1
     finally:
         reopened.clear()
+
+
+def test_provenance_of_a_layer_added_after_approval_names_the_question_asked_before_the_pause(
+    worker, model_server, demo_project
+):
+    from geogpt_qgis.core.approval import APPROVE
+
+    question = "Make me an empty point layer with code"
+    code = "made = QgsVectorLayer('Point?crs=EPSG:25832', 'made_by_code', 'memory')\nproject.addMapLayer(made)"
+    model_server.script([Turn(tool_calls=[ToolCall("run_pyqgis", {"code": code})]), Turn(text="Made it.")])
+    config = ModelConfig(base_url=model_server.url, model="qwen3:8b", timeout=30)
+    recorder = RunRecorder(worker)
+    paused = recorder.wait(worker.submit(question, config), 120)
+    assert paused.status == "paused", paused.error
+    finished = recorder.wait(worker.resume({"action": APPROVE}, config), 120)
+    assert finished.status == "finished", finished.error
+    lines = only_layer(demo_project, "made_by_code").metadata().abstract().splitlines()
+    assert f'Question: "{question}"' in lines and "Tool: run_pyqgis" in lines
+    assert any(line.startswith('Arguments: {"code": "made = QgsVectorLayer(') for line in lines)
