@@ -35,7 +35,7 @@ RANKS = {
     "plugin": 6,
 }
 # Top-level modules of the package that belong to a part of another name.
-PART_OF = {"cli_approval": "cli", "cli_export": "cli", "__main__": "cli", "__init__": "plugin"}
+PART_OF = {"cli_approval": "cli", "cli_export": "cli", "cli_undo": "cli", "__main__": "cli", "__init__": "plugin"}
 # Same rank, and still not allowed to know each other.
 STRANGERS = {frozenset({"cli", "gui"})}
 QT_FREE = {"core"}
