@@ -809,62 +809,62 @@
         <translation>Avvist: {}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="54"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="56"/>
         <source>Saved the PyQGIS script {p}: {n} step(s).</source>
         <translation>Lagret PyQGIS-skriptet {p}: {n} steg.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="56"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="58"/>
         <source>Saved the Processing model {p}: {n} step(s).</source>
         <translation>Lagret Processing-modellen {p}: {n} steg.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="67"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="69"/>
         <source>Processing model (*.model3)</source>
         <translation>Processing-modell (*.model3)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="67"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="69"/>
         <source>PyQGIS script (*.py)</source>
         <translation>PyQGIS-skript (*.py)</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="70"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="72"/>
         <source>Export analysis as model</source>
         <translation>Eksporter analysen som modell</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="85"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="87"/>
         <source>Export as model…</source>
         <translation>Eksporter som modell…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="109"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="111"/>
         <source>Export analysis as model…</source>
         <translation>Eksporter analysen som modell…</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="89"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="91"/>
         <source>Save this answer&apos;s processing steps as a Processing model or a PyQGIS script, to run again</source>
         <translation>Lagre prosesseringsstegene i dette svaret som en Processing-modell eller et PyQGIS-skript, for å kjøre dem igjen</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="91"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="93"/>
         <source>No processing algorithm ran for this answer</source>
         <translation>Ingen prosesseringsalgoritme ble kjørt for dette svaret</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="134"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="136"/>
         <source>Exported; some steps are not in it.</source>
         <translation>Eksportert; noen steg er ikke med.</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="62"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="64"/>
         <source>Not in it (redo these by hand): {steps}</source>
         <translation>Ikke med (gjør disse for hånd): {steps}</translation>
     </message>
     <message>
-        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="52"/>
+        <location filename="../geogpt_qgis/gui/model_export_actions.py" line="54"/>
         <source>Could not export the analysis: {e}</source>
         <translation>Kunne ikke eksportere analysen: {e}</translation>
     </message>
@@ -1389,42 +1389,42 @@ Bydata = https://example.org/ogcapi</translation>
     <message>
         <location filename="../geogpt_qgis/gui/undo_run_action.py" line="41"/>
         <source>Undo run</source>
-        <translation type="unfinished"></translation>
+        <translation>Angre kjøringen</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/undo_run_action.py" line="78"/>
         <source>Undone</source>
-        <translation type="unfinished"></translation>
+        <translation>Angret</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/undo_run_action.py" line="88"/>
         <source>Put the project back as it was before this run: {what}.</source>
-        <translation type="unfinished"></translation>
+        <translation>Sett prosjektet tilbake slik det var før denne kjøringen: {what}.</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/undo_run_action.py" line="109"/>
         <source>Run undone: {what}.</source>
-        <translation type="unfinished"></translation>
+        <translation>Kjøringen er angret: {what}.</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/undo_run_action.py" line="82"/>
         <source>Cannot undo this run: since it ended, {what}. Undoing it now would lose those changes; undo later runs first, or put them back.</source>
-        <translation type="unfinished"></translation>
+        <translation>Kan ikke angre denne kjøringen: etter at den ble ferdig, {what}. Å angre den nå ville miste disse endringene; angre senere kjøringer først, eller sett dem tilbake.</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/undo_run_action.py" line="91"/>
         <source>Since the run, {what}: the view and selections of before the run come back too.</source>
-        <translation type="unfinished"></translation>
+        <translation>Etter kjøringen: {what}. Kartutsnittet og utvalgene fra før kjøringen kommer også tilbake.</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/undo_run_action.py" line="109"/>
         <source>nothing needed changing</source>
-        <translation type="unfinished"></translation>
+        <translation>ingenting måtte endres</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/gui/undo_run_action.py" line="106"/>
         <source>Cannot undo this run: {why}.</source>
-        <translation type="unfinished"></translation>
+        <translation>Kan ikke angre denne kjøringen: {why}.</translation>
     </message>
     <message>
         <location filename="../geogpt_qgis/plugin.py" line="92"/>
