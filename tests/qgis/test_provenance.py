@@ -16,6 +16,7 @@ from qgis.core import (
     QgsMapLayer,
     QgsProject,
     QgsProviderRegistry,
+    QgsRasterLayer,
     QgsVectorFileWriter,
     QgsVectorLayer,
 )
@@ -237,7 +238,7 @@ def test_provenance_of_a_raster_result_survives_save_as_and_reopening(worker, mo
     try:
         assert reopened.read(str(target))
         slope = only_layer(reopened, "slope")
-        assert slope.type() == QgsMapLayer.LayerType.RasterLayer
+        assert isinstance(slope, QgsRasterLayer)
         assert Path(slope.source()).parent == target.with_name("terrain_results")  # the copy beside the project
         lines = slope.metadata().abstract().splitlines()
         assert f'Question: "{question}"' in lines and "Algorithm: native:slope" in lines
