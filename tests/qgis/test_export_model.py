@@ -248,3 +248,56 @@ def test_export_model_as_a_pyqgis_script_runs_the_same_steps(analysis, demo_proj
         assert got != {f["name"] for f in theirs["schools_places"].getFeatures()}
     finally:
         demo_project.removeMapLayers([i for i in demo_project.mapLayers() if i not in before])
+
+
+def test_export_model_reprojects_a_layer_in_degrees_before_a_distance_as_the_run_did(tool_ctx, demo_project, tmp_path):
+    """The runner reprojects a layer in degrees to its UTM zone before a distance in metres; so does the model."""
+    import processing
+    from qgis.core import QgsCoordinateReferenceSystem, QgsProcessingModelAlgorithm
+
+    from geogpt_qgis.tools.processing.model_export import export_model
+    from geogpt_qgis.tools.processing.script_export import export_script
+
+    rivers = layer_named(demo_project, "rivers")
+    wgs84 = processing.run(
+        "native:reprojectlayer",
+        {"INPUT": rivers, "TARGET_CRS": QgsCoordinateReferenceSystem("EPSG:4326"), "OUTPUT": "memory:"},
+    )["OUTPUT"]
+    wgs84.setName("rivers_wgs84")
+    demo_project.addMapLayer(wgs84)
+    toolkit = Toolkit([tool for family in build_families(tool_ctx) for tool in family.tools()])
+    args = {
+        "algorithm": "native:buffer",
+        "parameters": {"INPUT": "rivers_wgs84", "DISTANCE": BUFFER_M},
+        "output_name": "wgs84_300m",
+    }
+    outcome = call_in_thread(lambda: asyncio.run(toolkit.run("run_algorithm", args)))
+    assert outcome.ok, outcome.text
+    analysis = analysis_of([Step("run_algorithm", args, outcome.artifact)])
+
+    path = tmp_path / "degrees.model3"
+    report = export_model(analysis, path, demo_project)
+    assert report.inputs == ("rivers_wgs84",) and report.outputs == ("wgs84_300m",)
+    model = QgsProcessingModelAlgorithm()
+    assert model.fromFile(str(path))
+    assert sorted(c.algorithmId() for c in model.childAlgorithms().values()) == [
+        "native:buffer",
+        "native:reprojectlayer",
+    ]
+    assert model.validate()[0], model.validate()[1]
+    made = outputs_by_layer(model, run_model(model, {"rivers_wgs84": wgs84}))["wgs84_300m"]
+    theirs = layer_named(demo_project, "wgs84_300m")
+    assert made.crs() == theirs.crs() and not made.crs().isGeographic()
+    assert made.featureCount() == theirs.featureCount() == rivers.featureCount()
+    # Areas in m² of the result's UTM CRS (shapely): the same buffer as the run's, and as 300 m around the rivers
+    # in the demo's own metric CRS (EPSG:25832, shapely buffer), within 0.1%.
+    ours_area = unary_union(shapes(made)).area
+    assert ours_area == pytest.approx(unary_union(shapes(theirs)).area, rel=1e-9)
+    expected = unary_union([s.buffer(BUFFER_M, quad_segs=64) for s in shapes(rivers)]).area
+    assert ours_area == pytest.approx(expected, rel=1e-3)
+
+    script = tmp_path / "degrees.py"
+    export_script(analysis, script, demo_project)
+    text = script.read_text(encoding="utf-8")
+    assert text.count("processing.run(") == 2 and "'native:reprojectlayer'" in text
+    compile(text, str(script), "exec")

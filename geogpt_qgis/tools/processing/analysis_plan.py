@@ -9,6 +9,8 @@ them out.  A layer value is wired to where it came from: a layer an earlier
 step added becomes that step's output (``Wire.child``), any other layer an
 input of the analysis named after the layer (``Wire.input``), a file path a
 value.  Each step's result layers keep their names as the step's outputs.
+A distance on a layer in degrees gets the reprojection step the runner ran
+before it (to the layer's UTM zone), so the rerun measures in metres too.
 
 Built on the main thread (a CRS or extent given as a layer name is looked up
 in the project); nothing runs here.
@@ -21,16 +23,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qgis.core import QgsProject
+from qgis.core import QgsMapLayer, QgsProject
 
 from geogpt_qgis.core.analysis_steps import Analysis, Step
 from geogpt_qgis.core.artifacts import LayerRef
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.processing.compat import enum_value, parameter_is_optional
 from geogpt_qgis.tools.processing.describe import LAYER_DESTINATIONS, find_algorithm, made_outputs
-from geogpt_qgis.tools.processing.params import LAYER_TYPES, PreparedParameters, _accurate_curves, _scalar_value
+from geogpt_qgis.tools.processing.params import (
+    LAYER_TYPES,
+    PreparedParameters,
+    _accurate_curves,
+    _plan_reprojections,
+    _scalar_value,
+)
 
 INPUT, CHILD, VALUE = "input", "child", "value"
+REPROJECT = "native:reprojectlayer"
 RASTER_KINDS = frozenset({"raster"})
 VECTOR_KINDS = frozenset({"source", "vector"})
 
@@ -70,6 +79,7 @@ class PlannedStep:
     many: set[str]  # parameters that take a list (multiple layers)
     outputs: dict[str, str]  # output parameter -> the result layer's name
     defaults: dict[str, Any]  # parameters left out, with QGIS's default (the Modeler wants them set)
+    temporary: list[str] = field(default_factory=list)  # outputs only later steps use (not result layers)
 
 
 @dataclass
@@ -97,6 +107,7 @@ class _Planner:
         self.made_ids: dict[str, tuple[str, str]] = {}  # layer id -> (child id, output)
         self.made_names: dict[str, tuple[str, str]] = {}  # layer name -> (child id, output): the latest
         self.output_names: set[str] = set()
+        self.made_layers: dict[tuple[str, str], str] = {}  # (child id, output) -> the layer it made then
 
     def add(self, index: int, step: Step) -> None:
         run = step.algorithm
@@ -127,6 +138,7 @@ class _Planner:
                     raise ToolError(f"step {index} ({run.id}): {exc}") from None
         prepared = PreparedParameters(values=dict(statics))
         _accurate_curves(algorithm, definitions, prepared)  # the arcs the runner drew when the model chose none
+        self._reproject_geographic(index, algorithm, definitions, prepared, wires, step.artifact.layers)
         wires.update({name: [Wire.of_value(value)] for name, value in prepared.values.items()})
         defaults = {
             name: definition.defaultValue()
@@ -139,6 +151,46 @@ class _Planner:
         outputs = self._outputs(algorithm, raw, step.artifact.added, child_id)
         description = algorithm.displayName()
         self.steps.append(PlannedStep(child_id, algorithm.id(), description, wires, many, outputs, defaults))
+
+    def _reproject_geographic(
+        self,
+        index: int,
+        algorithm: Any,
+        definitions: dict[str, Any],
+        prepared: PreparedParameters,
+        wires: dict[str, list[Wire]],
+        read: tuple[LayerRef, ...],
+    ) -> None:
+        """A distance on a layer in degrees: a reprojection step first, as the runner reprojected it when it ran.
+
+        Decided by the same rule (``params._plan_reprojections``), on the layers
+        the step read as they are in the project now; a layer no longer there
+        is taken as it is.
+        """
+        layers = {
+            name: self._project_layer(found[0], read)
+            for name, found in wires.items()
+            if len(found) == 1 and found[0].kind != VALUE
+        }
+        _plan_reprojections(algorithm.id(), definitions, prepared, layers, {})
+        for reprojection in prepared.reprojections:
+            child_id = _identifier(f"reprojectlayer_{index}_{reprojection.parameter}")
+            step_wires = {
+                "INPUT": wires[reprojection.parameter],
+                "TARGET_CRS": [Wire.of_value(reprojection.target.authid())],
+            }
+            description = f"Reproject {reprojection.layer_name} to metres"
+            self.steps.append(PlannedStep(child_id, REPROJECT, description, step_wires, set(), {}, {}, ["OUTPUT"]))
+            wires[reprojection.parameter] = [Wire(CHILD, child_id, "OUTPUT")]
+
+    def _project_layer(self, wire: Wire, read: tuple[LayerRef, ...]) -> QgsMapLayer | None:
+        """The layer a wire stood for when the step ran, if the project still holds it."""
+        if wire.kind == CHILD:
+            layer_id = self.made_layers.get((wire.name, wire.output), "")
+        else:
+            layer = next((item.layer for item in self.inputs.values() if item.name == wire.name), "")
+            layer_id = next((ref.layer_id for ref in read if ref.name == layer and ref.layer_id), "")
+        return self.project.mapLayer(layer_id) if layer_id else None
 
     def _outputs(
         self, algorithm: Any, raw: dict[str, Any], added: tuple[LayerRef, ...], child_id: str
@@ -157,6 +209,7 @@ class _Planner:
             outputs[output] = name
             if layer.layer_id:
                 self.made_ids[layer.layer_id] = (child_id, output)
+                self.made_layers[(child_id, output)] = layer.layer_id
             self.made_names[layer.name] = (child_id, output)
         return outputs
 

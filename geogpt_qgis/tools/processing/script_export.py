@@ -80,7 +80,7 @@ def _step_lines(index: int, step: PlannedStep, variables: dict[str, str]) -> lis
         values = [_expression(wire, variables) for wire in wires]
         shown = f"[{', '.join(values)}]" if parameter in step.many else values[0]
         lines.append(f"        {parameter!r}: {shown},")
-    lines += [f"        {output!r}: {TEMPORARY_OUTPUT!r}," for output in step.outputs]
+    lines += [f"        {output!r}: {TEMPORARY_OUTPUT!r}," for output in [*step.outputs, *step.temporary]]
     lines += ["    },", ")"]
     lines += [f"{RESULTS}[{layer!r}] = {step.child_id}[{output!r}]" for output, layer in step.outputs.items()]
     return lines
