@@ -192,10 +192,12 @@ def _input(item: InputSource) -> str:
 def _parameters(parameters: Mapping[str, Any]) -> str:
     """Parameters or arguments as JSON (what the model sent), each value cut to ``MAX_VALUE_CHARS``, credentials out.
 
-    Not ``clean_source``: an expression such as ``"token" = 5`` is data here, kept as written.
+    Not all of ``clean_source``: an expression such as ``"token" = 5`` is data here, kept as written;
+    a URL's user, password and secret query values go.
     """
     shown = {str(key): _value(value) for key, value in parameters.items()}
-    return scrub(_USER_INFO.sub(r"\1", json.dumps(shown, ensure_ascii=False, default=str, sort_keys=True)))
+    text = _USER_INFO.sub(r"\1", json.dumps(shown, ensure_ascii=False, default=str, sort_keys=True))
+    return scrub(_QUERY_VALUE.sub(lambda m: f"{m.group(1)}{REDACTED}", text))  # a URL's ?apikey=... too
 
 
 def _value(value: Any) -> Any:

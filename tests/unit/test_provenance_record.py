@@ -205,3 +205,14 @@ def test_provenance_description_is_read_and_put_back(tmp_path):
     assert gpkg_metadata.description(path, "a") == "something else"
     assert gpkg_metadata.description(path, "missing") is None
     assert gpkg_metadata.description(tmp_path / "none.gpkg", "a") is None
+
+
+def test_provenance_arguments_keep_expressions_but_not_url_credentials():
+    made = record(
+        algorithm="",
+        parameters={},
+        arguments={"source": "https://ana:pw@data.example/x.geojson?apikey=K123&f=json", "filter": '"token" = 5'},
+    )
+    (line,) = [x for x in abstract(made).splitlines() if x.startswith("Arguments: ")]
+    assert "pw" not in line and "K123" not in line
+    assert "https://data.example/x.geojson?apikey=***&f=json" in line and '\\"token\\" = 5' in line
