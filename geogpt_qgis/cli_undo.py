@@ -56,7 +56,7 @@ def start_recording(project: QgsProject) -> RunUndo:
     """The state before the run (main thread, once the project is read)."""
     from geogpt_qgis.tools.project.run_undo import RunUndo
 
-    return RunUndo.start(project)
+    return RunUndo.start(project, portable=True)
 
 
 def keep_record(undo: RunUndo, saved_as: Path, err: TextIO) -> None:

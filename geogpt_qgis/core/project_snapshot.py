@@ -28,32 +28,46 @@ from typing import Any
 TreeShape = tuple[Any, ...]
 
 
-def style_digest(xml: str) -> str:
-    """A digest of a style XML that two QGIS processes agree on.
+def style_digest(xml: str, portable: bool = False) -> str:
+    """A digest of a style XML; ``portable``: one that two QGIS processes agree on.
 
-    Qt writes an element's attributes in a hash order that differs from one
-    process to the next (symbols nested as XML inside attribute values too),
-    so the XML is put in canonical form first (C14N 2.0: attributes sorted),
-    nested XML included; the command line compares a style taken by ``ask``
-    with one taken later by ``undo-run``.
+    Within one process QGIS exports an unchanged style as the same text, so the
+    text itself is hashed (fast: the dock checks often).  Across processes Qt
+    writes an element's attributes in a different hash order each time (symbols
+    nested as XML inside attribute values too), so a portable digest hashes the
+    parsed tree with attributes sorted, nested XML included: the command line
+    compares a style taken by ``ask`` with one taken later by ``undo-run``.
     """
+    digest = hashlib.sha1(usedforsecurity=False)
+    if not portable:
+        digest.update(xml.encode("utf-8"))
+        return digest.hexdigest()
     try:
-        canonical = _canonical(xml)
+        _feed(ET.fromstring(xml), digest)  # noqa: S314  # nosec B314 # QGIS's own style export
     except ET.ParseError:
-        canonical = xml
-    return hashlib.sha1(canonical.encode("utf-8"), usedforsecurity=False).hexdigest()
+        digest.update(xml.encode("utf-8"))
+    return digest.hexdigest()
 
 
-def _canonical(xml: str) -> str:
-    root = ET.fromstring(xml)  # noqa: S314  # nosec B314 # QGIS's own style export, made in this process
-    for element in root.iter():
-        for key, value in element.attrib.items():
-            if value.lstrip().startswith("<"):
-                try:
-                    element.set(key, _canonical(value))
-                except ET.ParseError:
-                    continue
-    return ET.canonicalize(ET.tostring(root, encoding="unicode"))
+def _feed(element: ET.Element, digest: Any) -> None:
+    """The element, its sorted attributes (nested XML parsed the same way), text and children, into ``digest``."""
+    digest.update(f"<{element.tag}".encode())
+    for key, value in sorted(element.attrib.items()):
+        digest.update(f" {key}=".encode())
+        nested = None
+        if value.lstrip().startswith("<"):
+            try:
+                nested = ET.fromstring(value)  # noqa: S314  # nosec B314 # a symbol QGIS wrote as XML text
+            except ET.ParseError:
+                nested = None
+        if nested is not None:
+            _feed(nested, digest)
+        else:
+            digest.update(value.encode("utf-8"))
+    digest.update(f">{(element.text or '').strip()}".encode())
+    for child in element:
+        _feed(child, digest)
+    digest.update(f"</{element.tag}>".encode())
 
 
 @dataclass(frozen=True)

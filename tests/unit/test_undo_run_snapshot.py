@@ -14,6 +14,7 @@ from geogpt_qgis.core.project_snapshot import (
     blocking_changes,
     run_changes,
     soft_changes,
+    style_digest,
 )
 from geogpt_qgis.core.undo_scope import NOT_UNDONE, undo_notes, with_undo_notes
 
@@ -85,3 +86,14 @@ def test_undo_run_notes_for_what_it_cannot_take_back():
     both = with_undo_notes(["estimated 3 rows"], [Effect.WRITE_FILE, Effect.WRITE_DATABASE, Effect.WRITE_FILE])
     assert both == ["estimated 3 rows", NOT_UNDONE[Effect.WRITE_FILE], NOT_UNDONE[Effect.WRITE_DATABASE]]
     assert with_undo_notes(both, [Effect.WRITE_FILE, Effect.WRITE_DATABASE]) == both  # previewed again: once each
+
+
+def test_undo_run_portable_style_digest_ignores_attribute_order_nested_xml_included():
+    symbol_a = "&lt;symbol type=&quot;line&quot; alpha=&quot;1&quot;/&gt;"
+    symbol_b = "&lt;symbol alpha=&quot;1&quot; type=&quot;line&quot;/&gt;"
+    one = f"<!DOCTYPE qgis><qgis a='1' b='2'><x v=\"{symbol_a}\" k='n'>t</x></qgis>"
+    two = f"<!DOCTYPE qgis><qgis b='2' a='1'><x k='n' v=\"{symbol_b}\">t</x></qgis>"
+    assert style_digest(one, portable=True) == style_digest(two, portable=True)
+    assert style_digest(one) != style_digest(two)  # in one process the text itself is compared (fast)
+    other = two.replace("alpha=&quot;1&quot;", "alpha=&quot;0.5&quot;")
+    assert style_digest(other, portable=True) != style_digest(two, portable=True)

@@ -61,7 +61,7 @@ def _source(layer: QgsMapLayer) -> str:
     return str(layer.publicSource()).split("|")[0]
 
 
-def layer_state(layer: QgsMapLayer, keep_style: bool) -> LayerState:
+def layer_state(layer: QgsMapLayer, keep_style: bool, portable: bool = False) -> LayerState:
     xml = style_xml(layer)
     selection = tuple(sorted(layer.selectedFeatureIds())) if isinstance(layer, QgsVectorLayer) else None
     edits = EditState()
@@ -69,7 +69,13 @@ def layer_state(layer: QgsMapLayer, keep_style: bool) -> LayerState:
         stack = layer.undoStack()
         edits = EditState(True, stack.index(), stack.count())
     return LayerState(
-        layer.id(), layer.name(), style_digest(xml), xml if keep_style else "", selection, edits, _source(layer)
+        layer.id(),
+        layer.name(),
+        style_digest(xml, portable),
+        xml if keep_style else "",
+        selection,
+        edits,
+        _source(layer),
     )
 
 
@@ -102,11 +108,14 @@ def view_state(project: QgsProject, canvas: Any) -> ViewState | None:
     return ViewState(extent.xMinimum(), extent.yMinimum(), extent.xMaximum(), extent.yMaximum(), crs.toWkt())
 
 
-def take(project: QgsProject, canvas: Any = None, keep: bool = True) -> ProjectSnapshot:
-    """The project now; ``keep``: with the XML a restore needs (a "before"), not only what is compared."""
+def take(project: QgsProject, canvas: Any = None, keep: bool = True, portable: bool = False) -> ProjectSnapshot:
+    """The project now; ``keep``: with the XML a restore needs (a "before"), not only what is compared.
+
+    ``portable``: style digests another process can compare (``core.project_snapshot.style_digest``).
+    """
     assert_main_thread("the project's state was read")
     root = project.layerTreeRoot()
-    layers = tuple(layer_state(layer, keep) for layer in project.mapLayers().values())
+    layers = tuple(layer_state(layer, keep, portable) for layer in project.mapLayers().values())
     order = tuple(layer.id() for layer in root.customLayerOrder()) if root.hasCustomLayerOrder() else None
     return ProjectSnapshot(
         layers,
@@ -138,6 +147,7 @@ def restore(
     refill: Callable[[QgsMapLayer], str | None],
     revert_edits: Callable[[], list[str]],
     renderers: dict[str, Any] | None = None,
+    portable: bool = False,
 ) -> list[str]:
     """Put ``before`` back; one line per thing done or that could not be done.
 
@@ -151,7 +161,7 @@ def restore(
     """
     assert_main_thread("the project was restored")
     lines: list[str] = []
-    now = take(project, canvas, keep=False)
+    now = take(project, canvas, keep=False, portable=portable)
     with _tree_left_alone(project):
         lines += _remove_added(project, before, now)
         lines += _add_removed(project, before, now, definitions, refill)
@@ -163,7 +173,7 @@ def restore(
     for old in before.layers:
         layer = project.mapLayer(old.ident)
         if layer is not None:
-            lines += _restore_layer(layer, old, (renderers or {}).get(old.ident))
+            lines += _restore_layer(layer, old, (renderers or {}).get(old.ident), portable)
     if project.crs().toWkt() != before.crs and before.crs:
         project.setCrs(QgsCoordinateReferenceSystem.fromWkt(before.crs))
         lines.append("set the project CRS back")
@@ -258,12 +268,12 @@ def renderer_clone(layer: QgsMapLayer) -> Any:
     return renderer.clone() if renderer is not None else None
 
 
-def _restore_layer(layer: QgsMapLayer, old: LayerState, renderer: Any = None) -> list[str]:
+def _restore_layer(layer: QgsMapLayer, old: LayerState, renderer: Any = None, portable: bool = False) -> list[str]:
     lines = []
     if layer.name() != old.name:
         lines.append(f"renamed {layer.name()!r} back to {old.name!r}")
         layer.setName(old.name)
-    if old.style_xml and style_digest(style_xml(layer)) != old.style_digest:
+    if old.style_xml and style_digest(style_xml(layer), portable) != old.style_digest:
         document = QDomDocument()
         document.setContent(old.style_xml)
         ok, error = layer.importNamedStyle(document, STYLE)

@@ -42,9 +42,10 @@ def layer_definition(layer: QgsMapLayer) -> str:
 class RunUndo:
     """The undo of one run on ``project``; ``canvas`` is the map canvas in the dock (None headless)."""
 
-    def __init__(self, project: QgsProject, canvas: Any = None) -> None:
+    def __init__(self, project: QgsProject, canvas: Any = None, portable: bool = False) -> None:
         self.project = project
         self.canvas = canvas
+        self.portable = portable  # style digests another process can compare (kept beside a saved project)
         self.before: ProjectSnapshot | None = None
         self.after: ProjectSnapshot | None = None
         self.journal = EditJournal(project)
@@ -55,11 +56,14 @@ class RunUndo:
         self._listening = False
 
     @classmethod
-    def start(cls, project: QgsProject, canvas: Any = None) -> RunUndo:
-        """Take the state before a run and listen for what cannot be read back later."""
+    def start(cls, project: QgsProject, canvas: Any = None, portable: bool = False) -> RunUndo:
+        """Take the state before a run and listen for what cannot be read back later.
+
+        ``portable``: for an undo kept beside a saved project and used by another process (the command line).
+        """
         assert_main_thread("the state before a run was taken")
-        undo = cls(project, canvas)
-        undo.before = run_snapshot.take(project, canvas)
+        undo = cls(project, canvas, portable)
+        undo.before = run_snapshot.take(project, canvas, portable=portable)
         undo.renderers = {
             ident: clone
             for ident, layer in project.mapLayers().items()
@@ -85,7 +89,7 @@ class RunUndo:
         """Stop listening and take the state after the run; returns what the run changed ([] for nothing)."""
         assert_main_thread("the state after a run was taken")
         self._stop_listening()
-        self.after = run_snapshot.take(self.project, self.canvas, keep=False)
+        self.after = self._now()
         return self.changes()
 
     def _stop_listening(self) -> None:
@@ -111,13 +115,16 @@ class RunUndo:
             return ["this run was undone already"]
         if self.before is None or self.after is None:
             return ["the run has not ended"]
-        return blocking_changes(self.after, run_snapshot.take(self.project, self.canvas, keep=False))
+        return blocking_changes(self.after, self._now())
 
     def overridden(self) -> list[str]:
         """What changed since the run that an undo replaces by the state before it (the view, selections)."""
         if self.after is None:
             return []
-        return soft_changes(self.after, run_snapshot.take(self.project, self.canvas, keep=False))
+        return soft_changes(self.after, self._now())
+
+    def _now(self) -> ProjectSnapshot:
+        return run_snapshot.take(self.project, self.canvas, keep=False, portable=self.portable)
 
     def undo(self, force: bool = False) -> list[str]:
         """Put the project back as it was before the run; one line per thing done.
@@ -132,7 +139,14 @@ class RunUndo:
             raise ValueError("nothing to undo")
         self._stop_listening()
         lines = run_snapshot.restore(
-            self.project, self.before, self.canvas, self.definitions, self._refill, self.journal.revert, self.renderers
+            self.project,
+            self.before,
+            self.canvas,
+            self.definitions,
+            self._refill,
+            self.journal.revert,
+            self.renderers,
+            self.portable,
         )
         self.done = True
         self.kept_features.clear()
@@ -166,7 +180,7 @@ class RunUndo:
     def from_dict(cls, project: QgsProject, data: dict[str, Any]) -> RunUndo:
         if data.get("format") != FORMAT:
             raise ValueError(f"this undo record has format {data.get('format')!r}; this version reads {FORMAT}")
-        undo = cls(project)
+        undo = cls(project, portable=True)
         undo.before = ProjectSnapshot.from_dict(data["before"])
         undo.after = ProjectSnapshot.from_dict(data["after"])
         undo.definitions = dict(data.get("definitions") or {})
