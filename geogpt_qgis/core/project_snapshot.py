@@ -181,7 +181,7 @@ def run_changes(before: ProjectSnapshot, after: ProjectSnapshot) -> list[str]:
     # A layer added or removed is its own change: the tree counts as moved when the layers both share sit differently.
     moved = _prune(before.tree, set(after.ids)) != _prune(after.tree, set(before.ids))
     if moved or _shared_order(before, after) != _shared_order(after, before):
-        lines.append("moved layers or groups in the layer tree")
+        lines.append("changed the layer tree (order, groups or visibility)")
     if before.crs != after.crs:
         lines.append(f"changed the project CRS from {before.crs or 'none'} to {after.crs or 'none'}")
     if before.view is not None and not before.view.close_to(after.view):
@@ -240,7 +240,7 @@ def blocking_changes(after: ProjectSnapshot, now: ProjectSnapshot) -> list[str]:
             lines.append(f"the edits of {_quote(new.name)} changed (saved, discarded or edited further)")
     # Layers added or removed already say why the tree differs.
     if (after.tree != now.tree or after.custom_order != now.custom_order) and not lines:
-        lines.append("layers or groups were moved in the layer tree")
+        lines.append("the layer tree changed (order, groups or visibility)")
     if after.crs != now.crs:
         lines.append(f"the project CRS changed from {after.crs or 'none'} to {now.crs or 'none'}")
     return lines

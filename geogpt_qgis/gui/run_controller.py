@@ -34,6 +34,7 @@ from geogpt_qgis.gui.sources_view import TurnSources
 from geogpt_qgis.gui.undo_run_action import UndoRunAction
 from geogpt_qgis.toolbelt.dependencies import missing_packages
 from geogpt_qgis.toolbelt.i18n import tr
+from geogpt_qgis.toolbelt.log import logger
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
 
 if TYPE_CHECKING:
@@ -262,7 +263,13 @@ class RunController(QObject):
         if self.run_undo is not None:
             self.run_undo.finish()  # a question left waiting for approval: its listening ends here
         iface = self.conversation.ctx.iface
-        self.run_undo = RunUndo.start(self.conversation.ctx.project, iface.mapCanvas() if iface is not None else None)
+        try:
+            self.run_undo = RunUndo.start(
+                self.conversation.ctx.project, iface.mapCanvas() if iface is not None else None
+            )
+        except Exception:  # noqa: BLE001 - the question goes ahead; only its Undo run is not offered
+            logger.exception("could not take the project's state before the run (Undo run)")
+            self.run_undo = None
 
     def _offer_undo(self) -> None:
         """Under a question that changed the project (finished, stopped or failed): Undo run."""

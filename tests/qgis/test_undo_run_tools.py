@@ -148,7 +148,7 @@ def _point(layer: QgsVectorLayer, name: str, x: float):
     return feature
 
 
-def test_undo_run_renames_and_moves_layers_back_into_place(town):
+def test_undo_run_renames_moves_and_shows_layers_back_into_place(town):
     ctx, toolkit = town
     project = ctx.project
     order = names_top_down(project)
@@ -158,15 +158,17 @@ def test_undo_run_renames_and_moves_layers_back_into_place(town):
         ("set_layer", {"layer": "parks", "name": "green_spaces"}),
         ("set_layer", {"layer": "landuse", "move": "top"}),
         ("set_layer", {"layer": "rivers", "group": "water"}),
+        ("set_layer", {"layer": "schools", "visible": False}),
     )
     assert names_top_down(project)[0] == "landuse"
     assert [n.name() for n in project.layerTreeRoot().children() if n.name() == "water"] == ["water"]
     changes = undo.changes()
     assert "renamed layer 'parks' to 'green_spaces'" in changes
-    assert "moved layers or groups in the layer tree" in changes
+    assert "changed the layer tree (order, groups or visibility)" in changes
     undo.undo()
     assert names_top_down(project) == order
     assert "water" not in [n.name() for n in project.layerTreeRoot().children()]
+    assert project.layerTreeRoot().findLayer(project.mapLayersByName("schools")[0].id()).isVisible()
     assert project.mapLayersByName("parks") and not project.mapLayersByName("green_spaces")
     assert compared(run_snapshot.take(project, ctx.iface.mapCanvas())) == compared(undo.before)
 

@@ -49,7 +49,7 @@ def test_undo_run_lists_each_kind_of_change_a_run_made():
         "moved the map",
     ]  # the tree holds the layers both share in the same order: adding and removing is said, not "moved"
     moved = replace(BEFORE, tree=tree("parks_2", "roads_1"))
-    assert run_changes(BEFORE, moved) == ["moved layers or groups in the layer tree"]
+    assert run_changes(BEFORE, moved) == ["changed the layer tree (order, groups or visibility)"]
     assert run_changes(BEFORE, BEFORE) == []
 
 
@@ -63,7 +63,7 @@ def test_undo_run_is_blocked_by_what_the_user_changed_since_but_not_by_the_view_
         "the edits of 'parks' changed (saved, discarded or edited further)",
     ]
     assert blocking_changes(BEFORE, replace(BEFORE, tree=tree("parks_2", "roads_1"))) == [
-        "layers or groups were moved in the layer tree"
+        "the layer tree changed (order, groups or visibility)"
     ]
 
 
