@@ -317,3 +317,29 @@ def test_undo_run_note_on_the_approval_of_a_file_write_and_of_code(town, tmp_pat
         lambda: asyncio.run(toolkit.approval_request("c3", "set_layer", {"layer": "roads", "remove": True}))
     )
     assert removal.notes == []  # a removed layer is put back by Undo run: nothing to warn about
+
+
+def test_undo_run_reverts_edits_to_a_temporary_layer_saved_at_once(town):
+    ctx, toolkit = town
+    project = ctx.project
+    scratch = QgsVectorLayer("Point?crs=EPSG:25832&field=name:string&field=n:integer", "scratch", "memory")
+    features = [_point(scratch, name, x) for name, x in (("a", 571000), ("b", 571100), ("c", 571200))]
+    for feature, n in zip(features, (1, 2, 3), strict=True):
+        feature.setAttributes([feature["name"], n])
+    scratch.dataProvider().addFeatures(features)
+    project.addMapLayer(scratch)
+
+    def rows() -> list[tuple[str, int]]:
+        return sorted((f["name"], f["n"]) for f in scratch.getFeatures())
+
+    undo = ran(
+        ctx,
+        toolkit,
+        ("edit_features", {"layer": "scratch", "expression": '"n" > 1', "field": "n", "value": '"n" * 10'}),
+        ("edit_features", {"layer": "scratch", "expression": "\"name\" = 'a'", "delete": True}),
+    )
+    assert not scratch.isEditable() and rows() == [("b", 20), ("c", 30)]  # a memory layer: saved at once
+    assert "saved edits to 'scratch'" in undo.changes()
+    lines = undo.undo()
+    assert rows() == [("a", 1), ("b", 2), ("c", 3)]
+    assert lines.count("reverted the saved edits of 'scratch' (1 deleted features)") == 1

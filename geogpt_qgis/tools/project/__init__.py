@@ -5,6 +5,8 @@
 - ``edits``: ``EditTools``, the gated changes to the user's data (delete or change features).
 - ``layer_tree``: layer order and groups, planned before anything moves.
 - ``raster_sample``, ``raster_zonal``: values of a raster at points, zonal summaries within polygons.
+- ``run_undo``, ``run_snapshot``, ``edit_journal``: Undo run (the project before a question, put back on demand;
+  the edits it saved, reverted).
 
 What other families use as well (finding layers, rasters, measures, data checks, the result
 store) stays in ``tools/`` beside the families.
