@@ -221,7 +221,7 @@ def test_provenance_of_a_layer_an_mcp_client_made_names_the_client(tool_ctx, dem
     assert not answer.is_error, answer.text
     lines = only_layer(demo_project, "mcp_100m").metadata().abstract().splitlines()
     assert 'Question: (not sent: the MCP client "Claude Desktop" called the tool)' in lines
-    assert "Model: the MCP client \"Claude Desktop\"'s own" in lines
+    assert 'Model: the MCP client "Claude Desktop"\'s own' in lines
     assert "Algorithm: native:buffer" in lines and f"- rivers ({rivers_source})" in lines
 
 
