@@ -301,3 +301,30 @@ def test_export_model_reprojects_a_layer_in_degrees_before_a_distance_as_the_run
     text = script.read_text(encoding="utf-8")
     assert text.count("processing.run(") == 2 and "'native:reprojectlayer'" in text
     compile(text, str(script), "exec")
+
+
+def test_export_model_opens_in_the_graphical_modeler(analysis, demo_project, tmp_path, qgis_iface, monkeypatch):
+    """QGIS's own Modeler dialog draws it: an arrow for each wire (two inputs, two steps into the next, three
+    outputs), and finds nothing to fix."""
+    from processing.modeler.ModelerDialog import ModelerDialog
+    from qgis.core import QgsProcessingModelAlgorithm
+    from qgis.PyQt.QtCore import QSize
+    from qgis.PyQt.QtWidgets import QGraphicsPathItem
+
+    from geogpt_qgis.tools.processing.model_export import export_model
+
+    # The 3.22 Modeler asks QGIS's window for its toolbar icon size; pytest-qgis's stand-in needs the argument.
+    monkeypatch.setattr(qgis_iface, "iconSize", lambda *_args, **_kwargs: QSize(24, 24), raising=False)
+    path = tmp_path / "drawn.model3"
+    export_model(analysis_of(analysis), path, demo_project)
+    model = QgsProcessingModelAlgorithm()
+    assert model.fromFile(str(path))
+    dialog = ModelerDialog.create()
+    try:
+        dialog.setModel(model)
+        arrows = [item for item in dialog.view().scene().items() if isinstance(item, QGraphicsPathItem)]
+        assert len(arrows) == 2 + 2 + 3
+        assert dialog.model().validate()[0]
+        assert sorted(dialog.model().childAlgorithms()) == sorted(model.childAlgorithms())
+    finally:
+        dialog.deleteLater()
