@@ -22,6 +22,7 @@ from shapely.ops import unary_union
 
 from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.analysis_steps import Step, analysis_of
+from geogpt_qgis.core.artifacts import LayerRef
 from geogpt_qgis.tools.registry import build_families
 from tests.support.runs import call_in_thread
 
@@ -328,3 +329,46 @@ def test_export_model_opens_in_the_graphical_modeler(analysis, demo_project, tmp
         assert sorted(dialog.model().childAlgorithms()) == sorted(model.childAlgorithms())
     finally:
         dialog.deleteLater()
+
+
+def test_export_model_script_keeps_hostile_layer_names_and_calls_as_data(demo_project, tmp_path):
+    """Layer names and call text from the conversation are values and comments in the script, never code."""
+    import ast
+
+    from geogpt_qgis.core.artifacts import AlgorithmRun, ToolArtifact
+    from geogpt_qgis.tools.processing.analysis_plan import plan_analysis
+    from geogpt_qgis.tools.processing.script_export import script_text
+
+    hostile = 'Höhe²"""\nimport os; os.system("boom")  # '
+    steps = [
+        Step(
+            "run_algorithm",
+            {},
+            ToolArtifact(
+                layers=(LayerRef(hostile, "h1"),),
+                algorithm=AlgorithmRun("native:buffer", {"INPUT": "h1", "DISTANCE": "50"}),
+                added=(LayerRef(hostile + "_buffer\n__import__('os')", "b1"),),
+            ),
+        ),
+        Step("run_pyqgis", {"code": '"""\nimport shutil; shutil.rmtree("/")\n'}),
+    ]
+    text = script_text(plan_analysis(analysis_of(steps), demo_project))
+    tree = ast.parse(text)
+    kinds = {type(node).__name__ for node in tree.body}
+    assert kinds <= {"Expr", "Import", "ImportFrom", "Assign", "For"}
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    called = {ast.unparse(call.func) for call in calls}
+    assert called == {
+        "processing.run",
+        "results.items",
+        "layer.setName",
+        "QgsProject.instance().addMapLayer",
+        "QgsProject.instance",
+    }
+    inputs = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper()
+    }
+    assert inputs == {"HOHE2_IMPORT_OS_OS_SYSTEM_BOOM": hostile}  # the name kept whole as a value
+    assert "rmtree" in text and all(line.startswith("#") for line in text.splitlines() if "rmtree" in line)

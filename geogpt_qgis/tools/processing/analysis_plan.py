@@ -19,6 +19,7 @@ in the project); nothing runs here.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -265,8 +266,13 @@ def _ints(types: list[Any]) -> list[int]:
 
 
 def _identifier(name: str) -> str:
-    """A layer name as a parameter name and script variable: letters, digits and ``_``, not starting with a digit."""
-    text = re.sub(r"\W+", "_", name, flags=re.UNICODE).strip("_").lower() or "layer"
+    """A layer name as a parameter name and script variable: ASCII letters, digits and ``_``, not a digit first.
+
+    Accents are dropped (``Höhe`` -> ``hohe``), anything else becomes ``_``: whatever the
+    layer is called, the name is a valid Python identifier in the script, in upper case too.
+    """
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^0-9A-Za-z]+", "_", plain).strip("_").lower() or "layer"
     return f"layer_{text}" if text[0].isdigit() else text
 
 
