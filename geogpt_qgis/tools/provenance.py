@@ -71,7 +71,7 @@ class ProvenanceRecorder:
         when = dt.datetime.now(dt.UTC)
         stored = self.ctx.on_main(record_on_layers, self.ctx.project, tool, arguments, artifact, origin, when)
         for item in stored:
-            if item.table in result_files.result_tables(item.path):  # only the store's own tables
+            if _new_result_table(item):
                 run_on_algorithm_thread(save_in_geopackage, item)
 
 
@@ -139,6 +139,16 @@ def save_in_geopackage(item: StoredMetadata) -> None:
         gpkg_metadata.set_description(item.path, item.table, kept)
     if not saved:
         log.warning("could not write the provenance of %s into %s: %s", item.table, item.path, error)
+
+
+def _new_result_table(item: StoredMetadata) -> bool:
+    """A table the store wrote (never a user's own data) that has no metadata yet: the one this call made.
+
+    A results table loaded again (another project's results) keeps the provenance it was made with.
+    """
+    return item.table in result_files.result_tables(item.path) and not gpkg_metadata.table_metadata(
+        item.path, item.table
+    )
 
 
 def _geopackage_table(layer: QgsMapLayer) -> tuple[Path, str] | None:

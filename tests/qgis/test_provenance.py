@@ -265,3 +265,21 @@ def test_provenance_of_a_layer_added_after_approval_names_the_question_asked_bef
     lines = only_layer(demo_project, "made_by_code").metadata().abstract().splitlines()
     assert f'Question: "{question}"' in lines and "Tool: run_pyqgis" in lines
     assert any(line.startswith('Arguments: {"code": "made = QgsVectorLayer(') for line in lines)
+
+
+def test_provenance_of_a_results_table_loaded_again_keeps_the_geopackage_record_it_was_made_with(
+    worker, model_server, demo_project, rivers_source
+):
+    ask(worker, model_server, BUFFER_QUESTION, buffer_turns())
+    path, table = table_of(only_layer(demo_project, "rivers_100m"))
+    load = {"source": str(path), "layer": table, "name": "reloaded"}
+    ask(worker, model_server, LOAD_QUESTION, [Turn(tool_calls=[ToolCall("load_data", load)]), Turn(text="Loaded.")])
+    reloaded = only_layer(demo_project, "reloaded")
+    assert table_of(reloaded) == (path, table)
+    made, loaded = reloaded.metadata().history()  # how the table was made, then how it came back
+    assert made.endswith(f'question "{BUFFER_QUESTION}"') and " | tool run_algorithm | " in made
+    assert loaded.endswith(f'question "{LOAD_QUESTION}"') and " | tool load_data | " in loaded
+    assert "Tool: load_data" in reloaded.metadata().abstract().splitlines()
+    (document,) = gpkg_documents(path, table)  # written once, when the table was made
+    assert BUFFER_QUESTION in document and LOAD_QUESTION not in document
+    assert table in result_files.result_tables(path)
