@@ -6,6 +6,8 @@ from qgis.PyQt.QtCore import Qt
 from qgis.PyQt.QtTest import QTest
 
 from geogpt_qgis.core.approval import POLICY_TRUST
+from geogpt_qgis.core.effects import Effect
+from geogpt_qgis.core.undo_scope import NOT_UNDONE
 from geogpt_qgis.gui.approval_card import ApprovalCard
 from geogpt_qgis.gui.undo_run_action import UndoRunAction
 from geogpt_qgis.tools.project import run_snapshot
@@ -105,3 +107,23 @@ def test_undo_run_is_not_offered_after_a_run_that_changed_nothing(panel, model_s
     type_and_send(panel, "describe the parks")
     wait_until(lambda: panel.statuses[-1:] == ["finished"], 120)
     assert items_of(panel, UndoRunAction) == []
+
+
+def test_undo_run_note_on_the_dock_approval_card_of_a_file_write_and_undo_keeps_the_file(
+    panel, model_server, demo_project, tmp_path
+):
+    target = tmp_path / "schools_buffer.gpkg"
+    args = {"algorithm": "native:buffer", "parameters": {"INPUT": "schools", "DISTANCE": 10, "OUTPUT": str(target)}}
+    model_server.script([Turn(tool_calls=[ToolCall("run_algorithm", args)]), Turn(text="Written.")])
+    type_and_send(panel, "buffer the schools into a file")
+    wait_until(lambda: panel.statuses[-1:] == ["paused"], 120)
+    card = panel.runs.awaiting
+    assert isinstance(card, ApprovalCard)
+    assert NOT_UNDONE[Effect.WRITE_FILE] in card.affected.text()  # said before it runs
+    click(card.approve_button)
+    wait_until(lambda: panel.statuses[-1:] == ["finished"], 120)
+    assert target.is_file()
+    offer = items_of(panel, UndoRunAction)[0]
+    click(offer.button)
+    assert offer.button.text() == "Undone"
+    assert target.is_file()  # the file written outside the project stays, as the card said
