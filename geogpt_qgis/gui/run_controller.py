@@ -178,6 +178,7 @@ class RunController(QObject):
         if self.awaiting is not None and self.awaiting.pending:
             self.awaiting.close_with(tr("Dropped"))
         self.awaiting = None
+        self._offer_undo()  # the question ends here: what it changed before the step can be undone
         self.composer.set_busy(False, tr("Dropped the step."))
 
     def leave_pending(self) -> None:

@@ -127,3 +127,19 @@ def test_undo_run_note_on_the_dock_approval_card_of_a_file_write_and_undo_keeps_
     click(offer.button)
     assert offer.button.text() == "Undone"
     assert target.is_file()  # the file written outside the project stays, as the card said
+
+
+def test_undo_run_is_offered_when_the_step_waiting_for_approval_is_dropped(panel, model_server, demo_project):
+    model_server.script(
+        [
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "parks", "name": "green_spaces"})]),
+            Turn(tool_calls=[ToolCall("set_layer", {"layer": "roads", "remove": True})]),
+        ]
+    )
+    type_and_send(panel, "rename the parks, then remove the roads")
+    wait_until(lambda: panel.statuses[-1:] == ["paused"], 120)
+    assert items_of(panel, UndoRunAction) == []  # the question is not over while it waits
+    panel.runs.drop_pending()
+    offer = items_of(panel, UndoRunAction)[0]
+    click(offer.button)
+    assert demo_project.mapLayersByName("parks") and demo_project.mapLayersByName("roads")
