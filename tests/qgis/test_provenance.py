@@ -202,7 +202,13 @@ def test_provenance_of_a_result_made_from_the_dock(panel, model_server, demo_pro
     before = dt.datetime.now(dt.UTC)
     model_server.script(buffer_turns())
     type_and_send(panel, BUFFER_QUESTION)
-    wait_until(lambda: panel.statuses == ["finished"], 120)
+    try:
+        wait_until(lambda: bool(panel.statuses), 120)
+    except AssertionError:
+        sent = len(model_server.chat_requests())
+        shown = f"input {panel.input.toPlainText()!r}, status {panel.status.text()!r}"
+        raise AssertionError(f"no run ended: {sent} model requests, {shown}") from None
+    assert panel.statuses == ["finished"]
     layer = only_layer(demo_project, "rivers_100m")
     check_buffer_record(layer.metadata(), model_server.url, rivers_source, before)
     path, table = table_of(layer)
