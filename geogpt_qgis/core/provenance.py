@@ -44,6 +44,8 @@ _QUERY_VALUE = re.compile(rf"([?&](?:{_SECRET_KEYS}|key|sig)=)[^&#\s'\"]+", re.I
 # ``password='x y'`` or ``password=x`` in QGIS data source strings (PostGIS, WFS, WMS...).
 _KEY_VALUE = re.compile(rf"\b({_SECRET_KEYS})\s*=\s*('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s&'\"]+)", re.IGNORECASE)
 # ``scheme://user:password@host`` anywhere in a source.
+# Where an earlier record starts in an abstract (always at the start of a line).
+_EARLIER_RECORD = re.compile(rf"^{re.escape(HEADER)} ", re.MULTILINE)
 _USER_INFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.IGNORECASE)
 
 
@@ -149,6 +151,13 @@ def abstract(record: Provenance) -> str:
     lines.append(f"Time (UTC): {record.timestamp}")
     lines.append(f"Plugin version: {record.plugin_version}")
     return "\n".join(lines)
+
+
+def merged_abstract(existing: str, record: Provenance) -> str:
+    """The layer's abstract with ``record``: the data's own abstract first (an OGC filter note, a loaded file's
+    description), without an earlier record (a results table loaded again: its history keeps that one)."""
+    own = _EARLIER_RECORD.split(existing, maxsplit=1)[0].strip()
+    return f"{own}\n\n{abstract(record)}" if own else abstract(record)
 
 
 def history_entry(record: Provenance) -> str:

@@ -32,13 +32,12 @@ from geogpt_qgis.__about__ import VERSION
 from geogpt_qgis.core import gpkg_metadata, result_files
 from geogpt_qgis.core.artifacts import ToolArtifact
 from geogpt_qgis.core.provenance import (
-    HEADER,
     InputSource,
     Provenance,
     RunOrigin,
-    abstract,
     current_origin,
     history_entry,
+    merged_abstract,
 )
 from geogpt_qgis.toolbelt.log import logger as log
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
@@ -112,9 +111,7 @@ def record_on_layers(
 def with_record(metadata: QgsLayerMetadata, record: Provenance) -> QgsLayerMetadata:
     """``metadata`` with the record as its abstract (after an abstract of the data's own) and a history item."""
     updated = QgsLayerMetadata(metadata)
-    own = metadata.abstract().strip()
-    text = abstract(record)
-    updated.setAbstract(f"{own}\n\n{text}" if own and not own.startswith(HEADER) else text)
+    updated.setAbstract(merged_abstract(metadata.abstract(), record))
     updated.addHistoryItem(history_entry(record))
     return updated
 

@@ -19,6 +19,7 @@ from geogpt_qgis.core.provenance import (
     abstract,
     clean_source,
     history_entry,
+    merged_abstract,
     server_address,
 )
 
@@ -216,3 +217,15 @@ def test_provenance_arguments_keep_expressions_but_not_url_credentials():
     (line,) = [x for x in abstract(made).splitlines() if x.startswith("Arguments: ")]
     assert "pw" not in line and "K123" not in line
     assert "https://data.example/x.geojson?apikey=***&f=json" in line and '\\"token\\" = 5' in line
+
+
+def test_provenance_abstract_keeps_the_datas_own_abstract_and_replaces_an_earlier_record():
+    first, second = record(), record(tool="load_data", algorithm="", parameters={})
+    assert merged_abstract("", first) == abstract(first)
+    noted = merged_abstract("Served in EPSG:25832; filter: pupils > 200", first)
+    assert noted == f"Served in EPSG:25832; filter: pupils > 200\n\n{abstract(first)}"
+    # Loaded again: the data's note stays, the earlier record gives way to the new one (the history keeps both).
+    assert merged_abstract(noted, second) == f"Served in EPSG:25832; filter: pupils > 200\n\n{abstract(second)}"
+    assert merged_abstract(abstract(first), second) == abstract(second)
+    mentioned = f"A layer about {HEADER} itself"  # the words inside a line are the user's, not a record
+    assert merged_abstract(mentioned, first).startswith(mentioned + "\n\n")
