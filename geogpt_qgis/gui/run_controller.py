@@ -186,6 +186,9 @@ class RunController(QObject):
         if self.awaiting is not None and self.awaiting.pending:
             self.awaiting.close_with(tr("Left for later"))
         self.awaiting = None
+        if self.run_undo is not None:  # a question resumed later has no state of before: no Undo run for it
+            self.run_undo.finish()
+            self.run_undo = None
 
     # -- events from the agent -------------------------------------------------------
     def _on_event(self, run_id: int, event: object) -> None:
