@@ -1,14 +1,13 @@
 """A results table's metadata in its GeoPackage: kept when the table is copied, and its description kept as is.
 
 The store marks its tables by their ``gpkg_contents.description``
-(``result_files.MARK``), and QGIS writes a layer's metadata into the
-GeoPackage metadata extension (``gpkg_metadata`` and
-``gpkg_metadata_reference``), where a fresh layer on the table reads it back.
-Two things get in the way, both handled here with plain SQLite:
+(``result_files.MARK``).  A layer's metadata lives in the GeoPackage metadata
+extension (``gpkg_metadata`` and ``gpkg_metadata_reference``), where a fresh
+layer on the table reads it back; handled here with plain SQLite, bound values:
 
-- QGIS's writer (through OGR) also sets the table's description to the
-  abstract, which would unmark the table as a result: ``description`` and
-  ``set_description`` read it before and put it back after;
+- ``add_table_document`` writes one document for a table as QGIS's own writer
+  does (tools/provenance.py says why not through QGIS), and leaves the
+  table's description, the store's mark, alone;
 - OGR's ``CopyLayer`` (``result_files.copy_tables``, used when results move
   beside a project saved under a new name) copies features, not metadata:
   ``copy_table_metadata`` copies the rows that refer to each copied table.
@@ -25,28 +24,52 @@ from pathlib import Path
 METADATA = "gpkg_metadata"
 REFERENCES = "gpkg_metadata_reference"
 _TIMEOUT_S = 10.0
+_EXTENSION_URI = "http://www.geopackage.org/spec120/#extension_metadata"
+# As the GeoPackage standard (1.2, annex F.8) defines them.
+_EXTENSIONS_DDL = (
+    "CREATE TABLE IF NOT EXISTS gpkg_extensions (table_name TEXT, column_name TEXT, extension_name TEXT NOT NULL, "
+    "definition TEXT NOT NULL, scope TEXT NOT NULL, CONSTRAINT ge_tce UNIQUE (table_name, column_name, extension_name))"
+)
+_METADATA_DDL = (
+    "CREATE TABLE IF NOT EXISTS gpkg_metadata (id INTEGER CONSTRAINT m_pk PRIMARY KEY ASC NOT NULL, "
+    "md_scope TEXT NOT NULL DEFAULT 'dataset', md_standard_uri TEXT NOT NULL, "
+    "mime_type TEXT NOT NULL DEFAULT 'text/xml', metadata TEXT NOT NULL DEFAULT '')"
+)
+_REFERENCES_DDL = (
+    "CREATE TABLE IF NOT EXISTS gpkg_metadata_reference (reference_scope TEXT NOT NULL, table_name TEXT, "
+    "column_name TEXT, row_id_value INTEGER, "
+    "timestamp DATETIME NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')), md_file_id INTEGER NOT NULL, "
+    "md_parent_id INTEGER, CONSTRAINT crmr_mfi_fk FOREIGN KEY (md_file_id) REFERENCES gpkg_metadata(id), "
+    "CONSTRAINT crmr_mpi_fk FOREIGN KEY (md_parent_id) REFERENCES gpkg_metadata(id))"
+)
 
 
 def _open(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(str(path), timeout=_TIMEOUT_S)
 
 
-def description(path: Path, table: str) -> str | None:
-    """The table's ``gpkg_contents.description`` (``None``: no such table, or not a GeoPackage)."""
-    if not path.is_file():
-        return None
-    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_TIMEOUT_S)) as db:
-        try:
-            row = db.execute("SELECT description FROM gpkg_contents WHERE table_name = ?", (table,)).fetchone()
-        except sqlite3.DatabaseError:
-            return None
-    return None if row is None else str(row[0] or "")
-
-
-def set_description(path: Path, table: str, text: str) -> None:
-    """Set the table's ``gpkg_contents.description`` back to ``text``."""
+def add_table_document(path: Path, table: str, standard_uri: str, document: str) -> None:
+    """Add ``document`` (XML) as metadata of ``table``, making the metadata tables and their extension if needed."""
     with contextlib.closing(_open(path)) as db, db:
-        db.execute("UPDATE gpkg_contents SET description = ? WHERE table_name = ?", (text, table))
+        db.execute(_EXTENSIONS_DDL)
+        db.execute(_METADATA_DDL)
+        db.execute(_REFERENCES_DDL)
+        registered = {
+            row[0] for row in db.execute("SELECT table_name FROM gpkg_extensions WHERE extension_name = ?", (METADATA,))
+        }
+        db.executemany(
+            "INSERT INTO gpkg_extensions VALUES (?, NULL, ?, ?, 'read-write')",
+            [(name, METADATA, _EXTENSION_URI) for name in (METADATA, REFERENCES) if name not in registered],
+        )
+        cursor = db.execute(
+            "INSERT INTO gpkg_metadata (md_scope, md_standard_uri, mime_type, metadata) VALUES ('dataset', ?, "
+            "'text/xml', ?)",
+            (standard_uri, document),
+        )
+        db.execute(
+            "INSERT INTO gpkg_metadata_reference (reference_scope, table_name, md_file_id) VALUES ('table', ?, ?)",
+            (table, cursor.lastrowid),
+        )
 
 
 def table_metadata(path: Path, table: str) -> list[tuple[str, str, str, str]]:

@@ -13,7 +13,7 @@ layer gets the abstract and a history item (``QgsLayerMetadata``), which the
 project saves in its file.  On the algorithm thread (file I/O, and QGIS
 builds CRSs while writing metadata): a layer stored in the results
 GeoPackage gets the same metadata written into the GeoPackage metadata
-extension (``QgsProviderRegistry.saveLayerMetadata``, QGIS 3.20+), so the
+extension (the document QGIS itself writes there), so the
 file alone still says where each table came from.  Data the user loaded from
 their own files is never written to.
 """
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qgis.core import QgsLayerMetadata, QgsMapLayer, QgsProject, QgsProviderRegistry, QgsVectorLayer
+from qgis.core import Qgis, QgsLayerMetadata, QgsMapLayer, QgsProject, QgsProviderRegistry, QgsVectorLayer
+from qgis.PyQt.QtXml import QDomDocument, QDomImplementation
 
 from geogpt_qgis.__about__ import VERSION
 from geogpt_qgis.core import gpkg_metadata, result_files
@@ -39,9 +40,11 @@ from geogpt_qgis.core.provenance import (
     history_entry,
     merged_abstract,
 )
-from geogpt_qgis.toolbelt.log import logger as log
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
 from geogpt_qgis.tools.thread_guard import assert_main_thread
+
+# The standard URI QGIS registers its layer metadata under in a GeoPackage's gpkg_metadata.
+QGIS_METADATA_URI = "http://mrcc.com/qgis.dtd"
 
 if TYPE_CHECKING:
     from geogpt_qgis.tools.base import ToolContext
@@ -129,13 +132,27 @@ def inputs_of(project: QgsProject, artifact: ToolArtifact) -> tuple[InputSource,
 
 
 def save_in_geopackage(item: StoredMetadata) -> None:
-    """Write the metadata into the table's GeoPackage, keeping the table's description (the store's mark)."""
-    kept = gpkg_metadata.description(item.path, item.table)
-    saved, error = QgsProviderRegistry.instance().saveLayerMetadata("ogr", item.uri, item.metadata)
-    if kept is not None:
-        gpkg_metadata.set_description(item.path, item.table, kept)
-    if not saved:
-        log.warning("could not write the provenance of %s into %s: %s", item.table, item.path, error)
+    """Write the metadata into the table's GeoPackage as QGIS writes it, where a fresh layer reads it back.
+
+    Not through ``QgsProviderRegistry.saveLayerMetadata``: on QGIS 3.22 it left
+    the project's open layer on that GeoPackage unable to read ("unable to
+    open database file"), so the next step of the run read 0 features from
+    the result it had just made (tests/qgis/test_provenance.py).  It also set
+    the table's description, the store's mark, to the abstract; this leaves
+    the description alone.
+    """
+    gpkg_metadata.add_table_document(item.path, item.table, QGIS_METADATA_URI, metadata_document(item.metadata))
+
+
+def metadata_document(metadata: QgsLayerMetadata) -> str:
+    """The layer metadata as QGIS's own XML document (``<!DOCTYPE qgis ...><qgis version=...>``)."""
+    doctype = QDomImplementation().createDocumentType("qgis", QGIS_METADATA_URI, "SYSTEM")
+    document = QDomDocument(doctype)
+    root = document.createElement("qgis")
+    root.setAttribute("version", Qgis.version())
+    document.appendChild(root)
+    metadata.writeMetadataXml(root, document)
+    return str(document.toString())
 
 
 def _new_result_table(item: StoredMetadata) -> bool:

@@ -198,14 +198,19 @@ def test_provenance_metadata_is_copied_with_its_table_under_the_new_name(tmp_pat
         assert db.execute("SELECT count(*) FROM gpkg_metadata").fetchone() == (2,)
 
 
-def test_provenance_description_is_read_and_put_back(tmp_path):
+def test_provenance_document_is_added_without_touching_the_tables_mark(tmp_path):
     path = tmp_path / "r.gpkg"
     _geopackage(path, with_metadata=False)
-    assert gpkg_metadata.description(path, "a") == "GeoGPT result"
-    gpkg_metadata.set_description(path, "a", "something else")
-    assert gpkg_metadata.description(path, "a") == "something else"
-    assert gpkg_metadata.description(path, "missing") is None
-    assert gpkg_metadata.description(tmp_path / "none.gpkg", "a") is None
+    gpkg_metadata.add_table_document(path, "a", "http://mrcc.com/qgis.dtd", "<qgis>first</qgis>")
+    gpkg_metadata.add_table_document(path, "b", "http://mrcc.com/qgis.dtd", "<qgis>other</qgis>")
+    assert gpkg_metadata.table_metadata(path, "a") == [
+        ("dataset", "http://mrcc.com/qgis.dtd", "text/xml", "<qgis>first</qgis>")
+    ]
+    with sqlite3.connect(path) as db:
+        marks = db.execute("SELECT table_name, description FROM gpkg_contents ORDER BY 1").fetchall()
+        registered = db.execute("SELECT table_name FROM gpkg_extensions ORDER BY 1").fetchall()
+    assert marks == [("a", "GeoGPT result")]  # the store's mark stays
+    assert registered == [("gpkg_metadata",), ("gpkg_metadata_reference",)]  # registered once
 
 
 def test_provenance_arguments_keep_expressions_but_not_url_credentials():
