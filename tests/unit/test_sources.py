@@ -47,7 +47,9 @@ CALLS = [
     (
         "query_ogc_collection",
         True,
-        ToolArtifact(collections=(CollectionRef("town", "hospitals", "http://t/"),), added=(AddedLayer("hospitals", "h9"),)),
+        ToolArtifact(
+            collections=(CollectionRef("town", "hospitals", "http://t/"),), added=(AddedLayer("hospitals", "h9"),)
+        ),
     ),
     ("make_chart", True, ToolArtifact(layers=(LayerRef("schools_near", "schools_near_1a2b"),), chart="/tmp/c.png")),
 ]
