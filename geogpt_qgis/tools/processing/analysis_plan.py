@@ -112,7 +112,8 @@ class _Planner:
 
     def add(self, index: int, step: Step) -> None:
         run = step.algorithm
-        assert run is not None  # noqa: S101 - analysis_of keeps only algorithm steps
+        if run is None:  # analysis_of keeps only algorithm steps: a caller's mistake, never the model's
+            raise ValueError(f"step {index} ran no algorithm")
         algorithm = find_algorithm(run.id)
         child_id = _identifier(f"{algorithm.name()}_{index}")
         definitions = {d.name(): d for d in algorithm.parameterDefinitions()}
