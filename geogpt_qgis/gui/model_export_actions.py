@@ -79,10 +79,18 @@ def ask_path(parent: QWidget) -> str:
     return str(path)
 
 
-def offer_model_export(actions: AnswerActions, steps: Sequence[Step], project: QgsProject, say: Say) -> QToolButton:
-    """Add "Export as model…" to an answer's actions, for the algorithm steps of its turn (off when it ran none)."""
+def offer_model_export(steps: Sequence[Step], project: QgsProject, say: Say) -> QToolButton:
+    """"Export as model…" for the algorithm steps of an answer's turn (off when it ran none), on a line of its own.
+
+    Its own line under the answer, not in the Copy/Retry row: that row has to
+    fit a dock 300 px wide (tests/qgis/test_narrow_dock.py).
+    """
     analysis = analysis_of(list(steps))
-    button = QToolButton(actions)
+    line = QWidget()
+    line.setObjectName("geogptExportModelLine")
+    row = QHBoxLayout(line)
+    row.setContentsMargins(0, 0, 0, 0)
+    button = QToolButton(line)
     button.setObjectName("geogptExportModel")
     button.setText(tr("Export as model…"))
     button.setAutoRaise(True)
@@ -94,14 +102,13 @@ def offer_model_export(actions: AnswerActions, steps: Sequence[Step], project: Q
     )
 
     def clicked() -> None:
-        path = ask_path(actions)
+        path = ask_path(line)
         if path:
             say(*export_to(path, analysis, project))
 
     button.clicked.connect(clicked)
-    row = actions.layout()
-    if isinstance(row, QHBoxLayout):
-        row.insertWidget(max(row.count() - 1, 0), button)  # before the row's closing stretch
+    row.addWidget(button)
+    row.addStretch(1)
     return button
 
 
@@ -162,10 +169,10 @@ class AnswerExport(QObject):
     def _on_finished(self, status: str) -> None:
         if status != "finished":
             return
-        actions = _newest_answer_actions(self.runs.chat.items())
-        if actions is not None:
+        if _newest_answer_actions(self.runs.chat.items()) is not None:  # an answer to offer it under
             project = self.runs.conversation.ctx.project
-            self.button = offer_model_export(actions, self.steps.steps, project, self.runs.chat.add_notice)
+            self.button = offer_model_export(self.steps.steps, project, self.runs.chat.add_notice)
+            self.runs.chat.add_item(self.button.parentWidget())
 
 
 def _newest_answer_actions(items: Sequence[QWidget]) -> AnswerActions | None:

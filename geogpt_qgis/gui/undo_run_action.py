@@ -52,8 +52,9 @@ class UndoRunAction(QWidget):
         self._check.setSingleShot(True)
         self._check.setInterval(0)
         self._check.timeout.connect(self.refresh)
-        links = self._listen()
-        self.destroyed.connect(lambda *_args: _disconnect(links))  # no reference to self: it is going away
+        links, project = self._listen(), self.undo.project
+        # No reference to self (it is going away); the project may have gone first (the end of QGIS).
+        self.destroyed.connect(lambda *_args: _disconnect(links) if not sip.isdeleted(project) else None)
         self.refresh()
 
     def _listen(self) -> list[tuple[Any, Any]]:

@@ -99,7 +99,8 @@ def test_export_model_from_an_answer_and_from_the_whole_conversation(
     ask_and_wait(panel, "Which schools are within 200 m of a river?")
     button = panel.model_export.button
     assert button is not None and button.isEnabled()
-    assert button.parent() is model_export_actions._newest_answer_actions(panel.chat.items())
+    assert model_export_actions._newest_answer_actions(panel.chat.items()) is not None
+    assert panel.chat.items()[-1] is button.parentWidget()  # a line of its own under the answer
 
     picked = tmp_path / "answer"  # no extension typed: the model's is added
     monkeypatch.setattr(model_export_actions, "ask_path", lambda _parent: str(picked))

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests" / "support" / "qt6_qgis"), str(ROOT)]
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from qgis.PyQt.QtCore import QT_VERSION_STR, QCoreApplication, QObject  # noqa: E402
+from qgis.PyQt.QtCore import QT_VERSION_STR, QCoreApplication, QObject, pyqtSignal  # noqa: E402
 from qgis.PyQt.QtGui import QColor, QImage, QPixmap, QTextDocument  # noqa: E402
 from qgis.PyQt.QtWidgets import QApplication, QLabel  # noqa: E402
 
@@ -70,6 +70,32 @@ def png(folder: Path) -> Path:
     return path
 
 
+class _StandInProject(QObject):
+    """The three project signals "Undo run" listens to (no QGIS in the Qt 6 venv)."""
+
+    dirtySet = pyqtSignal()  # noqa: N815 - QgsProject's names
+    layersAdded = pyqtSignal(list)  # noqa: N815
+    layersRemoved = pyqtSignal(list)  # noqa: N815
+
+
+class _StandInUndo:
+    """What ``UndoRunAction`` asks of a ``RunUndo``: whether it fits, and the undo itself."""
+
+    def __init__(self) -> None:
+        self.project = _StandInProject()
+        self.done = False
+
+    def blocked(self) -> list[str]:
+        return []
+
+    def overridden(self) -> list[str]:
+        return []
+
+    def undo(self) -> list[str]:
+        self.done = True
+        return ["removed layer 'x'"]
+
+
 def sample_arguments(folder: Path) -> dict[str, Callable[[], tuple[tuple, dict]]]:
     """Arguments for the classes that need some, by class name."""
     from geogpt_qgis.core.approval import ApprovalRequest
@@ -91,7 +117,14 @@ def sample_arguments(folder: Path) -> dict[str, Callable[[], tuple[tuple, dict]]
         controller = RunController(*run_args())
         return (None, None, controller, controller.composer, None), {}
 
+    def answer_export() -> tuple[tuple, dict]:
+        from geogpt_qgis.gui.run_controller import RunController
+
+        return (RunController(*run_args()),), {}
+
     return {
+        "AnswerExport": answer_export,
+        "UndoRunAction": lambda: ((_StandInUndo(), ["added layer 'x'"]), {}),
         "_EnterSends": lambda: ((lambda: None, QObject()), {}),
         "ConversationView": conversation_view,
         "RunController": lambda: (run_args(), {}),
@@ -151,6 +184,9 @@ def drive(name: str, obj: Any, folder: Path) -> None:
         obj.show_conversations([])
     elif name == "CodeHighlighter":
         obj.rehighlight()
+    elif name == "UndoRunAction":
+        obj.button.click()
+        assert obj.undo.done and obj.report.text(), "the undo ran and said what it did"
     if hasattr(obj, "show") and hasattr(obj, "isWidgetType") and obj.isWidgetType():
         obj.show()
 
