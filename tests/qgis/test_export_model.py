@@ -100,7 +100,7 @@ def run_model(model, inputs: dict[str, Any]) -> dict[str, Any]:
 
 def outputs_by_layer(model, results: dict[str, Any]) -> dict[str, Any]:
     """The model's output layers by the name of the conversation's result layer they stand for."""
-    return {d.name().split(":", 1)[1]: results[d.name()] for d in model.destinationParameterDefinitions()}
+    return {d.name().split(":", 1)[-1]: results[d.name()] for d in model.destinationParameterDefinitions()}
 
 
 def test_export_model_wires_the_three_steps_as_they_ran_and_lists_what_it_cannot_hold(analysis, demo_project, tmp_path):

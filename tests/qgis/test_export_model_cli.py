@@ -90,7 +90,7 @@ def test_export_model_from_the_cli_writes_the_runs_model_which_remakes_its_layer
         params = {"rivers": source["rivers"], "schools": source["schools"]}
         params.update({d.name(): "TEMPORARY_OUTPUT" for d in model.destinationParameterDefinitions()})
         results = processing.run(model, params)
-        made = {d.name().split(":", 1)[1]: results[d.name()] for d in model.destinationParameterDefinitions()}
+        made = {d.name().split(":", 1)[-1]: results[d.name()] for d in model.destinationParameterDefinitions()}
         assert sorted(made) == sorted(RESULTS)
         for name in RESULTS:
             theirs = source[name]

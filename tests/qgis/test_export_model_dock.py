@@ -116,7 +116,7 @@ def test_export_model_from_an_answer_and_from_the_whole_conversation(
     inputs = {name: demo_project.mapLayersByName(name)[0] for name in ("rivers", "schools")}
     params = {**inputs, **{d.name(): "TEMPORARY_OUTPUT" for d in model.destinationParameterDefinitions()}}
     results = processing.run(model, params)
-    made = {d.name().split(":", 1)[1]: results[d.name()] for d in model.destinationParameterDefinitions()}
+    made = {d.name().split(":", 1)[-1]: results[d.name()] for d in model.destinationParameterDefinitions()}
     for name in RESULTS:
         theirs = demo_project.mapLayersByName(name)[0]
         fields = [f for f in made[name].fields().names() if f != "fid"]
