@@ -236,9 +236,7 @@ class ResultStore:
                     taken.add(renames[table])
                 result_files.copy_tables(source, target, renames)
             for layer, table in layers:
-                options = QgsDataProvider.ProviderOptions()
-                options.transformContext = project.transformContext()
-                layer.setDataSource(_uri(target, renames[table]), layer.name(), "ogr", options)
+                _repoint(layer, _uri(target, renames[table]), "ogr", project)
             if source == self.scratch_file and not self._in_use(project, source):
                 result_files.remove_file(source)
         return target
@@ -256,9 +254,7 @@ class ResultStore:
                 target = result_rasters.file_name(layer.name(), folder, self._rasters_reserved)
                 result_rasters.copy_raster(path, target)
                 copied[path] = target
-            options = QgsDataProvider.ProviderOptions()
-            options.transformContext = project.transformContext()
-            layer.setDataSource(str(copied[path]), layer.name(), "gdal", options)  # keeps its renderer
+            _repoint(layer, str(copied[path]), "gdal", project)  # keeps its renderer
         return folder if copied else None
 
     # -- raster outputs of a saved project: straight beside it ---------------------------
@@ -558,3 +554,17 @@ def _ogr_layers(project: QgsProject) -> list[tuple[QgsVectorLayer, Path, str]]:
         if parts.get("path") and parts.get("layerName"):
             found.append((layer, Path(parts["path"]), str(parts["layerName"])))
     return found
+
+
+def _repoint(layer: QgsMapLayer, source: str, provider: str, project: QgsProject) -> None:
+    """Point ``layer`` at its copy, keeping its metadata (the provenance of a result).
+
+    QGIS 3.40 and 3.44 reload a raster's metadata from the new source when its
+    data source changes, which left a result saved under a new name without
+    its provenance (tests/qgis/test_provenance.py).
+    """
+    metadata = layer.metadata()
+    options = QgsDataProvider.ProviderOptions()
+    options.transformContext = project.transformContext()
+    layer.setDataSource(source, layer.name(), provider, options)
+    layer.setMetadata(metadata)

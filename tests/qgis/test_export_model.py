@@ -98,13 +98,22 @@ def run_model(model, inputs: dict[str, Any]) -> dict[str, Any]:
     return processing.run(model, params)
 
 
+def source_kind() -> Any:
+    """Where a child's parameter comes from: ``Qgis.ProcessingModelChildParameterSource`` from QGIS 3.3x,
+    ``QgsProcessingModelChildParameterSource.Source`` before (3.22)."""
+    from qgis.core import Qgis, QgsProcessingModelChildParameterSource
+
+    kind = getattr(Qgis, "ProcessingModelChildParameterSource", None)
+    return kind if kind is not None else QgsProcessingModelChildParameterSource.Source
+
+
 def outputs_by_layer(model, results: dict[str, Any]) -> dict[str, Any]:
     """The model's output layers by the name of the conversation's result layer they stand for."""
     return {d.name().split(":", 1)[-1]: results[d.name()] for d in model.destinationParameterDefinitions()}
 
 
 def test_export_model_wires_the_three_steps_as_they_ran_and_lists_what_it_cannot_hold(analysis, demo_project, tmp_path):
-    from qgis.core import QgsProcessingModelAlgorithm, QgsProcessingModelChildParameterSource
+    from qgis.core import QgsProcessingModelAlgorithm
 
     from geogpt_qgis.tools.processing.model_export import export_model
 
@@ -129,14 +138,14 @@ def test_export_model_wires_the_three_steps_as_they_ran_and_lists_what_it_cannot
     by_algorithm = {child.algorithmId(): child for child in children.values()}
     buffer_id = by_algorithm["native:buffer"].childId()
     intersect = by_algorithm["native:extractbylocation"].parameterSources()["INTERSECT"][0]
-    assert intersect.source() == QgsProcessingModelChildParameterSource.Source.ChildOutput
+    assert intersect.source() == source_kind().ChildOutput
     assert (intersect.outputChildId(), intersect.outputName()) == (buffer_id, "OUTPUT")
     distance = by_algorithm["native:buffer"].parameterSources()["DISTANCE"][0]
-    assert distance.source() == QgsProcessingModelChildParameterSource.Source.StaticValue
+    assert distance.source() == source_kind().StaticValue
     assert float(distance.staticValue()) == BUFFER_M
     rivers = by_algorithm["native:buffer"].parameterSources()["INPUT"][0]
     assert (rivers.source(), rivers.parameterName()) == (
-        QgsProcessingModelChildParameterSource.Source.ModelParameter,
+        source_kind().ModelParameter,
         "rivers",
     )
     # The Graphical Modeler would accept it as it is: every child's parameters are set.
