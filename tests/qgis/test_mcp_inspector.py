@@ -38,10 +38,20 @@ def plugin_server(demo_project, qgis_iface):
     service.shutdown()
 
 
+def _node_options() -> str:
+    """The Inspector uses the globals ``CustomEvent`` and ``crypto`` of Node.js 19 and later; Debian 12's Node.js 18
+    has them behind flags (a machine without NodeSource's Node.js 20 runs Debian's)."""
+    options = os.environ.get("NODE_OPTIONS", "")
+    version = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout
+    major = int(version.strip().lstrip("v").split(".")[0])
+    flags = "--experimental-global-customevent --experimental-global-webcrypto"
+    return f"{options} {flags}".strip() if major < 19 else options
+
+
 def inspect(tmp_path: Path, url: str, token: str | None, *method: str) -> subprocess.CompletedProcess:
     assert INSPECTOR.is_file(), "make setup installs the MCP Inspector into tools/mcp-inspector"
     headers = ["--header", f"Authorization: Bearer {token}"] if token else []
-    env = {**os.environ, "HOME": str(tmp_path), "npm_config_offline": "true"}
+    env = {**os.environ, "HOME": str(tmp_path), "npm_config_offline": "true", "NODE_OPTIONS": _node_options()}
     command = [str(INSPECTOR), "--cli", url, "--transport", "http", *headers, "--method", *method]
     # On a thread: this (QGIS's main) thread keeps serving the tools' bridge meanwhile.
     return call_in_thread(
