@@ -51,25 +51,8 @@ def _open(path: Path) -> sqlite3.Connection:
 def add_table_document(path: Path, table: str, standard_uri: str, document: str) -> None:
     """Add ``document`` (XML) as metadata of ``table``, making the metadata tables and their extension if needed."""
     with contextlib.closing(_open(path)) as db, db:
-        db.execute(_EXTENSIONS_DDL)
-        db.execute(_METADATA_DDL)
-        db.execute(_REFERENCES_DDL)
-        registered = {
-            row[0] for row in db.execute("SELECT table_name FROM gpkg_extensions WHERE extension_name = ?", (METADATA,))
-        }
-        db.executemany(
-            "INSERT INTO gpkg_extensions VALUES (?, NULL, ?, ?, 'read-write')",
-            [(name, METADATA, _EXTENSION_URI) for name in (METADATA, REFERENCES) if name not in registered],
-        )
-        cursor = db.execute(
-            "INSERT INTO gpkg_metadata (md_scope, md_standard_uri, mime_type, metadata) VALUES ('dataset', ?, "
-            "'text/xml', ?)",
-            (standard_uri, document),
-        )
-        db.execute(
-            "INSERT INTO gpkg_metadata_reference (reference_scope, table_name, md_file_id) VALUES ('table', ?, ?)",
-            (table, cursor.lastrowid),
-        )
+        _ensure_extension(db)
+        _insert_document(db, table, ("dataset", standard_uri, "text/xml", document))
 
 
 def table_metadata(path: Path, table: str) -> list[tuple[str, str, str, str]]:
@@ -92,45 +75,43 @@ def table_metadata(path: Path, table: str) -> list[tuple[str, str, str, str]]:
 def copy_table_metadata(source: Path, target: Path, names: dict[str, str]) -> int:
     """Copy the table-level metadata of ``{table in source: table in target}`` into ``target``; returns how many.
 
-    The metadata tables are made in ``target`` as ``source`` defines them
-    (and registered as the GeoPackage extension) when it has none yet.
+    The metadata tables are made in ``target`` (and registered as the
+    GeoPackage extension) when it has none yet.
     """
     documents = {new: table_metadata(source, old) for old, new in names.items()}
     if not any(documents.values()):
         return 0
-    with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=_TIMEOUT_S)) as src:
-        schema = src.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)", (METADATA, REFERENCES)
-        ).fetchall()
-        extensions = src.execute(
-            "SELECT table_name, column_name, extension_name, definition, scope FROM gpkg_extensions "
-            "WHERE table_name IN (?, ?)",
-            (METADATA, REFERENCES),
-        ).fetchall()
-    copied = 0
     with contextlib.closing(_open(target)) as db, db:
-        present = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        for name, sql in sorted(schema, key=lambda row: row[0] != METADATA):  # gpkg_metadata first: referenced
-            if name not in present:
-                db.execute(sql)
-        registered = set(db.execute("SELECT table_name, extension_name FROM gpkg_extensions").fetchall())
-        db.executemany(
-            "INSERT INTO gpkg_extensions VALUES (?, ?, ?, ?, ?)",
-            [row for row in extensions if (row[0], row[2]) not in registered],
-        )
+        _ensure_extension(db)
         for table, items in documents.items():
-            for scope, standard, mime, document in items:
-                cursor = db.execute(
-                    "INSERT INTO gpkg_metadata (md_scope, md_standard_uri, mime_type, metadata) VALUES (?, ?, ?, ?)",
-                    (scope, standard, mime, document),
-                )
-                db.execute(
-                    "INSERT INTO gpkg_metadata_reference (reference_scope, table_name, md_file_id) "
-                    "VALUES ('table', ?, ?)",
-                    (table, cursor.lastrowid),
-                )
-                copied += 1
-    return copied
+            for item in items:
+                _insert_document(db, table, item)
+    return sum(len(items) for items in documents.values())
+
+
+def _ensure_extension(db: sqlite3.Connection) -> None:
+    """The metadata tables as the standard defines them, registered once as the GeoPackage extension."""
+    db.execute(_EXTENSIONS_DDL)
+    db.execute(_METADATA_DDL)
+    db.execute(_REFERENCES_DDL)
+    registered = {
+        row[0] for row in db.execute("SELECT table_name FROM gpkg_extensions WHERE extension_name = ?", (METADATA,))
+    }
+    db.executemany(
+        "INSERT INTO gpkg_extensions VALUES (?, NULL, ?, ?, 'read-write')",
+        [(name, METADATA, _EXTENSION_URI) for name in (METADATA, REFERENCES) if name not in registered],
+    )
+
+
+def _insert_document(db: sqlite3.Connection, table: str, item: tuple[str, str, str, str]) -> None:
+    """One document (scope, standard URI, MIME type, text) and its reference to ``table``."""
+    cursor = db.execute(
+        "INSERT INTO gpkg_metadata (md_scope, md_standard_uri, mime_type, metadata) VALUES (?, ?, ?, ?)", item
+    )
+    db.execute(
+        "INSERT INTO gpkg_metadata_reference (reference_scope, table_name, md_file_id) VALUES ('table', ?, ?)",
+        (table, cursor.lastrowid),
+    )
 
 
 def _has_extension(db: sqlite3.Connection) -> bool:
