@@ -81,7 +81,9 @@ class StagedResult:
     wkb_type: object
     crs: QgsCoordinateReferenceSystem
     transform_context: QgsCoordinateTransformContext
+    expected: int = -1  # the temporary layer's feature count when staged (-1: its provider does not know)
     written: bool = False
+    count: int = 0  # features written into the table
 
 
 class ResultStore:
@@ -130,19 +132,40 @@ class ResultStore:
             wkb_type=layer.wkbType(),
             crs=layer.crs(),
             transform_context=project.transformContext(),
+            expected=max(-1, int(layer.featureCount())),
         )
 
     def write(self, staged: StagedResult, cancel: CancelToken | None = None) -> None:
-        """Copy the staged features into their table (any thread; a failed or stopped copy leaves no table)."""
+        """Copy the staged features into their table (any thread; a failed or stopped copy leaves no table).
+
+        The copy must hold as many features as the temporary layer had when staged: a short read of it
+        is tried once more, then refused, never stored as a plausible smaller result.
+        """
         with self._write_lock:
             try:
-                self._write(staged, cancel)
+                for attempt in (1, 2):
+                    staged.count = self._write(staged, cancel)
+                    if staged.expected < 0 or staged.count == staged.expected:
+                        break
+                    log.warning(
+                        "result %s: %d of %d features read on attempt %d",
+                        staged.table,
+                        staged.count,
+                        staged.expected,
+                        attempt,
+                    )
+                else:
+                    raise ToolError(
+                        f"the result {staged.name!r} has {staged.expected} features, but only {staged.count} could "
+                        "be read to store it; nothing was added. Run the step again."
+                    )
             except BaseException:
                 self.discard(staged, drop=True)
                 raise
         staged.written = True
 
-    def _write(self, staged: StagedResult, cancel: CancelToken | None) -> None:
+    def _write(self, staged: StagedResult, cancel: CancelToken | None) -> int:
+        """Write the table (replacing it on a second attempt); returns the number of features written."""
         if staged.source is None:
             raise ToolError("the result was already stored")
         options = QgsVectorFileWriter.SaveVectorOptions()
@@ -162,11 +185,14 @@ class ResultStore:
         try:
             if writer.hasError() != QgsVectorFileWriter.WriterError.NoError:
                 raise ToolError(f"could not store the result in {staged.path}: {writer.errorMessage()}")
+            written = 0
             for batch in _batches(staged.source, cancel):
                 if not writer.addFeatures(batch):
                     raise ToolError(f"could not store the result in {staged.path}: {writer.errorMessage()}")
+                written += len(batch)
         finally:
             del writer  # closes the table: its features are on disk
+        return written
 
     def open(self, staged: StagedResult) -> QgsVectorLayer:
         """A layer reading the stored table, styled like the temporary layer (main thread; not added).
@@ -177,6 +203,7 @@ class ResultStore:
             layer = vector_layer(_uri(staged.path, staged.table), staged.name, "ogr")
             if not layer.isValid():
                 raise ToolError(f"QGIS could not open the stored result {staged.table} in {staged.path}")
+            _check_stored_count(layer, staged)
             if staged.layer is not None:
                 copy_style(staged.layer, layer)
         except BaseException:
@@ -500,6 +527,22 @@ def _holds_ids(fields: QgsFields, name: str, source: QgsVectorLayerFeatureSource
             return False
         seen.add(value)
     return True
+
+
+def _check_stored_count(layer: QgsVectorLayer, staged: StagedResult) -> None:
+    """The stored layer reads every feature written (reloaded once if not); else ``ToolError``, never a short layer."""
+    if not staged.written:
+        return  # not written through this store (a test's or a caller's own table)
+    for attempt in (1, 2):
+        found = int(layer.featureCount())
+        if found == staged.count:
+            return
+        log.warning("result %s: %d features written, %d read (attempt %d)", staged.table, staged.count, found, attempt)
+        layer.reload()
+    raise ToolError(
+        f"the stored result {staged.table} in {staged.path} reads {found} features, but {staged.count} were "
+        "written; nothing was added. Run the step again."
+    )
 
 
 def _batches(source: QgsVectorLayerFeatureSource, cancel: CancelToken | None) -> Iterator[list]:

@@ -472,3 +472,18 @@ def test_the_export_itself_checks_the_path_just_before_writing(demo_project, too
     with pytest.raises(ToolError, match="Nothing was written"):
         run_approved(tools.export_map, request, path=str(target), title="Elvbury")
     assert digest(precious) == kept
+
+
+def test_a_copy_short_of_any_feature_refuses_the_change_before_it_is_made(demo_project):
+    """The undo copy is read back before the change: one that would miss a feature stops it, nothing changed."""
+    from geogpt_qgis.tools.project.edits import _keep_copy
+
+    schools = layer(demo_project, "schools")
+    path = gpkg_of(demo_project)
+    before = stored_counts(path)
+    ids = sorted(schools.allFeatureIds())[:3]
+    kept = _keep_copy(schools, ids)
+    assert sorted(stored_features(str(kept))) == ids
+    with pytest.raises(ToolError, match=r"3 of the 4 features could be read from 'schools'. Nothing was changed"):
+        _keep_copy(schools, [*ids, max(schools.allFeatureIds()) + 1000])  # a feature that is not there
+    assert stored_counts(path) == before and not schools.isEditable()

@@ -25,7 +25,7 @@ from qgis.core import (
 from geogpt_qgis import classFactory
 from geogpt_qgis.core import result_files
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
-from geogpt_qgis.tools.base import ToolContext
+from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.result_store import (
     ResultStore,
@@ -311,3 +311,46 @@ def test_a_stopped_copy_leaves_no_table_and_adds_nothing(new_project):
     assert "many" not in result_files.tables(store.scratch_file)
     assert result_files.result_tables(store.scratch_file) == {"first"}
     assert len(project.mapLayers()) == layers_before
+
+
+def _points(name: str, count: int) -> QgsVectorLayer:
+    memory = QgsVectorLayer("Point?crs=EPSG:25832&field=n:integer", name, "memory")
+    rows = []
+    for n in range(count):
+        row = QgsFeature(memory.fields())
+        row.setAttributes([n])
+        row.setGeometry(QgsGeometry.fromPointXY(QgsPointXY(n, n)))
+        rows.append(row)
+    memory.dataProvider().addFeatures(rows)
+    return memory
+
+
+def test_a_short_read_of_a_result_is_tried_again_then_refused_never_stored_smaller(new_project):
+    """A result whose temporary layer reads fewer features than it had when staged is never a smaller table."""
+    project, store = new_project
+    keep_result_now(project, _points("first", 1), "first")  # the file exists
+    layers_before = len(project.mapLayers())
+    _store, staged = stage_result(project, _points("short", 40), "short")
+    assert staged.expected == 40
+    staged.expected = 41  # as if one feature went missing while the copy read the temporary layer
+    with pytest.raises(ToolError, match=r"the result 'short' has 41 features, but only 40 could be read"):
+        store.write(staged)
+    assert "short" not in result_files.tables(store.scratch_file)
+    assert len(project.mapLayers()) == layers_before
+    # A true count goes through, every feature in the table (sqlite3, not QGIS).
+    _store, whole = stage_result(project, _points("whole", 40), "whole")
+    store.write(whole)
+    with sqlite3.connect(store.scratch_file) as db:
+        assert db.execute(f'SELECT count(*) FROM "{whole.table}"').fetchone() == (40,)
+
+
+def test_a_stored_result_that_reads_fewer_features_than_were_written_is_refused(new_project):
+    project, store = new_project
+    _store, staged = stage_result(project, _points("kept", 25), "kept")
+    store.write(staged)
+    assert staged.count == 25
+    with sqlite3.connect(store.scratch_file) as db:  # what a reader that sees only part of the table would see
+        db.execute(f'DELETE FROM "{staged.table}" WHERE n >= 20')
+    with pytest.raises(ToolError, match=r"reads 20 features, but 25 were written; nothing was added"):
+        store.open(staged)
+    assert staged.table not in result_files.tables(store.scratch_file)

@@ -88,10 +88,17 @@ def _keep_copy(vector: QgsVectorLayer, ids: list[int]) -> Path:
     """Copy the features ``ids`` of ``vector``, as they are, into a new GeoPackage (main thread, before a change).
 
     The undo of an edit saved at once: every field and the geometry, ids kept when the source's own FID field
-    comes along (a GeoPackage's ``fid``).  Raises ``ToolError`` (nothing changed yet) if the copy fails.
+    comes along (a GeoPackage's ``fid``).  The copy is read back before anything changes: a copy short of any
+    feature raises ``ToolError`` (nothing changed yet), never a change whose undo is silently empty.
     """
     stem = re.sub(r"[^A-Za-z0-9_-]+", "_", vector.name()).strip("_")[:60] or "layer"
     target = edit_copies_dir() / f"{stem}-{time.strftime('%Y%m%dT%H%M%S')}-{time.monotonic_ns() % 10**6:06d}.gpkg"
+    features = list(vector.getFeatures(QgsFeatureRequest().setFilterFids(ids)))
+    if len(features) != len(ids):
+        raise ToolError(
+            f"could not keep a copy of the features before the change: {len(features)} of the {len(ids)} "
+            f"features could be read from {vector.name()!r}. Nothing was changed."
+        )
     options = QgsVectorFileWriter.SaveVectorOptions()
     options.driverName = "GPKG"
     options.layerName = stem
@@ -101,11 +108,16 @@ def _keep_copy(vector: QgsVectorLayer, ids: list[int]) -> Path:
     try:
         if writer.hasError() != QgsVectorFileWriter.WriterError.NoError:
             raise ToolError(f"could not keep a copy of the features before the change: {writer.errorMessage()}")
-        for feature in vector.getFeatures(QgsFeatureRequest().setFilterFids(ids)):
-            if not writer.addFeature(feature):
-                raise ToolError(f"could not keep a copy of the features before the change: {writer.errorMessage()}")
+        if features and not writer.addFeatures(features):
+            raise ToolError(f"could not keep a copy of the features before the change: {writer.errorMessage()}")
     finally:
-        del writer  # closes the file
+        del writer  # closes the file: its features are committed
+    kept = QgsVectorLayer(f"{target}|layername={stem}", "copy", "ogr").featureCount()
+    if kept != len(ids):
+        raise ToolError(
+            f"could not keep a copy of the features before the change: the copy in {target} reads {kept} of "
+            f"{len(ids)} features. Nothing was changed."
+        )
     return target
 
 
