@@ -14,10 +14,13 @@ detect-secrets) included.
 from __future__ import annotations
 
 import argparse
+import atexit
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections.abc import Callable
 from configparser import ConfigParser
@@ -65,7 +68,43 @@ GUIDE_UNUSED = ("assets/javascripts/lunr", "assets/javascripts/workers")
 
 
 def build_guide(target: Path) -> list[str]:
-    """The user guide (``make docs``) built into ``target``, so Help opens it from disk; problems, if any."""
+    """The user guide (``make docs``) built into ``target``, so Help opens it from disk; problems, if any.
+
+    MkDocs runs once per process for the same sources: a test session assembles the plugin a dozen times
+    (packages, profiles), and each later guide is a copy of the first, made from the very same files.
+    """
+    key = _guide_sources_key()
+    built = _GUIDES_BUILT.get(key)
+    if built is not None and (built / "index.html").is_file():
+        shutil.copytree(built, target, dirs_exist_ok=True)
+        return []
+    problems = _run_mkdocs(target)
+    if not problems:
+        keep = Path(tempfile.mkdtemp(prefix="geogpt-guide-"))
+        atexit.register(shutil.rmtree, keep, True)
+        shutil.copytree(target, keep, dirs_exist_ok=True)
+        _GUIDES_BUILT[key] = keep
+    return problems
+
+
+# Guides built by this process, by the digest of every file they are made from (_guide_sources_key).
+_GUIDES_BUILT: dict[str, Path] = {}
+
+
+def _guide_sources_key() -> str:
+    """A digest of what the guide is built from: its pages, MkDocs's config and hook, the results files."""
+    results = Path(os.environ.get("GEOGPT_RESULTS_ROOT") or REPO)  # as scripts/docs_results.py reads them
+    sources = [REPO / "mkdocs.yml", REPO / "scripts" / "docs_results.py", *sorted((REPO / "docs").rglob("*"))]
+    sources += [results / "bench" / "results.json", results / "evals" / "results.json"]
+    sources += [results / "evals" / "results-real.json", results / "evals" / "traps.json"]
+    digest = hashlib.sha256(str(results).encode())
+    for path in sources:
+        if path.is_file():
+            digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _run_mkdocs(target: Path) -> list[str]:
     done = subprocess.run(
         [
             sys.executable,
