@@ -37,6 +37,16 @@ SRC=/work/geogpt  # the clone's copy inside each chroot
 
 log() { printf '[matrix %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# What CI's own output must show of a failed suite (the chroot's log is overwritten by the next run): the failed
+# tests, or a crash's thread dump without the frames of pytest's own machinery, or the log's end.
+report_failure() {
+    grep -E '^(FAILED|ERROR) ' "$1" || true
+    if grep -q 'Fatal Python error' "$1"; then
+        sed -n '/Fatal Python error/,$p' "$1" | grep -v -E '/(site-packages|dist-packages)/|^  File "<frozen' | head -n 200
+    elif ! grep -q -E '^(FAILED|ERROR) ' "$1"; then
+        tail -n 30 "$1"
+    fi
+}
 
 [ "$(id -u)" = 0 ] || die "make test-matrix needs root (debootstrap, chroot and mounts); run it with sudo"
 command -v debootstrap >/dev/null || "$REPO/scripts/install_system.sh" debootstrap
@@ -207,7 +217,7 @@ one_version() {
     local summary
     summary=$(grep -E '^(=+ )?[0-9]+ (passed|failed)|^=+ .*(passed|failed|error).* in ' "$CACHE/logs/$name.log" | tail -n 1)
     log "$name: $(grep -m 1 "^QGIS" "$CACHE/logs/$name.log" || true) | ${summary:-no summary} | exit $rc | $(( SECONDS - started )) s"
-    [ "$rc" = 0 ] || { grep -E '^(FAILED|ERROR) ' "$CACHE/logs/$name.log" >&2 || tail -n 30 "$CACHE/logs/$name.log" >&2; }
+    [ "$rc" = 0 ] || report_failure "$CACHE/logs/$name.log" >&2
     return "$rc"
 }
 
