@@ -85,10 +85,10 @@ def idle_stall_ms(seconds: float | None = None) -> float | None:
     return heartbeat.longest_stall_ms
 
 
-def run_child(module: str, timeout: float = 900) -> dict[str, Any]:
-    """Run ``python -m module`` (one QGIS per process) and return the JSON it prints last."""
+def run_child(module: str, timeout: float = 900, args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run ``python -m module *args`` (one QGIS per process) and return the JSON it prints last."""
     done = subprocess.run(
-        [sys.executable, "-m", module],
+        [sys.executable, "-m", module, *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -26,6 +26,7 @@ from geogpt_qgis.toolbelt.qt_actions import QAction
 if TYPE_CHECKING:
     from qgis.gui import QgisInterface
 
+    from geogpt_qgis.gui.agent_preload import AgentPreload
     from geogpt_qgis.gui.chat_view import ChatView
     from geogpt_qgis.gui.dock import ChatDock
     from geogpt_qgis.gui.mcp_approvals import DockApprovals
@@ -46,6 +47,7 @@ class GeoGptPlugin:
         self.help_action: QAction | None = None
         self.options_factory: GeoGptOptionsFactory | None = None
         self.mcp_service: McpService | None = None
+        self.agent_preload: AgentPreload | None = None
         self._teardown = contextlib.ExitStack()
 
     def initGui(self) -> None:
@@ -99,6 +101,14 @@ class GeoGptPlugin:
         self._teardown.callback(self._remove_action)
         self._add_help_action()
         dock.setVisible(settings.dock_visible)
+        self._preload_agent_stack()
+
+    def _preload_agent_stack(self) -> None:
+        """The agent stack imported off the main thread once QGIS has started and sat idle (the first answer's wait)."""
+        from geogpt_qgis.gui.agent_preload import AgentPreload
+
+        self.agent_preload = AgentPreload(self.iface)
+        self._teardown.callback(self.agent_preload.stop)
 
     def _add_help_action(self) -> None:
         """Help > Plugins > GeoGPT user guide: the guide shipped in the plugin, opened from disk."""

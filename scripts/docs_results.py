@@ -105,6 +105,14 @@ BENCH_ROWS: list[Row] = [
         lambda r: "",
     ),
     (
+        "the first answer's first event after Send: agent stack preloaded in the background / not, medians",
+        lambda r: (
+            f"{num(r['first_answer']['preloaded']['first_event_seconds_median'])} s / "
+            f"{num(r['first_answer']['cold']['first_event_seconds_median'])} s{met(r['first_answer']['meets_goal'])}"
+        ),
+        lambda r: f"≤ {num(r['first_answer']['goal_seconds'])} s preloaded",
+    ),
+    (
         "longest main-thread stall while streaming 500 / 2,000 tokens",
         lambda r: (
             f"{_stall(r['responsiveness']['stream_500_tokens'])} / "

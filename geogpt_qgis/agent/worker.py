@@ -127,6 +127,11 @@ class AgentWorker(QThread):  # type: ignore[misc]  # QThread is Any to mypy: PyQ
 _DRAINING: set[AgentWorker] = set()
 
 
+# One import of the agent stack at a time, and once (``preload_agent_stack``).
+_PRELOAD_LOCK = threading.Lock()
+_preloaded = False
+
+
 def preload_agent_stack() -> None:
     """Import everything a run may need, then freeze the garbage collector's view of it.
 
@@ -136,7 +141,25 @@ def preload_agent_stack() -> None:
     QGIS's main thread for 50-130 ms at a time.  So the collector is paused for
     the import and the imported objects are then frozen (``gc.freeze``); both
     providers are imported up front so no later import adds unfrozen bulk.
+
+    Any thread, any number of times: the first call imports, later ones only
+    freeze what was built since (an earlier conversation's session), as every
+    conversation's first step always did.  A call made while another thread
+    imports (a first run while ``gui.agent_preload``'s thread is still at it)
+    waits for that import to end, on its own thread, instead of importing the
+    same packages alongside it, which their circular imports can turn into a
+    deadlock error.  The plugin never calls it on the main thread.
     """
+    global _preloaded
+    with _PRELOAD_LOCK:
+        if _preloaded:
+            gc.freeze()
+            return
+        _import_agent_stack()
+        _preloaded = True
+
+
+def _import_agent_stack() -> None:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
