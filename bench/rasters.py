@@ -5,8 +5,10 @@ surface and a Byte land cover with seven classes, both DEFLATE-compressed
 and tiled 256 x 256 (the usual GeoTIFF), without overviews (the slow case: no
 pyramid to read from).  Each is added to a project and described through the
 project tools on a worker thread, as the agent does; the median of
-``ROUNDS`` runs is reported, with the text's own word on exact or
-approximate statistics.  ``--quick`` uses 1,000 x 1,000 pixels.
+``ROUNDS`` runs (wall time of the tool call, in seconds) is reported, with the
+text's own word on exact or approximate statistics and how far a sample's
+figures are from numpy's over every pixel written (the DEM's mean, each
+class's share).  ``--quick`` uses 1,000 x 1,000 pixels (exact).
 
     python -m bench.rasters
 """
@@ -14,6 +16,7 @@ approximate statistics.  ``--quick`` uses 1,000 x 1,000 pixels.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import tempfile
 import time
@@ -28,8 +31,11 @@ GOAL_SECONDS = 1.0
 CHUNK_ROWS = 500
 
 
-def write_rasters(folder: Path) -> dict[str, Path]:
-    """The two test rasters (written chunk by chunk: the full DEM would be 400 MB in memory)."""
+def write_rasters(folder: Path) -> tuple[dict[str, Path], dict[str, Any]]:
+    """The two test rasters (written chunk by chunk: the full DEM would be 400 MB in memory) and numpy's figures.
+
+    The figures are over every pixel written: the DEM's mean (float64 sum), each class's share in %.
+    """
     import numpy as np
     from osgeo import gdal, osr
 
@@ -37,6 +43,7 @@ def write_rasters(folder: Path) -> dict[str, Path]:
     srs = osr.SpatialReference()
     srs.ImportFromEPSG(25832)
     paths = {}
+    dem_sum, class_counts = 0.0, np.zeros(256, dtype=np.int64)
     for name, data_type in (("dem", gdal.GDT_Float32), ("cover", gdal.GDT_Byte)):
         path = folder / f"{name}.tif"
         options = ["COMPRESS=DEFLATE", "TILED=YES", "BIGTIFF=IF_SAFER"]
@@ -50,13 +57,16 @@ def write_rasters(folder: Path) -> dict[str, Path]:
             y = np.arange(top, min(top + CHUNK_ROWS, SIZE), dtype=np.float32)[:, None]
             surface = 100 + 50 * np.sin(x / 700) * np.cos(y / 900) + y * 0.01
             if name == "dem":
-                band.WriteArray(surface.astype(np.float32), 0, top)
+                written = surface.astype(np.float32)
+                dem_sum += float(written.sum(dtype=np.float64))
             else:
-                classes = 1 + (x.astype(np.int32) // 97 + y.astype(np.int32) // 89) % 7
-                band.WriteArray(classes.astype(np.uint8), 0, top)
+                written = (1 + (x.astype(np.int32) // 97 + y.astype(np.int32) // 89) % 7).astype(np.uint8)
+                class_counts += np.bincount(written.ravel(), minlength=256)
+            band.WriteArray(written, 0, top)
         dataset = None
         paths[name] = path
-    return paths
+    shares = {int(code): 100 * int(class_counts[code]) / SIZE**2 for code in np.flatnonzero(class_counts)}
+    return paths, {"dem_mean": dem_sum / SIZE**2, "class_shares": shares}
 
 
 def measure() -> dict[str, Any]:
@@ -72,7 +82,7 @@ def measure() -> dict[str, Any]:
     results: dict[str, Any] = {"pixels": SIZE * SIZE, "size": SIZE, "rounds": ROUNDS, "goal_seconds": GOAL_SECONDS}
     with tempfile.TemporaryDirectory() as work:
         started = time.perf_counter()
-        paths = write_rasters(Path(work))
+        paths, full = write_rasters(Path(work))
         results["write_seconds"] = round(time.perf_counter() - started, 1)
         for name, path in paths.items():
             layer = QgsRasterLayer(str(path), name, "gdal")
@@ -91,7 +101,23 @@ def measure() -> dict[str, Any]:
                 "median_seconds": round(median, 3),
                 "meets_goal": median <= GOAL_SECONDS,
                 "statistics": text.splitlines()[-1],
+                "approximate": "Statistics: approximate" in text,
             }
+            if name == "dem":
+                found = re.search(r"\bmean (-?[\d.e+]+)", text)
+                assert found, text
+                mean = float(found[1])
+                results[name]["mean"] = mean
+                results[name]["full_mean"] = round(full["dem_mean"], 4)
+                results[name]["mean_error_percent"] = round(100 * abs(mean - full["dem_mean"]) / full["dem_mean"], 3)
+            else:
+                classes = text.split("valid pixels:")[1].splitlines()[0]
+                shown = {int(c): float(v) for c, v in re.findall(r"\b(\d+) ([\d.]+)%", classes)}
+                assert set(shown) <= set(full["class_shares"]), (shown, full)  # a sample never invents a class
+                results[name]["classes_found"] = f"{len(shown)} of {len(full['class_shares'])}"
+                results[name]["largest_share_error_points"] = round(
+                    max(abs(shown.get(c, 0.0) - share) for c, share in full["class_shares"].items()), 2
+                )
             project.removeMapLayer(layer.id())
     return results
 

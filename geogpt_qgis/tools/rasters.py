@@ -3,19 +3,19 @@
 Split like the vector reads: ``plan_raster_read`` snapshots what only the main
 thread may touch (the layer, its renderer's class labels) into a plain
 ``RasterReadPlan``; ``describe_raster`` then reads pixels with GDAL on the
-worker, through a dataset of its own.  Statistics are exact up to
-``EXACT_PIXELS`` pixels; above that they come from about ``SAMPLE_PIXELS``
-pixels in whole blocks spread evenly over the raster (reading whole blocks
-keeps a compressed 10,000 x 10,000 GeoTIFF under a second; never from an
-overview, whose resampled values the data may not have), and the text says
-they are approximate and from how many pixels.  Pixels a GDAL mask band hides
-count as missing, as QGIS draws them transparent.  Nothing is written beside the data (GDAL's .aux.xml caches are not
-used: the statistics are computed here with numpy).
+worker, through a dataset of its own.  Which pixels (``raster_scan``): all of
+them up to ``EXACT_PIXELS``; above that about ``SAMPLE_PIXELS`` real pixels in
+whole blocks spread evenly (a compressed 10,000 x 10,000 GeoTIFF under a
+second; never an overview, whose resampled values the data may not have), and
+the text says the figures are approximate, how they were sampled and that
+extremes and rare classes may lie outside the sample.  Pixels a GDAL mask band
+hides count as missing, as QGIS draws them transparent.  Nothing is written
+beside the data (GDAL's .aux.xml caches are not used: the statistics are
+computed here with numpy).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +23,11 @@ from qgis.core import QgsPalettedRasterRenderer, QgsRasterLayer, QgsUnitTypes
 
 from geogpt_qgis.core.cancel import CancelToken
 from geogpt_qgis.core.text import NAME_MAX_CHARS, short
+from geogpt_qgis.tools.raster_scan import EXACT_PIXELS as EXACT_PIXELS  # re-exported: tests size rasters by it
+from geogpt_qgis.tools.raster_scan import class_counts, read_band
+from geogpt_qgis.tools.raster_scan import has_mask as has_mask  # re-exported for the sample and zonal tools
+from geogpt_qgis.tools.raster_scan import read_window as read_window
 
-EXACT_PIXELS = 4_000_000  # read every pixel up to this many per band
-SAMPLE_PIXELS = 2_000_000  # about this many pixels per band otherwise
 MAX_CLASSES = 32  # an integer band with at most this many values (and a palette or few values) is categorical
 MAX_BANDS_DESCRIBED = 12
 SHOWN_CLASSES = 16
@@ -110,8 +112,9 @@ def describe_raster(plan: RasterReadPlan, cancel: CancelToken) -> list[str]:
     for index in range(1, min(dataset.RasterCount, MAX_BANDS_DESCRIBED) + 1):
         cancel.raise_if_cancelled()
         band = dataset.GetRasterBand(index)
-        values, masked, basis = _read_values(band, dataset.RasterXSize, dataset.RasterYSize)
-        lines.append(_band_line(index, band, values, masked, plan.labels.get(index, {})))
+        read = read_band(band, dataset.RasterXSize, dataset.RasterYSize, cancel)
+        basis = read.basis()
+        lines.append(_band_line(index, band, read.values, read.masked, plan.labels.get(index, {})))
     if dataset.RasterCount > MAX_BANDS_DESCRIBED:
         lines.append(f"(bands {MAX_BANDS_DESCRIBED + 1}-{dataset.RasterCount} not described)")
     lines.append(f"Statistics: {basis}.")
@@ -120,82 +123,18 @@ def describe_raster(plan: RasterReadPlan, cancel: CancelToken) -> list[str]:
 
 def band_summary(plan: RasterReadPlan, cancel: CancelToken) -> tuple[float | None, float | None, list[float]]:
     """Band 1's min, max and (an integer band of at most ``MAX_CLASSES`` values) its values (worker thread)."""
-    import numpy as np
     from osgeo import gdal
 
     gdal.UseExceptions()
     cancel.raise_if_cancelled()
     dataset = gdal.OpenEx(plan.source, gdal.OF_RASTER | gdal.OF_READONLY)
     band = dataset.GetRasterBand(1)
-    values, _masked, _basis = _read_values(band, dataset.RasterXSize, dataset.RasterYSize)
-    valid = shown_values(band, values)
+    valid = shown_values(band, read_band(band, dataset.RasterXSize, dataset.RasterYSize, cancel).values)
     if valid.size == 0:
         return None, None, []
-    codes = np.unique(valid) if valid.dtype.kind in "iu" else np.array([])
-    classes = [float(c) for c in codes] if 0 < codes.size <= MAX_CLASSES else []
+    counted = class_counts(valid, MAX_CLASSES) if valid.dtype.kind in "iu" else None
+    classes = [float(c) for c in counted[0]] if counted is not None else []
     return float(valid.min()), float(valid.max()), classes
-
-
-def _read_values(band: Any, width: int, height: int) -> tuple[Any, int, str]:
-    """The band's pixels, or whole blocks of them spread evenly, flattened; pixels its mask hides; which they are.
-
-    Never an overview: a cubic or averaged overview holds values the data has
-    not (a land cover of classes 1, 5 and 9 read as seven classes), and its
-    extremes and spread are smoothed.  Pixels a GDAL mask band hides (an
-    internal mask or alpha, which QGIS draws transparent) are left out and counted.
-    """
-    import numpy as np
-
-    total = width * height
-    if total <= EXACT_PIXELS:
-        values, masked = read_window(band, 0, 0, width, height)
-        return values, masked, f"exact, from all {total:,} pixels"
-    block_x, block_y = band.GetBlockSize()
-    block_x, block_y = max(1, min(block_x, width)), max(1, min(block_y, height))
-    columns, rows = math.ceil(width / block_x), math.ceil(height / block_y)
-    wanted = max(1, round(SAMPLE_PIXELS / (block_x * block_y)))
-    if block_x >= width:  # strips: evenly spaced strips from the first to the last
-        picks = [(0, row) for row in _spread(rows, min(rows, wanted))]
-    else:  # a lattice of blocks from corner to corner, symmetric so a trend does not bias the mean
-        step = max(1.0, math.sqrt(columns * rows / wanted))
-        across, down = _spread(columns, math.ceil(columns / step)), _spread(rows, math.ceil(rows / step))
-        picks = [(col, row) for row in down for col in across]
-    parts, masked, read = [], 0, 0
-    for col, row in picks:
-        x, y = col * block_x, row * block_y
-        size_x, size_y = min(block_x, width - x), min(block_y, height - y)
-        values, hidden = read_window(band, x, y, size_x, size_y)
-        parts.append(values)
-        masked += hidden
-        read += size_x * size_y
-    values = np.concatenate(parts)
-    if read == total:  # few blocks: every one was read
-        return values, masked, f"exact, from all {total:,} pixels"
-    return values, masked, f"approximate, from {read:,} of the {total:,} pixels ({len(picks)} blocks spread evenly)"
-
-
-def has_mask(band: Any) -> bool:
-    """Whether a GDAL mask band (internal mask, alpha) hides pixels beyond what the nodata value says."""
-    from osgeo import gdal
-
-    flags = band.GetMaskFlags()
-    return not flags & (gdal.GMF_ALL_VALID | gdal.GMF_NODATA)
-
-
-def read_window(band: Any, x: int, y: int, width: int, height: int) -> tuple[Any, int]:
-    """A window's pixels, flattened, without those the band's mask hides; and how many it hid."""
-    values = band.ReadAsArray(x, y, width, height).ravel()
-    if not has_mask(band):
-        return values, 0
-    shown = band.GetMaskBand().ReadAsArray(x, y, width, height).ravel() != 0
-    return values[shown], int(values.size - shown.sum())
-
-
-def _spread(count: int, wanted: int) -> list[int]:
-    """``wanted`` indices from 0 to ``count - 1``, evenly spaced, both ends included."""
-    if wanted <= 1:
-        return [count // 2]
-    return sorted({round(i * (count - 1) / (wanted - 1)) for i in range(wanted)})
 
 
 def _band_line(index: int, band: Any, values: Any, masked: int, labels: dict[float, str]) -> str:
@@ -220,8 +159,9 @@ def _band_line(index: int, band: Any, values: Any, masked: int, labels: dict[flo
         return f"{head}: every pixel is nodata"
     labels = labels or gdal_labels(band)
     if valid.dtype.kind in "iu":
-        codes, counts = np.unique(valid, return_counts=True)
-        if len(codes) <= MAX_CLASSES and (labels or band.GetColorTable() is not None or len(codes) <= 12):
+        counted = class_counts(valid, MAX_CLASSES)
+        if counted is not None and (labels or band.GetColorTable() is not None or len(counted[0]) <= 12):
+            codes, counts = counted
             return f"{head}: categorical, {len(codes)} classes{share_missing}; share of valid pixels: " + _classes(
                 codes, counts, labels
             )

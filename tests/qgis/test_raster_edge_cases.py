@@ -74,11 +74,11 @@ def _figures(text: str) -> dict[str, float]:
 def test_a_large_raster_with_averaged_overviews_shows_only_classes_the_data_has(
     tools, tool_ctx, demo_project, tmp_path
 ):
-    """Over 4 M pixels the statistics are sampled from real pixels, never from an overview's resampled values."""
+    """Over 8 M pixels the statistics are sampled from real pixels, never from an overview's resampled values."""
     rng = np.random.default_rng(2)
     patches = rng.choice(np.array([1, 5, 9], np.uint8), size=(100, 100), p=[0.5, 0.3, 0.2])
-    # 2,100 x 2,100 (4.41 M pixels) in patches of 21 x 21: an overview's 2 x 2 average straddles patch edges
-    cover = np.kron(patches, np.ones((21, 21), np.uint8))
+    # 4,100 x 4,100 (16.8 M pixels) in patches of 41 x 41: an overview's 2 x 2 average straddles patch edges
+    cover = np.kron(patches, np.ones((41, 41), np.uint8))
     source = _write(tmp_path / "cover.tif", cover, kind=gdal.GDT_Byte)
     cog = gdal.Translate(
         str(tmp_path / "cover_cog.tif"), str(source), format="COG", creationOptions=["RESAMPLING=AVERAGE"]

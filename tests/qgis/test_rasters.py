@@ -84,7 +84,7 @@ def _write(path: Path, array: np.ndarray, epsg: int, pixel: float, **extra) -> P
 
 
 def test_a_large_raster_is_approximate_and_says_so(tools, demo_project, tmp_path):
-    side = int(EXACT_PIXELS**0.5) + 1000  # 12 x 12 blocks of 256 x 256: some are skipped
+    side = int(EXACT_PIXELS**0.5) + 1000  # 15 x 15 blocks of 256 x 256: some are skipped
     rows = np.arange(side, dtype=np.float32)[:, None]
     surface = (rows * 0.5 + np.arange(side, dtype=np.float32)[None, :] * 0.25).astype(np.float32)
     path = _write(tmp_path / "big.tif", surface, 25832, 1.0, tiled=True)
