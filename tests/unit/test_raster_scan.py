@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from geogpt_qgis.tools.raster_scan import EXACT_PIXELS, SAMPLE_PIXELS, WINDOW, class_counts, plan_windows
+from geogpt_qgis.core.cancel import CancelToken, RunCancelled
+from geogpt_qgis.tools.raster_scan import EXACT_PIXELS, SAMPLE_PIXELS, WINDOW, class_counts, plan_windows, read_band
 
 
 def _covered(width: int, height: int, windows) -> np.ndarray:
@@ -80,3 +81,34 @@ def test_class_counts_give_up_past_the_limit():
     assert class_counts(np.arange(40, dtype=np.uint8), 32) is None
     assert class_counts(np.arange(200_000, dtype=np.int32), 32) is None
     assert class_counts(np.zeros(0, dtype=np.uint8), 32) is None
+
+
+class _Band:
+    """A GDAL band's reading surface over no file: every read counted, Stop pressed after the third."""
+
+    def __init__(self, cancel: CancelToken) -> None:
+        self.reads: list[tuple[int, int, int, int]] = []
+        self.cancel = cancel
+
+    def GetBlockSize(self) -> list[int]:  # noqa: N802 - GDAL's name
+        return [256, 256]
+
+    def GetMaskFlags(self) -> int:  # noqa: N802
+        from osgeo import gdal
+
+        return gdal.GMF_ALL_VALID
+
+    def ReadAsArray(self, x: int, y: int, width: int, height: int) -> np.ndarray:  # noqa: N802
+        self.reads.append((x, y, width, height))
+        if len(self.reads) == 3:
+            self.cancel.cancel()
+        return np.zeros((height, width), dtype=np.float32)
+
+
+def test_stop_ends_a_sampled_read_between_two_windows():
+    cancel = CancelToken()
+    band = _Band(cancel)
+    with pytest.raises(RunCancelled):
+        read_band(band, 10_000, 10_000, cancel)
+    assert len(band.reads) == 3  # the window after Stop was never read
+    assert all(w == h == 256 for _x, _y, w, h in band.reads)  # full-resolution windows, no buffer size
