@@ -2,10 +2,13 @@
 
 1. Buffer a 100,000-point layer through the run_algorithm tool (called from a
    worker thread, as the agent does) and directly with ``processing.run`` on
-   the same job; runs alternate.  The overhead is the ratio of the fastest
-   runs (the least disturbed on a shared machine; goal: under 5%), with the
-   ratio of the medians beside it.  A heartbeat records the longest main-thread stall
-   during the tool's run (goal: 50 ms or less).
+   the same job; runs alternate.  The overhead is the ratio of the medians
+   (goal: within 10%, issue 34), with the ratio of the fastest runs (the
+   least disturbed on a shared machine) beside it.  The tool's result must
+   end up in the results GeoPackage (a store of the bench's own, checked
+   after each run); the time of that copy, R-tree included, is reported
+   too.  A heartbeat records the longest main-thread stall during the tool's
+   run (goal: 50 ms or less).
 2. Search (``bench.algorithm_search``): top-5 accuracy on the analyst queries
    of the test suite and the time per query (goals: at least 90%, under
    50 ms), the one-off cost of building the index, and the same figures for
@@ -29,16 +32,18 @@ from bench.common import GOAL_STALL_MS, Heartbeat, headless_qgis, idle_stall_ms,
 FEATURES = sized(100_000, 2_000)
 ROUNDS = sized(5, 1)
 PARAMETERS = {"DISTANCE": 5, "SEGMENTS": 8}
-GOAL_OVERHEAD = 0.05
+GOAL_OVERHEAD = 0.10  # run_algorithm within 10% of processing.run, median vs median (issue 34)
 
 
 def measure() -> dict[str, Any]:
     import processing
     from qgis.core import QgsProject, QgsVectorLayer
 
+    from geogpt_qgis.core import result_files
     from geogpt_qgis.toolbelt.main_thread import MainThreadBridge
     from geogpt_qgis.tools.base import ToolContext
     from geogpt_qgis.tools.processing.family import ProcessingTools
+    from geogpt_qgis.tools.result_store import ResultStore, set_result_store
     from harness.big_layers import write_big_points
     from harness.runs import call_in_thread
 
@@ -47,6 +52,9 @@ def measure() -> dict[str, Any]:
         path = write_big_points(Path(work) / "points.gpkg", FEATURES)
         layer = QgsVectorLayer(f"{path}|layername=big", "points", "ogr")
         project.addMapLayer(layer)
+        store = ResultStore(Path(work) / "scratch")  # results kept as in QGIS, in a results GeoPackage of our own
+        set_result_store(project, store)
+        store_seconds = _time_store_copies(store)
         tools = ProcessingTools(ToolContext(project=project, bridge=MainThreadBridge(), iface=None))
         idle = idle_stall_ms()
         direct_seconds, tool_seconds, stalls = [], [], []
@@ -64,9 +72,12 @@ def measure() -> dict[str, Any]:
             stalls.append(heartbeat.longest_stall_ms)
             added = project.mapLayersByName(name)[0]
             assert added.featureCount() == FEATURES
+            assert added.source() == f"{store.scratch_file}|layername={name}"  # stored, not a temporary layer
+            assert name in result_files.result_tables(store.scratch_file)
             project.removeMapLayer(added.id())
         search = algorithm_search.measure()
         project.clear()
+        set_result_store(project, None)
     direct, tool = statistics.median(direct_seconds), statistics.median(tool_seconds)
     overhead = min(tool_seconds) / min(direct_seconds) - 1
     return {
@@ -78,8 +89,10 @@ def measure() -> dict[str, Any]:
         "median_tool_seconds": round(tool, 3),
         "tool_overhead": round(overhead, 4),
         "tool_overhead_of_medians": round(tool / direct - 1, 4),
+        # Where the tool's extra time goes: its copy into the results GeoPackage, R-tree included (algorithm thread).
+        "median_store_copy_seconds": round(statistics.median(store_seconds), 3),
         "goal_overhead": GOAL_OVERHEAD,
-        "meets_overhead_goal": overhead < GOAL_OVERHEAD,
+        "meets_overhead_goal": tool / direct - 1 <= GOAL_OVERHEAD,
         "longest_stall_ms_during_tool_runs": max(s for s in stalls if s is not None),
         "median_longest_stall_ms_per_run": statistics.median(s for s in stalls if s is not None),
         "idle_longest_stall_ms": idle,
@@ -87,6 +100,22 @@ def measure() -> dict[str, Any]:
         "meets_stall_goal": statistics.median(s for s in stalls if s is not None) <= GOAL_STALL_MS,
         **search,
     }
+
+
+def _time_store_copies(store: Any) -> list[float]:
+    """Record how long each copy into ``store`` takes (its features and GDAL's R-tree, built when the table closes)."""
+    seconds: list[float] = []
+    write = store.write
+
+    def timed(*args: Any) -> None:
+        started = time.perf_counter()
+        try:
+            write(*args)
+        finally:
+            seconds.append(time.perf_counter() - started)
+
+    store.write = timed
+    return seconds
 
 
 if __name__ == "__main__":
