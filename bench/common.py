@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,28 @@ def idle_stall_ms(seconds: float | None = None) -> float | None:
     return heartbeat.longest_stall_ms
 
 
+# Children started ahead by ``start_child``, by (module, args): ``run_child`` takes their result.
+_STARTED: dict[tuple[str, tuple[str, ...]], Future[dict[str, Any]]] = {}
+
+
+def start_child(module: str, timeout: float = 900, args: tuple[str, ...] = ()) -> None:
+    """Start ``run_child(module, timeout, args)`` now, on a thread of its own; its next ``run_child`` waits for it.
+
+    ``make bench-quick`` runs the prompt cache (a one-thread model server, waited on most of the time) this way,
+    beside the other benchmarks, whose figures it does not keep.
+    """
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=module)
+    _STARTED[(module, args)] = pool.submit(_run_child, module, timeout, args)
+    pool.shutdown(wait=False)
+
+
 def run_child(module: str, timeout: float = 900, args: tuple[str, ...] = ()) -> dict[str, Any]:
     """Run ``python -m module *args`` (one QGIS per process) and return the JSON it prints last."""
+    started = _STARTED.pop((module, args), None)
+    return started.result() if started is not None else _run_child(module, timeout, args)
+
+
+def _run_child(module: str, timeout: float, args: tuple[str, ...]) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=REPO,

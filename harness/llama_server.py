@@ -138,6 +138,20 @@ class LlamaServer:
     n_ctx: int = DEFAULT_N_CTX
     started_seconds: float = 0.0
     _log_offset: int = field(default=0, repr=False)
+    _spawned: float = field(default=0.0, repr=False)  # time.monotonic() when the process was started
+
+    def wait_ready(self) -> None:
+        """Wait until ``/v1/models`` answers (``started_seconds``: from the process's start until then)."""
+        while not _models_answer(self.url, self.model):
+            if not self.alive():
+                raise RuntimeError(f"llama_cpp.server exited ({self.process.returncode}):\n{self.log_text()[-3000:]}")
+            if time.monotonic() - self._spawned > STARTUP_TIMEOUT:
+                self.stop()
+                tail = self.log_text()[-3000:]
+                raise RuntimeError(f"llama_cpp.server did not answer within {STARTUP_TIMEOUT} s:\n{tail}")
+            time.sleep(0.1)
+        if not self.started_seconds:
+            self.started_seconds = time.monotonic() - self._spawned
 
     @property
     def url(self) -> str:
@@ -223,10 +237,13 @@ def start_llama_server(
     chat_format: str | None = None,
     threads: int | None = None,
     extra_args: tuple[str, ...] = (),
+    wait: bool = True,
 ) -> LlamaServer:
     """Start a server for ``model`` and wait until ``/v1/models`` answers; the caller stops it (``stop``).
 
-    ``chat_format`` replaces the model's own (``model.chat_format``) for this server.
+    ``chat_format`` replaces the model's own (``model.chat_format``) for this server.  ``wait=False``
+    returns once the process is started, so the caller can do other work while the model loads; it
+    then calls ``server.wait_ready()`` before the first request.
     Call it from a thread that outlives the server (the main thread): the server ends with that thread.
     """
     reason = missing(model)
@@ -271,15 +288,9 @@ def start_llama_server(
             command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment, cwd=log_dir
         )
     server = LlamaServer(port=port, process=process, log_path=log_path, model=model.alias, spec=model, n_ctx=n_ctx)
-    while not _models_answer(server.url, model.alias):
-        if not server.alive():
-            raise RuntimeError(f"llama_cpp.server exited ({process.returncode}):\n{server.log_text()[-3000:]}")
-        if time.monotonic() - started > STARTUP_TIMEOUT:
-            server.stop()
-            tail = server.log_text()[-3000:]
-            raise RuntimeError(f"llama_cpp.server did not answer within {STARTUP_TIMEOUT} s:\n{tail}")
-        time.sleep(0.1)
-    server.started_seconds = time.monotonic() - started
+    server._spawned = started
+    if wait:
+        server.wait_ready()
     return server
 
 

@@ -14,7 +14,9 @@ nor the main thread pays for them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import importlib
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
@@ -130,6 +132,23 @@ _DRAINING: set[AgentWorker] = set()
 # One import of the agent stack at a time, and once (``preload_agent_stack``).
 _PRELOAD_LOCK = threading.Lock()
 _preloaded = False
+# What a first run imported after the stack itself (listed from sys.modules around one), taken by the preload
+# too: the map tools' parts, LangChain's tracers and message translator, httpx's async backend, and what Send
+# imports on the main thread (a run's undo snapshot, the connection passwords' registry).  A name another
+# version of a package lacks is skipped.
+_FIRST_RUN_MODULES = (
+    "anyio._backends._asyncio",
+    "langchain_core.tracers.context",
+    "langchain_core.tracers.run_collector",
+    "langchain_core.tracers.stdout",
+    "langchain_core.messages.block_translators.langchain_v0",
+    "geogpt_qgis.tools.maps.export",
+    "geogpt_qgis.tools.maps.labels",
+    "geogpt_qgis.tools.maps.loading",
+    "geogpt_qgis.tools.maps.styling",
+    "geogpt_qgis.tools.project.run_undo",
+    "geogpt_qgis.toolbelt.secrets",
+)
 
 
 def preload_agent_stack() -> None:
@@ -169,6 +188,10 @@ def _import_agent_stack() -> None:
         import langgraph.checkpoint.sqlite.aio  # noqa: F401 - preloaded on purpose
 
         import geogpt_qgis.agent.session  # noqa: F401 - preloaded on purpose
+
+        for name in _FIRST_RUN_MODULES:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
     finally:
         gc.freeze()
         if was_enabled:
