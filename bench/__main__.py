@@ -73,8 +73,9 @@ def startup_section(results: dict) -> None:
     print(
         f"first answer: its first event {first['preloaded']['first_event_seconds_median']} s after Send with the "
         f"agent stack preloaded (goal <= {first['goal_seconds']:g} s; the preload took "
-        f"{first['preload_seconds_median']} s on a background thread, QGIS idle); without the preload: {cold} "
-        f"(medians of {first['runs']} fresh QGIS processes)"
+        f"{first['preload_seconds_median']} s on a background thread, QGIS idle, the main thread's longest stall "
+        f"meanwhile {first['preload_longest_stall_ms_median']} ms, idle {first['idle_longest_stall_ms_median']} ms); "
+        f"without the preload: {cold} (medians of {first['runs']} fresh QGIS processes)"
     )
 
 

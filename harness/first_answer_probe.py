@@ -72,6 +72,34 @@ def _thread_name() -> str:
     return threading.current_thread().name
 
 
+class _Heartbeat:
+    """A 5 ms timer on the main thread: the longest gap between its ticks is the longest main-thread stall."""
+
+    def __init__(self) -> None:
+        from qgis.PyQt.QtCore import QTimer
+
+        self.ticks: list[float] = []
+        self._timer = QTimer()
+        self._timer.setInterval(5)
+        self._timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+
+    def __enter__(self) -> _Heartbeat:
+        self.ticks.append(time.perf_counter())
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.stop()
+        self.ticks.append(time.perf_counter())
+
+    def seconds(self) -> float:
+        return self.ticks[-1] - self.ticks[0]
+
+    def longest_stall_ms(self) -> float | None:
+        gaps = [b - a for a, b in zip(self.ticks, self.ticks[1:], strict=False)]
+        return round(max(gaps) * 1000, 1) if gaps else None
+
+
 def main(mode: str) -> None:
     if mode not in MODES:
         raise SystemExit(f"mode: one of {', '.join(MODES)}")
@@ -126,10 +154,17 @@ def _probe(mode: str, recorder: ImportRecorder) -> dict[str, Any]:
         iface.mainWindow().show()  # the dock shows with it and builds its chat panel
         preload = plugin.agent_preload
         assert preload is not None and plugin.dock is not None
+        stalls: dict[str, float | None] = {}
         if mode != "cold":
+            if mode == "preloaded":  # the main thread's longest stall with nothing running, then during the preload
+                with _Heartbeat() as idle:
+                    wait_until(lambda: idle.seconds() >= 1.0, 60)
+                stalls["idle"] = idle.longest_stall_ms()
             iface.initializationCompleted.emit()  # QGIS's last start-up step: the idle timer starts
             if mode == "preloaded":
-                wait_until(preload.done.is_set, 300)
+                with _Heartbeat() as during:
+                    wait_until(preload.done.is_set, 300)
+                stalls["preload"] = during.longest_stall_ms()
             else:
                 wait_until(lambda: preload.thread_name is not None, 60)
         panel = plugin.dock.panel
@@ -162,6 +197,8 @@ def _probe(mode: str, recorder: ImportRecorder) -> dict[str, Any]:
             "preload_seconds": preload.seconds,
             "preload_error": repr(preload.error) if preload.error else None,
             "preload_busy_at_send": preload_busy_at_send,
+            "idle_longest_stall_ms": stalls.get("idle"),
+            "preload_longest_stall_ms": stalls.get("preload"),
             "importers": dict(recorder.threads),
             "main_thread": threading.main_thread().name,
             "loaded_after": sorted(name for name in WATCHED if name in sys.modules),

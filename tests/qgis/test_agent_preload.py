@@ -67,6 +67,7 @@ def test_after_start_up_the_stack_is_imported_on_a_background_thread_and_the_fir
     assert report["status"] == "finished"
     assert report["answer"] == "The district has 12 schools."
     assert report["first_event_seconds"] is not None and report["first_text_seconds"] is not None
+    assert report["preload_longest_stall_ms"] is not None  # the heartbeat ran while the preload imported
 
 
 def test_a_question_sent_while_the_stack_is_still_importing_is_answered():
