@@ -26,6 +26,7 @@ SCRATCH_MAX_AGE_DAYS = 7.0
 MAX_TABLE_CHARS = 60
 _RESERVED = ("gpkg_", "rtree_", "sqlite_", "gpkgext_")
 _SIDECARS = ("", "-wal", "-shm", "-journal")
+_PLAIN_TABLE = re.compile(r"[0-9a-z_]+")  # what table_name makes
 
 
 def results_path_for(project_file: str | Path) -> Path:
@@ -60,6 +61,16 @@ def tables(path: Path) -> set[str]:
         return set()
     with contextlib.closing(_connect(path)) as db:
         return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def row_count(path: Path, table: str) -> int:
+    """The rows of a table of ``path``, counted by SQLite itself (independently of QGIS and GDAL)."""
+    if not _PLAIN_TABLE.fullmatch(table):
+        raise ValueError(f"not a table name table_name makes: {table!r}")
+    with contextlib.closing(_connect(path)) as db:
+        query = f'SELECT count(*) FROM "{table}"'  # noqa: S608 - a plain name (checked above), never user text
+        (count,) = db.execute(query).fetchone()
+    return int(count)
 
 
 def result_tables(path: Path) -> set[str]:

@@ -40,6 +40,7 @@ from qgis.core import (
     QgsCoordinateTransformContext,
     QgsDataProvider,
     QgsFeatureRequest,
+    QgsFeedback,
     QgsFields,
     QgsMapLayer,
     QgsProject,
@@ -62,7 +63,7 @@ from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_threa
 from geogpt_qgis.tools.thread_guard import assert_main_thread, vector_layer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
 BATCH = 1000
 _ALL_STYLE = QgsMapLayer.StyleCategory.AllStyleCategories
@@ -165,7 +166,12 @@ class ResultStore:
         staged.written = True
 
     def _write(self, staged: StagedResult, cancel: CancelToken | None) -> int:
-        """Write the table (replacing it on a second attempt); returns the number of features written."""
+        """Write the table (replacing it on a second attempt); returns the number of rows it holds (sqlite3).
+
+        The features go from the snapshot to the writer in one C++ loop: read through Python, 100,000
+        features made as many Python objects, whose garbage collection paused every thread, the main
+        one included, for 50-110 ms at a time (the GIL). Stop ends the loop through the request's feedback.
+        """
         if staged.source is None:
             raise ToolError("the result was already stored")
         options = QgsVectorFileWriter.SaveVectorOptions()
@@ -185,14 +191,21 @@ class ResultStore:
         try:
             if writer.hasError() != QgsVectorFileWriter.WriterError.NoError:
                 raise ToolError(f"could not store the result in {staged.path}: {writer.errorMessage()}")
-            written = 0
-            for batch in _batches(staged.source, cancel):
-                if not writer.addFeatures(batch):
+            request = QgsFeatureRequest()
+            feedback = QgsFeedback()
+            request.setFeedback(feedback)
+            stop = cancel.on_cancel(feedback.cancel) if cancel is not None else None
+            try:
+                if not writer.addFeatures(staged.source.getFeatures(request)):
                     raise ToolError(f"could not store the result in {staged.path}: {writer.errorMessage()}")
-                written += len(batch)
+            finally:
+                if stop is not None:
+                    stop()
         finally:
-            del writer  # closes the table: its features are on disk
-        return written
+            del writer  # closes the table (GDAL builds its R-tree now): its features are on disk
+        if cancel is not None:
+            cancel.raise_if_cancelled()  # a stopped loop wrote part of the table: write() drops it
+        return result_files.row_count(staged.path, staged.table)
 
     def open(self, staged: StagedResult) -> QgsVectorLayer:
         """A layer reading the stored table, styled like the temporary layer (main thread; not added).
@@ -543,21 +556,6 @@ def _check_stored_count(layer: QgsVectorLayer, staged: StagedResult) -> None:
         f"the stored result {staged.table} in {staged.path} reads {found} features, but {staged.count} were "
         "written; nothing was added. Run the step again."
     )
-
-
-def _batches(source: QgsVectorLayerFeatureSource, cancel: CancelToken | None) -> Iterator[list]:
-    batch: list = []
-    for feature in source.getFeatures():
-        batch.append(feature)
-        if len(batch) >= BATCH:
-            if cancel is not None:
-                cancel.raise_if_cancelled()
-            yield batch
-            batch = []
-    if cancel is not None:
-        cancel.raise_if_cancelled()
-    if batch:
-        yield batch
 
 
 def _local_file(project: QgsProject) -> Path | None:
