@@ -168,9 +168,10 @@ class ResultStore:
     def _write(self, staged: StagedResult, cancel: CancelToken | None) -> int:
         """Write the table (replacing it on a second attempt); returns the number of rows it holds (sqlite3).
 
-        The features go from the snapshot to the writer in one C++ loop: read through Python, 100,000
-        features made as many Python objects, whose garbage collection paused every thread, the main
-        one included, for 50-110 ms at a time (the GIL). Stop ends the loop through the request's feedback.
+        The features go from the snapshot to the writer in one C++ loop: read through Python in batches,
+        100,000 features made as many Python objects, whose garbage collection paused every thread, the
+        main one included (the GIL), for 60-230 ms at a time here. Stop ends the loop through the request's
+        feedback.
         """
         if staged.source is None:
             raise ToolError("the result was already stored")
