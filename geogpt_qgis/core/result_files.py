@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from geogpt_qgis.core.gpkg_metadata import copy_table_metadata
+from geogpt_qgis.core.sqlite_text import sqlite_query
 
 MARK = "GeoGPT result"
 SUFFIX = "_results.gpkg"
@@ -68,8 +69,7 @@ def row_count(path: Path, table: str) -> int:
     if not _PLAIN_TABLE.fullmatch(table):
         raise ValueError(f"not a table name table_name makes: {table!r}")
     with contextlib.closing(_connect(path)) as db:
-        query = f'SELECT count(*) FROM "{table}"'  # noqa: S608 - a plain name (checked above), never user text
-        (count,) = db.execute(query).fetchone()
+        (count,) = db.execute(sqlite_query("SELECT count(*) FROM {}", table)).fetchone()
     return int(count)
 
 
