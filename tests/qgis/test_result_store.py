@@ -293,14 +293,7 @@ def test_cli_save_keeps_the_buffer_and_a_fresh_process_reopens_it(model_server, 
 
 def test_a_stopped_copy_leaves_no_table_and_adds_nothing(new_project):
     project, store = new_project
-    memory = QgsVectorLayer("Point?crs=EPSG:25832&field=n:integer", "many", "memory")
-    rows = []
-    for n in range(3000):  # three batches: Stop is seen between them
-        row = QgsFeature(memory.fields())
-        row.setAttributes([n])
-        row.setGeometry(QgsGeometry.fromPointXY(QgsPointXY(n, n)))
-        rows.append(row)
-    memory.dataProvider().addFeatures(rows)
+    memory = _points("many", 3000)
     keep_result_now(project, QgsVectorLayer("Point?crs=EPSG:25832", "first", "memory"), "first")  # the file exists
     layers_before = len(project.mapLayers())
     _store, staged = stage_result(project, memory, "many")
