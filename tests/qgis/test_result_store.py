@@ -307,12 +307,13 @@ def test_a_stopped_copy_leaves_no_table_and_adds_nothing(new_project):
 
 
 def _points(name: str, count: int) -> QgsVectorLayer:
+    """``count`` points in the demo town (EPSG:25832's area of use: QGIS 3.40 checks a result's coordinates)."""
     memory = QgsVectorLayer("Point?crs=EPSG:25832&field=n:integer", name, "memory")
     rows = []
     for n in range(count):
         row = QgsFeature(memory.fields())
         row.setAttributes([n])
-        row.setGeometry(QgsGeometry.fromPointXY(QgsPointXY(n, n)))
+        row.setGeometry(QgsGeometry.fromPointXY(QgsPointXY(560_000 + n, 6_040_000 + n)))
         rows.append(row)
     memory.dataProvider().addFeatures(rows)
     return memory
