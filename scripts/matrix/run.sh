@@ -202,7 +202,7 @@ run_tests() {
         export QT_QPA_PLATFORM=offscreen
         qgis_version=\$(.venv/bin/python -c 'from qgis.core import Qgis; print(Qgis.QGIS_VERSION)' 2>/dev/null)
         echo \"QGIS \$qgis_version, \$(.venv/bin/python -V), \$(. /etc/os-release; echo \$PRETTY_NAME)\"
-        # A crash leaves its core beside the source (core_pattern "core"): one_version keeps it for gdb.
+        # A crash leaves its core in the working directory (core_pattern "core"): one_version keeps it for gdb.
         rm -f core
         ulimit -c unlimited 2>/dev/null || true
         .venv/bin/python -m pytest -p no:cacheprovider $pytest_args
@@ -221,9 +221,9 @@ one_version() {
     local rc=0
     run_tests "$name" "$root" >"$CACHE/logs/$name.log" 2>&1 || rc=$?
     unmount_leftovers "$root"
-    if [ -f "$root$SRC/core" ]; then  # the last crash's core: copy it into the chroot (--shell NAME), gdb it there
+    if [ -f "$root$SRC/core" ]; then  # the last core dumped there: copy it into the chroot (--shell NAME), gdb it
         mv "$root$SRC/core" "$CACHE/logs/$name.core"
-        log "$name: the crash's core dump is kept in $CACHE/logs/$name.core"
+        log "$name: a core dump (the suite's, or a child process's) is kept in $CACHE/logs/$name.core"
     fi
     local summary
     # A crashed suite has no summary: without "|| true", pipefail and set -e ended this function here, silently.
