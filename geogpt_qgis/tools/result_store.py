@@ -84,7 +84,7 @@ class StagedResult:
     transform_context: QgsCoordinateTransformContext
     expected: int = -1  # the temporary layer's feature count when staged (-1: its provider does not know)
     written: bool = False
-    count: int = 0  # features written into the table
+    count: int = 0  # rows the written table holds, counted by SQLite (result_files.row_count)
 
 
 class ResultStore:

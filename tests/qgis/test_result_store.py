@@ -15,8 +15,6 @@ import pytest
 from qgis.core import (
     QgsFeature,
     QgsFillSymbol,
-    QgsGeometry,
-    QgsPointXY,
     QgsProject,
     QgsSingleSymbolRenderer,
     QgsVectorLayer,
@@ -37,6 +35,7 @@ from geogpt_qgis.tools.result_store import (
 )
 from tests.support.demo import GPKG, copy_demo
 from tests.support.iface import FaithfulIface
+from tests.support.memory_layers import numbered_points
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import ask, call_in_thread
 
@@ -293,7 +292,7 @@ def test_cli_save_keeps_the_buffer_and_a_fresh_process_reopens_it(model_server, 
 
 def test_a_stopped_copy_leaves_no_table_and_adds_nothing(new_project):
     project, store = new_project
-    memory = _points("many", 3000)
+    memory = numbered_points("many", 3000)
     keep_result_now(project, QgsVectorLayer("Point?crs=EPSG:25832", "first", "memory"), "first")  # the file exists
     layers_before = len(project.mapLayers())
     _store, staged = stage_result(project, memory, "many")
@@ -306,25 +305,12 @@ def test_a_stopped_copy_leaves_no_table_and_adds_nothing(new_project):
     assert len(project.mapLayers()) == layers_before
 
 
-def _points(name: str, count: int) -> QgsVectorLayer:
-    """``count`` points in the demo town (EPSG:25832's area of use: QGIS 3.40 checks a result's coordinates)."""
-    memory = QgsVectorLayer("Point?crs=EPSG:25832&field=n:integer", name, "memory")
-    rows = []
-    for n in range(count):
-        row = QgsFeature(memory.fields())
-        row.setAttributes([n])
-        row.setGeometry(QgsGeometry.fromPointXY(QgsPointXY(560_000 + n, 6_040_000 + n)))
-        rows.append(row)
-    memory.dataProvider().addFeatures(rows)
-    return memory
-
-
 def test_a_short_read_of_a_result_is_tried_again_then_refused_never_stored_smaller(new_project):
     """A result whose temporary layer reads fewer features than it had when staged is never a smaller table."""
     project, store = new_project
-    keep_result_now(project, _points("first", 1), "first")  # the file exists
+    keep_result_now(project, numbered_points("first", 1), "first")  # the file exists
     layers_before = len(project.mapLayers())
-    _store, staged = stage_result(project, _points("short", 40), "short")
+    _store, staged = stage_result(project, numbered_points("short", 40), "short")
     assert staged.expected == 40
     staged.expected = 41  # as if one feature went missing while the copy read the temporary layer
     with pytest.raises(ToolError, match=r"the result 'short' has 41 features, but only 40 could be read"):
@@ -332,7 +318,7 @@ def test_a_short_read_of_a_result_is_tried_again_then_refused_never_stored_small
     assert "short" not in result_files.tables(store.scratch_file)
     assert len(project.mapLayers()) == layers_before
     # A true count goes through, every feature in the table (sqlite3, not QGIS).
-    _store, whole = stage_result(project, _points("whole", 40), "whole")
+    _store, whole = stage_result(project, numbered_points("whole", 40), "whole")
     store.write(whole)
     with sqlite3.connect(store.scratch_file) as db:
         assert db.execute(f'SELECT count(*) FROM "{whole.table}"').fetchone() == (40,)
@@ -340,7 +326,7 @@ def test_a_short_read_of_a_result_is_tried_again_then_refused_never_stored_small
 
 def test_a_stored_result_that_reads_fewer_features_than_were_written_is_refused(new_project):
     project, store = new_project
-    _store, staged = stage_result(project, _points("kept", 25), "kept")
+    _store, staged = stage_result(project, numbered_points("kept", 25), "kept")
     store.write(staged)
     assert staged.count == 25
     with sqlite3.connect(store.scratch_file) as db:  # what a reader that sees only part of the table would see

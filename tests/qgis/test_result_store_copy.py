@@ -8,10 +8,7 @@ import sqlite3
 import pytest
 from qgis.core import (
     QgsExpression,
-    QgsFeature,
     QgsField,
-    QgsGeometry,
-    QgsPointXY,
     QgsProject,
     QgsVectorLayer,
     qgsfunction,
@@ -20,6 +17,7 @@ from qgis.core import (
 from geogpt_qgis.core import result_files
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.tools.result_store import ResultStore, keep_result_now, set_result_store, stage_result
+from tests.support.memory_layers import numbered_points
 
 COUNT = 5000
 STOP_AT = 1200
@@ -37,21 +35,9 @@ def project(qgis_app, tmp_path):
     set_result_store(project, None)
 
 
-def points(count: int) -> QgsVectorLayer:
-    layer = QgsVectorLayer("Point?crs=EPSG:25832&field=n:integer", "many", "memory")
-    rows = []
-    for n in range(count):
-        row = QgsFeature(layer.fields())
-        row.setAttributes([n])
-        row.setGeometry(QgsGeometry.fromPointXY(QgsPointXY(560_000 + n, 6_200_000 + n)))
-        rows.append(row)
-    assert layer.dataProvider().addFeatures(rows)
-    return layer
-
-
 def test_stop_in_the_middle_of_a_copy_ends_it_and_leaves_no_table(project):
     project_, store = project
-    layer = points(COUNT)
+    layer = numbered_points("many", COUNT)
     cancel = CancelToken()
     read: list[int] = []
 
@@ -79,7 +65,7 @@ def test_stop_in_the_middle_of_a_copy_ends_it_and_leaves_no_table(project):
 
 def test_the_copy_is_counted_on_disk_and_holds_every_feature(project):
     project_, store = project
-    _store, staged = stage_result(project_, points(COUNT), "counted")
+    _store, staged = stage_result(project_, numbered_points("many", COUNT), "counted")
     store.write(staged)
     assert staged.count == staged.expected == COUNT
     with sqlite3.connect(store.scratch_file) as db:
