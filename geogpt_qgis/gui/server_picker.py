@@ -76,6 +76,7 @@ class ServerPicker(QWidget):
         self._refreshed_once = False
         self.state = states.checking("")
         self._key_note = ""  # what storing a key said, last
+        self._model_note = ""  # what the model queries said, last: the only line a later model list may clear
         self._model_check = QTimer(self)
         self._model_check.setSingleShot(True)
         self._model_check.setInterval(MODEL_CHECK_DELAY_MS)
@@ -314,11 +315,11 @@ class ServerPicker(QWidget):
     def _models_arrived(self, models: list[str] | None, error: BaseException | None) -> None:
         self.refresh_button.setEnabled(True)
         if error is not None and getattr(error, "key_needed", False):  # a step still to take: said calmly
-            set_label(self.model_status, explain_server_error(error, self._provider, self.server_url()))
+            self._say_model(explain_server_error(error, self._provider, self.server_url()))
             return self._set_state(states.needs_key(self.server_url()))
         if error is not None:
             detail = explain_server_error(error, self._provider, self.server_url())
-            set_label(self.model_status, detail, True)
+            self._say_model(detail, True)
             url = self.server_url()
             unanswered = getattr(error, "unreachable", False)
             self._set_state(states.unreachable(self._provider, url) if unanswered else states.failed(detail))
@@ -333,11 +334,13 @@ class ServerPicker(QWidget):
             self.model_combo.setCurrentIndex(0)
         self.model_combo.blockSignals(False)
         if not models:
-            set_label(self.model_status, tr("The server has no models installed."), True)
+            self._say_model(tr("The server has no models installed."), True)
             self._set_state(states.no_model(self._provider))
             return
-        if self.model_status.text() != self._key_note:  # in the dock one line says both: where the key went stays
-            set_label(self.model_status, "")
+        # Only a stale model message goes: in the dock one line also says where the key went and how a
+        # connection test ended, and this list may arrive after either of them.
+        if self.model_status.text() == self._model_note:
+            self._say_model("")
         if not current:
             self._model_edited(self.model())  # the first model listed becomes the choice
         self.check_tool_support()
@@ -359,13 +362,17 @@ class ServerPicker(QWidget):
     def _tool_support_arrived(self, info, error: BaseException | None) -> None:  # noqa: ANN001 - ModelInfo, lazy
         self._set_state(states.model_state(self._provider, self.server_url(), self.model(), info, error))
         if error is None and info is not None and info.supports_tools is False:
-            set_label(self.model_status, no_tools_warning(), True)
+            self._say_model(no_tools_warning(), True)
         elif self.live:
             return  # the dock's one status line keeps what it says; only a problem is worth replacing it
         elif error is None and info is not None and info.supports_tools:
-            set_label(self.model_status, tr("✓ This model can call tools."))
+            self._say_model(tr("✓ This model can call tools."))
         else:
-            set_label(self.model_status, "")
+            self._say_model("")
+
+    def _say_model(self, text: str, error: bool = False) -> None:
+        self._model_note = text
+        set_label(self.model_status, text, error)
 
     def _set_state(self, state: ServerState) -> None:
         if state != self.state:

@@ -12,6 +12,7 @@ from qgis.PyQt.QtWidgets import QLabel
 from geogpt_qgis.gui.chat_panel import ChatPanel
 from geogpt_qgis.gui.dock import ChatDock
 from geogpt_qgis.gui.markdown_view import MarkdownView
+from geogpt_qgis.gui.server_state import ServerStatus
 from geogpt_qgis.gui.tool_step import ToolStepWidget
 from geogpt_qgis.toolbelt import dependencies
 from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
@@ -188,6 +189,11 @@ def test_model_bar_lists_models_tests_the_connection_and_saves_choices(panel, mo
     assert PlgOptionsManager.get_plg_settings().ollama_model == "llama3.2:3b"
     bar.test_connection()
     wait_until(lambda: bar.status_label.text().startswith("Connected"), 120)
+    assert bar.status_label.text() == "Connected: 2 models available."
+    # A model list that arrives after the test's outcome (storing a key asks for one) leaves the outcome shown.
+    bar.refresh_models()
+    assert bar.state.status == ServerStatus.CHECKING
+    wait_until(lambda: bar.refresh_button.isEnabled() and bar.state.status == ServerStatus.READY, 120)
     assert bar.status_label.text() == "Connected: 2 models available."
     model_server.capabilities = ("completion",)
     bar.model_combo.setCurrentText("qwen3:8b")
