@@ -87,6 +87,7 @@ def test_the_zip_loads_in_a_fresh_profile_of_a_qgis_without_the_packages(built, 
     path = report["sys_path"]
     assert path.index(private) < path.index("/usr/lib/python3/dist-packages")
     assert report["unloaded"] is True
+    assert done.returncode == 0, done.stderr[-3000:]  # QGIS closed cleanly after the unload (no crash at exit)
 
 
 def _edit_metadata(folder: Path, **changes: str | None) -> None:

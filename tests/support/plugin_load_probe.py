@@ -61,7 +61,13 @@ def main() -> None:
     report["sys_path"] = list(sys.path)
     report["heavy_imported"] = sorted(m for m in ("langgraph", "langchain_core") if m in sys.modules)
     report["unloaded"] = qgis.utils.unloadPlugin("geogpt_qgis")
-    print("GEOGPT-PROBE " + json.dumps(report))
+    print("GEOGPT-PROBE " + json.dumps(report), flush=True)
+    # The window goes before the application: left to Python's exit it was destroyed after QApplication,
+    # and QWidget's destructor then crashed (a core at every probe on 3.40 and 3.44).
+    from qgis.PyQt import sip
+
+    qgis.utils.iface = None
+    sip.delete(window)
     app.exitQgis()
 
 
