@@ -102,11 +102,31 @@ def check_answer(answer: str, expected: Expected) -> list[str]:
     return failures
 
 
+def _read_facts(layer: Any) -> str:
+    """Whether a short read is the file's or the reading's: the table's rows by SQLite, a second read, the source."""
+    import sqlite3
+
+    from qgis.core import QgsProviderRegistry
+
+    facts = [f"valid={layer.isValid()}", f"featureCount={layer.featureCount()}"]
+    facts.append(f"read again={sum(1 for _ in layer.getFeatures())}")
+    parts = QgsProviderRegistry.instance().decodeUri(layer.providerType(), layer.source())
+    path, table = str(parts.get("path") or ""), str(parts.get("layerName") or "")
+    if path.endswith(".gpkg") and table:
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+                (rows,) = db.execute(f'SELECT count(*) FROM "{table}"').fetchone()  # noqa: S608 - a test's own table
+            facts.append(f"SQLite rows={rows}")
+        except sqlite3.Error as exc:
+            facts.append(f"SQLite: {exc}")
+    return ", ".join([*facts, f"source={layer.source()}"])
+
+
 def check_layer(name: str, layer: Any, want: LayerExpect) -> list[str]:
     failures = []
     features = list(layer.getFeatures())
     if want.count is not None and len(features) != want.count:
-        failures.append(f"layer {name!r} has {len(features)} features, expected {want.count}")
+        failures.append(f"layer {name!r} has {len(features)} features, expected {want.count} ({_read_facts(layer)})")
     if want.area is not None:
         area = sum(f.geometry().area() for f in features)
         if not _close(area, want.area, want.tolerance):
