@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import datetime as dt
 import functools
 import json
 import logging
@@ -35,6 +36,7 @@ from geogpt_qgis.core.bounds import bounded, check_text
 from geogpt_qgis.core.call_bounds import REFUSED_ARGUMENTS
 from geogpt_qgis.core.cancel import RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names, similarity
+from geogpt_qgis.core.provenance import ToolCall, current_call
 from geogpt_qgis.core.secrets_scrub import scrub, scrub_value
 from geogpt_qgis.core.targets import Target, broken_contract
 from geogpt_qgis.core.text import bound_tokens
@@ -311,9 +313,24 @@ class Toolkit:
             problem = await self.broken_contract(name, args, approved)
             if problem is not None:
                 return ToolOutcome(False, contract_message(name, problem))
-        token = current_decision.set(decision)
         # An edited call is bound to what the user wrote, not to the targets of the text they replaced.
         binding = approved if decision is not None and decision.approved and decision.edited is None else None
+        # The call as its results' provenance names it: the store writes the record with each stored table.
+        call_token = current_call.set(ToolCall(name, dict(checked), dt.datetime.now(dt.UTC)))
+        try:
+            return await self._run_checked(name, function, checked, decision, binding)
+        finally:
+            current_call.reset(call_token)
+
+    async def _run_checked(
+        self,
+        name: str,
+        function: Callable[..., Any],
+        checked: dict[str, Any],
+        decision: Decision | None,
+        binding: ApprovalRequest | None,
+    ) -> ToolOutcome:
+        token = current_decision.set(decision)
         approval_token = current_approval.set(binding)
         try:
             text, artifact = await asyncio.to_thread(function, **checked)

@@ -80,6 +80,23 @@ current_origin: ContextVar[RunOrigin | None] = ContextVar("geogpt_run_origin", d
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A tool call as the toolkit starts it: the tool, arguments and time its results' provenance names.
+
+    Known before the call runs, so the result store can write a result's record
+    together with its table, before QGIS opens it (``tools.result_store``).
+    """
+
+    tool: str
+    arguments: Mapping[str, Any]
+    time: dt.datetime
+
+
+# The tool call the calling code belongs to (set by the toolkit around each call; ``None`` outside one).
+current_call: ContextVar[ToolCall | None] = ContextVar("geogpt_tool_call", default=None)
+
+
+@dataclass(frozen=True)
 class InputSource:
     """An input of the step: a project layer (name and data source), a database table or an OGC collection."""
 

@@ -10,54 +10,50 @@ parameters, and the run's question and model (``current_origin``).
 
 On the main thread (short): the inputs' sources are read and each added
 layer gets the abstract and a history item (``QgsLayerMetadata``), which the
-project saves in its file.  On the algorithm thread (file I/O, and QGIS
-builds CRSs while writing metadata): a layer stored in the results
-GeoPackage gets the same metadata written into the GeoPackage metadata
-extension (the document QGIS itself writes there), so the
-file alone still says where each table came from.  Data the user loaded from
-their own files is never written to.
+project saves in its file.
+
+A result kept in the results GeoPackage is recorded earlier, by the store
+(``tools.result_store``): the same record goes into the GeoPackage metadata
+extension (the document QGIS itself writes there) together with the table,
+before QGIS opens it, and onto the layer that reads it, which is marked
+(``RECORDED_PROPERTY``) so that it is not recorded twice.  Written after
+QGIS had opened the table, the document made GDAL's reads of that GeoPackage
+fail now and then: "database disk image is malformed" or "attempt to write a
+readonly database" in 9 to 12 of 45 eval tasks run in a row (QGIS 3.22), none
+once it went in with the table; on QGIS 3.40/3.44 the eval suite met empty
+results beside such GDAL errors.  Data the user loaded from their own files
+is never written to.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qgis.core import Qgis, QgsLayerMetadata, QgsMapLayer, QgsProject, QgsProviderRegistry, QgsVectorLayer
+from qgis.core import Qgis, QgsLayerMetadata, QgsProject
 from qgis.PyQt.QtXml import QDomDocument, QDomImplementation
 
 from geogpt_qgis.__about__ import VERSION
-from geogpt_qgis.core import gpkg_metadata, result_files
-from geogpt_qgis.core.artifacts import ToolArtifact
+from geogpt_qgis.core.artifacts import AlgorithmRun, ToolArtifact
 from geogpt_qgis.core.provenance import (
     InputSource,
     Provenance,
     RunOrigin,
+    current_call,
     current_origin,
     history_entry,
     merged_abstract,
 )
-from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
 from geogpt_qgis.tools.thread_guard import assert_main_thread
 
 # The standard URI QGIS registers its layer metadata under in a GeoPackage's gpkg_metadata.
 QGIS_METADATA_URI = "http://mrcc.com/qgis.dtd"
+# A custom property of a stored result whose record was written with its table (tools.result_store).
+RECORDED_PROPERTY = "geogpt/provenance_stored"
 
 if TYPE_CHECKING:
     from geogpt_qgis.tools.base import ToolContext
-
-
-@dataclass(frozen=True)
-class StoredMetadata:
-    """A result table's metadata, to be written into its GeoPackage (off the main thread)."""
-
-    uri: str
-    path: Path
-    table: str
-    metadata: QgsLayerMetadata
 
 
 class ProvenanceRecorder:
@@ -70,11 +66,30 @@ class ProvenanceRecorder:
         if not artifact.added:
             return
         origin = current_origin.get()
-        when = dt.datetime.now(dt.UTC)
-        stored = self.ctx.on_main(record_on_layers, self.ctx.project, tool, arguments, artifact, origin, when)
-        for item in stored:
-            if _new_result_table(item):
-                run_on_algorithm_thread(save_in_geopackage, item)
+        call = current_call.get()
+        when = call.time if call is not None else dt.datetime.now(dt.UTC)
+        self.ctx.on_main(record_on_layers, self.ctx.project, tool, arguments, artifact, origin, when)
+
+
+def provenance_of(
+    tool: str,
+    arguments: Mapping[str, Any],
+    algorithm: AlgorithmRun | None,
+    inputs: tuple[InputSource, ...],
+    origin: RunOrigin | None,
+    when: dt.datetime,
+) -> Provenance:
+    """The record of one call: its algorithm and parameters, or (no algorithm ran) its arguments."""
+    return Provenance(
+        tool=tool,
+        time=when,
+        plugin_version=VERSION,
+        origin=origin,
+        algorithm=algorithm.id if algorithm is not None else "",
+        parameters=dict(algorithm.parameters) if algorithm is not None else {},
+        arguments={} if algorithm is not None else dict(arguments),
+        inputs=inputs,
+    )
 
 
 def record_on_layers(
@@ -84,31 +99,15 @@ def record_on_layers(
     artifact: ToolArtifact,
     origin: RunOrigin | None,
     when: dt.datetime,
-) -> list[StoredMetadata]:
-    """Give each added layer its provenance (main thread); returns those stored in a GeoPackage."""
+) -> None:
+    """Give each added layer its provenance (main thread), but for stored results, which got it with their table."""
     assert_main_thread("provenance was written on result layers")
-    algorithm = artifact.algorithm
-    record = Provenance(
-        tool=tool,
-        time=when,
-        plugin_version=VERSION,
-        origin=origin,
-        algorithm=algorithm.id if algorithm is not None else "",
-        parameters=dict(algorithm.parameters) if algorithm is not None else {},
-        arguments={} if algorithm is not None else dict(arguments),
-        inputs=inputs_of(project, artifact),
-    )
-    stored = []
+    record = provenance_of(tool, arguments, artifact.algorithm, inputs_of(project, artifact), origin, when)
     for ref in artifact.added:
         layer = project.mapLayer(ref.layer_id) if ref.layer_id else None
-        if layer is None:
-            continue  # removed meanwhile, or a reference stored without its id
-        metadata = with_record(layer.metadata(), record)
-        layer.setMetadata(metadata)
-        where = _geopackage_table(layer)
-        if where is not None:
-            stored.append(StoredMetadata(layer.source(), *where, QgsLayerMetadata(metadata)))
-    return stored
+        if layer is None or layer.customProperty(RECORDED_PROPERTY):
+            continue  # removed meanwhile (or a reference stored without its id), or recorded when stored
+        layer.setMetadata(with_record(layer.metadata(), record))
 
 
 def with_record(metadata: QgsLayerMetadata, record: Provenance) -> QgsLayerMetadata:
@@ -131,19 +130,6 @@ def inputs_of(project: QgsProject, artifact: ToolArtifact) -> tuple[InputSource,
     return tuple(found)
 
 
-def save_in_geopackage(item: StoredMetadata) -> None:
-    """Write the metadata into the table's GeoPackage as QGIS writes it, where a fresh layer reads it back.
-
-    Not through ``QgsProviderRegistry.saveLayerMetadata``: on QGIS 3.22 it left
-    the project's open layer on that GeoPackage unable to read ("unable to
-    open database file"), so the next step of the run read 0 features from
-    the result it had just made (tests/qgis/test_provenance.py).  It also set
-    the table's description, the store's mark, to the abstract; this leaves
-    the description alone.
-    """
-    gpkg_metadata.add_table_document(item.path, item.table, QGIS_METADATA_URI, metadata_document(item.metadata))
-
-
 def metadata_document(metadata: QgsLayerMetadata) -> str:
     """The layer metadata as QGIS's own XML document (``<!DOCTYPE qgis ...><qgis version=...>``)."""
     doctype = QDomImplementation().createDocumentType("qgis", QGIS_METADATA_URI, "SYSTEM")
@@ -153,24 +139,3 @@ def metadata_document(metadata: QgsLayerMetadata) -> str:
     document.appendChild(root)
     metadata.writeMetadataXml(root, document)
     return str(document.toString())
-
-
-def _new_result_table(item: StoredMetadata) -> bool:
-    """A table the store wrote (never a user's own data) that has no metadata yet: the one this call made.
-
-    A results table loaded again (another project's results) keeps the provenance it was made with.
-    """
-    return item.table in result_files.result_tables(item.path) and not gpkg_metadata.table_metadata(
-        item.path, item.table
-    )
-
-
-def _geopackage_table(layer: QgsMapLayer) -> tuple[Path, str] | None:
-    """The GeoPackage and table ``layer`` reads, if it reads one table of a local GeoPackage."""
-    if not isinstance(layer, QgsVectorLayer) or layer.providerType() != "ogr":
-        return None
-    parts = QgsProviderRegistry.instance().decodeUri("ogr", layer.source())
-    path, table = str(parts.get("path") or ""), str(parts.get("layerName") or "")
-    if not path.lower().endswith(".gpkg") or not table:
-        return None
-    return Path(path), table

@@ -20,6 +20,11 @@ files in a folder beside the project, ``<project>_results/``
 (``keep_raster``), else when it gets one (``relocate``), and dropped by
 ``clean_up`` once no layer reads them.
 
+Each stored table carries where it came from (``tools.provenance``): ``write``
+puts the tool call's record into the GeoPackage metadata extension right
+after the features, before QGIS opens the table, and ``open`` gives the
+layer the same metadata.
+
 Threads: ``stage``, ``open``, ``relocate`` and ``clean_up`` run on the main
 thread (they read the project and make layers); ``write``, the slow part,
 runs on the tool's worker and touches only a feature source and the file.
@@ -28,10 +33,11 @@ runs on the tool's worker and touches only a feature source and the file.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +48,7 @@ from qgis.core import (
     QgsFeatureRequest,
     QgsFeedback,
     QgsFields,
+    QgsLayerMetadata,
     QgsMapLayer,
     QgsProject,
     QgsProviderRegistry,
@@ -54,12 +61,22 @@ from qgis.core import (
 from qgis.PyQt import sip
 from qgis.PyQt.QtXml import QDomDocument
 
-from geogpt_qgis.core import result_files, result_rasters
+from geogpt_qgis.core import gpkg_metadata, result_files, result_rasters
+from geogpt_qgis.core.artifacts import EMPTY, AlgorithmRun, ToolArtifact
 from geogpt_qgis.core.cancel import CancelToken
+from geogpt_qgis.core.provenance import InputSource, current_call, current_origin
 from geogpt_qgis.toolbelt.log import logger as log
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import add_result_layer
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
+from geogpt_qgis.tools.provenance import (
+    QGIS_METADATA_URI,
+    RECORDED_PROPERTY,
+    inputs_of,
+    metadata_document,
+    provenance_of,
+    with_record,
+)
 from geogpt_qgis.tools.thread_guard import assert_main_thread, vector_layer
 
 if TYPE_CHECKING:
@@ -85,6 +102,11 @@ class StagedResult:
     expected: int = -1  # the temporary layer's feature count when staged (-1: its provider does not know)
     written: bool = False
     count: int = 0  # rows the written table holds, counted by SQLite (result_files.row_count)
+    # Provenance: what the call read (main thread, when staged), and the metadata the stored layer gets.
+    inputs: tuple[InputSource, ...] = ()
+    algorithm: AlgorithmRun | None = None
+    metadata: QgsLayerMetadata = field(default_factory=QgsLayerMetadata)
+    recorded: bool = False  # the call's record went into the table's GeoPackage metadata with it
 
 
 class ResultStore:
@@ -114,8 +136,12 @@ class ResultStore:
         return self.scratch_file
 
     # -- one result: stage (main), write (worker), open (main) -------------------
-    def stage(self, project: QgsProject, layer: QgsVectorLayer, name: str) -> StagedResult:
-        """Pick the table for ``layer`` (named after ``name``) and snapshot its features (main thread)."""
+    def stage(self, project: QgsProject, layer: QgsVectorLayer, name: str, reads: ToolArtifact = EMPTY) -> StagedResult:
+        """Pick the table for ``layer`` (named after ``name``) and snapshot its features (main thread).
+
+        ``reads``: what the call read to make it (its layers, tables or collections, and its algorithm), for
+        the record written with the table.
+        """
         assert_main_thread("a result layer was staged")
         path = self.location(project)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,6 +160,9 @@ class ResultStore:
             crs=layer.crs(),
             transform_context=project.transformContext(),
             expected=max(-1, int(layer.featureCount())),
+            inputs=inputs_of(project, reads),
+            algorithm=reads.algorithm,
+            metadata=QgsLayerMetadata(layer.metadata()),
         )
 
     def write(self, staged: StagedResult, cancel: CancelToken | None = None) -> None:
@@ -160,10 +189,33 @@ class ResultStore:
                         f"the result {staged.name!r} has {staged.expected} features, but only {staged.count} could "
                         "be read to store it; nothing was added. Run the step again."
                     )
+                self._record(staged)
             except BaseException:
                 self.discard(staged, drop=True)
                 raise
         staged.written = True
+
+    @staticmethod
+    def _record(staged: StagedResult) -> None:
+        """Write the call's provenance into the table's GeoPackage metadata now, before QGIS opens the table.
+
+        Only within a tool call (``current_call``, set by the toolkit); the stored layer gets the same
+        metadata in ``open``.  A failure here leaves the table without it and is logged: the toolkit's
+        recorder then records the layer alone (``tools.provenance``).
+        """
+        call = current_call.get()
+        if call is None:
+            return
+        record = provenance_of(
+            call.tool, call.arguments, staged.algorithm, staged.inputs, current_origin.get(), call.time
+        )
+        metadata = with_record(staged.metadata, record)
+        try:
+            gpkg_metadata.add_table_document(staged.path, staged.table, QGIS_METADATA_URI, metadata_document(metadata))
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("the provenance of %s could not be written into %s: %s", staged.table, staged.path, exc)
+            return
+        staged.metadata, staged.recorded = metadata, True
 
     def _write(self, staged: StagedResult, cancel: CancelToken | None) -> int:
         """Write the table (replacing it on a second attempt); returns the number of rows it holds (sqlite3).
@@ -220,6 +272,9 @@ class ResultStore:
             _check_stored_count(layer, staged)
             if staged.layer is not None:
                 copy_style(staged.layer, layer)
+            if staged.recorded:  # as written into the GeoPackage with the table
+                layer.setMetadata(staged.metadata)
+                layer.setCustomProperty(RECORDED_PROPERTY, True)
         except BaseException:
             self.discard(staged, drop=True)
             raise
@@ -406,10 +461,15 @@ def is_temporary(layer: QgsMapLayer) -> bool:
     return bool(path) and is_temporary_destination(path)  # "" alone would read as "a temporary output"
 
 
-def stage_result(project: QgsProject, layer: QgsVectorLayer, base: str) -> tuple[ResultStore, StagedResult]:
-    """The project's store and ``layer`` staged in it, its table named after ``base`` (main thread)."""
+def stage_result(
+    project: QgsProject, layer: QgsVectorLayer, base: str, reads: ToolArtifact = EMPTY
+) -> tuple[ResultStore, StagedResult]:
+    """The project's store and ``layer`` staged in it, its table named after ``base`` (main thread).
+
+    ``reads``: what the call read to make the layer, for its provenance (``ResultStore.stage``).
+    """
     store = result_store(project)
-    return store, store.stage(project, layer, base)
+    return store, store.stage(project, layer, base, reads)
 
 
 def finish_result(ctx: ToolContext, store: ResultStore, staged: StagedResult) -> str:

@@ -290,3 +290,45 @@ def test_provenance_of_a_results_table_loaded_again_keeps_the_geopackage_record_
     (document,) = gpkg_documents(path, table)  # written once, when the table was made
     assert BUFFER_QUESTION in document and LOAD_QUESTION not in document
     assert table in result_files.result_tables(path)
+
+
+def test_provenance_goes_into_the_geopackage_with_the_table_before_qgis_opens_it(demo_project, tmp_path):
+    """Written once QGIS had the stored table open, the record broke GDAL's reads of the file now and then."""
+    from geogpt_qgis.core import gpkg_metadata
+    from geogpt_qgis.core.artifacts import AlgorithmRun, LayerRef, ToolArtifact
+    from geogpt_qgis.core.provenance import RunOrigin, current_call, current_origin
+    from geogpt_qgis.core.provenance import ToolCall as StartedCall
+    from geogpt_qgis.tools.provenance import QGIS_METADATA_URI, RECORDED_PROPERTY, record_on_layers
+    from geogpt_qgis.tools.result_store import ResultStore, set_result_store
+    from tests.support.memory_layers import numbered_points
+
+    rivers = only_layer(demo_project, "rivers")
+    parameters = {"INPUT": "rivers", "DISTANCE": 100}
+    reads = ToolArtifact(layers=(LayerRef.of(rivers),), algorithm=AlgorithmRun("native:buffer", parameters))
+    store = ResultStore(tmp_path / "scratch", follow_project=False)
+    set_result_store(demo_project, store)
+    started = dt.datetime.now(dt.UTC)
+    call = current_call.set(StartedCall("run_algorithm", {"algorithm": "native:buffer"}, started))
+    origin = current_origin.set(RunOrigin.of(BUFFER_QUESTION, "qwen3:8b", "http://127.0.0.1:1/"))
+    try:
+        staged = store.stage(demo_project, numbered_points("made", 3), "made", reads)
+        store.write(staged)
+    finally:
+        current_origin.reset(origin)
+        current_call.reset(call)
+        set_result_store(demo_project, None)
+    # In the file before any layer reads the table: the standard's metadata extension, QGIS's document.
+    ((scope, uri, mime, document),) = gpkg_metadata.table_metadata(staged.path, staged.table)
+    assert (scope, uri, mime) == ("dataset", QGIS_METADATA_URI, "text/xml")
+    assert BUFFER_QUESTION in document and "native:buffer" in document and rivers.publicSource() in document
+    layer = store.open(staged)
+    assert layer.customProperty(RECORDED_PROPERTY) is True
+    lines = layer.metadata().abstract().splitlines()
+    assert f'Question: "{BUFFER_QUESTION}"' in lines and "Algorithm: native:buffer" in lines
+    assert lines[lines.index("Inputs:") + 1] == f"- rivers ({rivers.publicSource()})"
+    assert fresh_metadata(staged.path, staged.table).abstract() == layer.metadata().abstract()
+    # The toolkit's recorder, after the call, leaves a layer recorded with its table as it is.
+    demo_project.addMapLayer(layer)
+    added = ToolArtifact(layers=reads.layers, algorithm=reads.algorithm, added=(LayerRef.of(layer),))
+    record_on_layers(demo_project, "run_algorithm", {}, added, None, dt.datetime.now(dt.UTC))
+    assert len(layer.metadata().history()) == 1 and len(gpkg_metadata.table_metadata(staged.path, staged.table)) == 1

@@ -13,7 +13,7 @@ GeoPackage on the worker (``finish_result``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from urllib.parse import urlsplit
 
@@ -70,7 +70,9 @@ def fetch_collection(url: str, layer: str, timeout: float, cancel: CancelToken) 
 def add_copy(ctx: ToolContext, copy: CollectionCopy, name: str) -> ToolResult:
     """Make the memory layer on the main thread, store it in the results GeoPackage here; the answer."""
     base = slug(name) or slug(copy.collection.id) or "features"
-    staged, fields = ctx.on_main(_stage, ctx, partial(memory_layer, copy.rows, name or copy.collection.id), base)
+    collection = CollectionRef(urlsplit(copy.info.server.url).netloc, copy.collection.id, copy.info.server.url)
+    read = ToolArtifact(collections=(collection,))
+    staged, fields = ctx.on_main(_stage, ctx, partial(memory_layer, copy.rows, name or copy.collection.id), base, read)
     added = finish_result(ctx, *staged)
     fetched = copy.fetched
     source = f"{copy.collection.id} on {urlsplit(copy.info.server.url).netloc}"
@@ -79,12 +81,13 @@ def add_copy(ctx: ToolContext, copy: CollectionCopy, name: str) -> ToolResult:
     if not fetched.more:
         text += f"\nAll of the collection's features were fetched (load_data fetches at most {LOAD_LIMIT:,})."
     text += "\nquery_ogc_collection can fetch a filtered or bbox-limited selection instead."
-    collection = CollectionRef(urlsplit(copy.info.server.url).netloc, copy.collection.id, copy.info.server.url)
-    return ToolResult(text, ToolArtifact(collections=(collection,), added=(named_ref(ctx, added),)))
+    return ToolResult(text, replace(read, added=(named_ref(ctx, added),)))
 
 
-def _stage(ctx: ToolContext, make: partial, base: str) -> tuple[tuple[ResultStore, StagedResult], list[str]]:
+def _stage(
+    ctx: ToolContext, make: partial, base: str, read: ToolArtifact
+) -> tuple[tuple[ResultStore, StagedResult], list[str]]:
     """Make the memory layer and stage it for the store (main thread: no request, only the rows are added)."""
     layer = make()
     style_result(layer)
-    return stage_result(ctx.project, layer, base), layer.fields().names()
+    return stage_result(ctx.project, layer, base, read), layer.fields().names()

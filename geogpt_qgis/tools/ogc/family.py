@@ -206,21 +206,24 @@ class OgcTools(ToolFamily):
             kind = "fetched features, in the project's GeoPackage"
             extent = None
         try:
-            added, fields, box = self.ctx.on_main(self._add_layer, make, base)
+            added, fields, box = self.ctx.on_main(self._add_layer, make, base, read)
         except NotLinked as failed:  # the features are here already: the user gets them, unlinked
             fetched.notes.append(f"{failed}, so the fetched features were copied instead of linked.")
             make = partial(memory_layer, memory_rows(fetched.features, fetched.crs, props, f"From {request}"), base)
             kind, extent = "fetched features, in the project's GeoPackage", None
-            added, fields, box = self.ctx.on_main(self._add_layer, make, base)
+            added, fields, box = self.ctx.on_main(self._add_layer, make, base, read)
         # Fetched features are copied into the project's GeoPackage (here, off the main thread): they survive saving.
         name = added if isinstance(added, str) else finish_result(self.ctx, *added)
         text = summary_text(name, kind, source, fetched, layer_crs(fetched.crs), fields, extent or box)
         return ToolResult(text, replace(read, added=(named_ref(self.ctx, name),)))
 
     def _add_layer(
-        self, make: Callable[[], QgsVectorLayer], base: str
+        self, make: Callable[[], QgsVectorLayer], base: str, read: ToolArtifact
     ) -> tuple[str | tuple[ResultStore, StagedResult], list[str], tuple[float, float, float, float] | None]:
-        """Make the layer, add it (linked) or stage it for the store (fetched) (main thread); its fields and extent."""
+        """Make the layer, add it (linked) or stage it for the store (fetched) (main thread); its fields and extent.
+
+        ``read``: the collection it comes from, for the provenance stored with a fetched copy.
+        """
         layer = make()
         style_result(layer)  # see-through: the project's own layers stay readable under the fetched ones
         fields = layer.fields().names()
@@ -229,7 +232,7 @@ class OgcTools(ToolFamily):
             box = layer.extent()
             extent = (box.xMinimum(), box.yMinimum(), box.xMaximum(), box.yMaximum())
         if layer.providerType() == "memory":
-            return stage_result(self.ctx.project, layer, base), fields, extent
+            return stage_result(self.ctx.project, layer, base, read), fields, extent
         return add_result_layer(self.ctx.project, layer, base), fields, extent
 
 

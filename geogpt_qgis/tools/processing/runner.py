@@ -139,7 +139,12 @@ class ProcessingRunner:
                 raise ToolError("\n".join([str(exc), *(f"Note: {note}" for note in found)])) from None
             # Before anything is stored or added; a difference the check cannot attribute is a note.
             plan.prepared.notes += self.ctx.on_main(self._check_outputs, plan, results)
-            results = self._keep_outputs(plan, results, output_name)
+            # What the call read and ran: its results' provenance, written with each stored table and returned.
+            reads = ToolArtifact(
+                layers=tuple(dict.fromkeys(plan.prepared.input_refs)),
+                algorithm=AlgorithmRun(plan.algorithm_id, parameters),
+            )
+            results = self._keep_outputs(plan, results, output_name, reads)
             results, copies = self._keep_rasters(plan, results, output_name)
             try:
                 published = self.ctx.on_main(self._publish, plan, results, output_name)
@@ -149,11 +154,7 @@ class ProcessingRunner:
                 raise
             for store, target in copies:
                 store.release_raster(target)
-            used = replace(
-                published.artifact,
-                layers=tuple(dict.fromkeys(plan.prepared.input_refs)),
-                algorithm=AlgorithmRun(plan.algorithm_id, parameters),
-            )
+            used = replace(published.artifact, layers=reads.layers, algorithm=reads.algorithm)
             raster_lines = finish_raster_outputs(self.ctx, plan.algorithm_id, published.artifact.added)
             return ToolResult("\n".join([published.text, *raster_lines]), used)
         finally:
@@ -170,12 +171,14 @@ class ProcessingRunner:
         plan.keep.append(source)
         return EXTRACT_BY_EXPRESSION, sampled_call(source, values, self.ctx.cancel)
 
-    def _keep_outputs(self, plan: RunPlan, results: dict[str, Any], output_name: str) -> dict[str, Any]:
+    def _keep_outputs(
+        self, plan: RunPlan, results: dict[str, Any], output_name: str, reads: ToolArtifact
+    ) -> dict[str, Any]:
         """Temporary vector outputs copied into the project's GeoPackage (here, on the worker), so they survive saving.
 
         Returns ``results`` with each such output replaced by the layer reading its stored table.
         """
-        staged = self.ctx.on_main(self._stage_outputs, plan, results, output_name)
+        staged = self.ctx.on_main(self._stage_outputs, plan, results, output_name, reads)
         try:
             for store, item in staged.values():
                 # A file writer builds CRSs: on a long-lived thread (see algorithm_thread), never this one.
@@ -231,7 +234,7 @@ class ProcessingRunner:
         return targets
 
     def _stage_outputs(
-        self, plan: RunPlan, results: dict[str, Any], output_name: str
+        self, plan: RunPlan, results: dict[str, Any], output_name: str, reads: ToolArtifact
     ) -> dict[str, tuple[ResultStore, StagedResult]]:
         algorithm = find_algorithm(plan.algorithm_id)
         base = self._base_name(plan, output_name)
@@ -247,7 +250,7 @@ class ProcessingRunner:
                 continue
             plan.keep.append(layer)
             table = base if index == 0 else f"{base}_{slug(definition.name())}"
-            staged[definition.name()] = stage_result(self.ctx.project, layer, table)
+            staged[definition.name()] = stage_result(self.ctx.project, layer, table, reads)
         return staged
 
     def _open_outputs(self, staged: dict[str, tuple[ResultStore, StagedResult]]) -> dict[str, QgsMapLayer]:

@@ -369,7 +369,8 @@ class PlaceFinder:
         base = "place_" + (slug(normalize(item.candidate.name)) or "unnamed")
         if base in taken:
             base = f"{base}_{slug(source_key(item.candidate.source))}"
-        staged = self.ctx.on_main(_add_place_layer, self.ctx.project, base, item, snap)
+        reads = _place_reads(item.candidate, self.ctx)  # its provenance, written with its table
+        staged = self.ctx.on_main(_add_place_layer, self.ctx.project, base, item, snap, reads)
         name = finish_result(self.ctx, *staged)  # kept in the project's GeoPackage: it survives saving
         taken.add(name)
         return name
@@ -383,15 +384,18 @@ def _worth_scoring(query: PlaceQuery, name: str) -> bool:
     return trigram_similarity(query.name, normalized) >= 0.2
 
 
+def _place_reads(candidate: Candidate, ctx: ToolContext) -> ToolArtifact:
+    """Where a place was found: a project layer or a database table (worker thread)."""
+    if candidate.kind == "table":
+        return ToolArtifact(tables=(TableRef.named(candidate.source, candidate.connection),))
+    return ToolArtifact(layers=(named_ref(ctx, candidate.source),))
+
+
 def _place_artifact(candidate: Candidate, ctx: ToolContext, layer_name: str) -> ToolArtifact:
     """A place added as ``layer_name``, found in a project layer or a database table (worker thread)."""
-    added = (named_ref(ctx, layer_name),)
     measured = candidate.figure
     figures = (replace(measured, what=f"{measured.what} of {layer_name!r}"),) if measured is not None else ()
-    if candidate.kind == "table":
-        table = TableRef.named(candidate.source, candidate.connection)
-        return ToolArtifact(tables=(table,), added=added, figures=figures)
-    return ToolArtifact(layers=(named_ref(ctx, candidate.source),), added=added, figures=figures)
+    return replace(_place_reads(candidate, ctx), added=(named_ref(ctx, layer_name),), figures=figures)
 
 
 def _where(candidate: Candidate) -> str:
@@ -546,11 +550,11 @@ def _wkt_sql(geometries: list[QgsGeometry], snap: ProjectSnapshot) -> str:
 
 
 def _add_place_layer(
-    project: QgsProject, base: str, item: Located, snap: ProjectSnapshot
+    project: QgsProject, base: str, item: Located, snap: ProjectSnapshot, reads: ToolArtifact
 ) -> tuple[ResultStore, StagedResult]:
     """A layer with the place's features, replacing an earlier place layer of that name, staged for the store.
 
-    Main thread; ``finish_result`` writes it and adds the stored layer.
+    Main thread; ``finish_result`` writes it and adds the stored layer.  ``reads``: where the place was found.
     """
     for old in project.mapLayersByName(base):
         if old.customProperty(PLACE_PROPERTY):
@@ -576,7 +580,7 @@ def _add_place_layer(
     layer.updateExtents()
     layer.setCustomProperty(PLACE_PROPERTY, candidate.label)
     layer.setRenderer(QgsSingleSymbolRenderer(_place_symbol(layer.geometryType())))
-    return stage_result(project, layer, base)
+    return stage_result(project, layer, base, reads)
 
 
 def _place_symbol(kind: QgsWkbTypes.GeometryType) -> Any:
