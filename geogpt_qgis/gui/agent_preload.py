@@ -6,7 +6,9 @@ imports none of them (a test holds it); instead a single-shot timer is armed
 when QGIS has finished starting (``initializationCompleted``), or at once when
 the plugin is enabled in a QGIS already on screen, and when it fires, QGIS's
 event loop having run for ``PRELOAD_DELAY_MS``, a plain daemon thread imports
-the stack (``agent.worker.preload_agent_stack``).
+the stack (``agent.worker.preload_agent_stack``).  Just before, on the main
+thread, the caches of QGIS that a first tool step would fill there are filled
+(``tools.measures.warm_measure_caches``, under 0.1 s once).
 
 Imports only: no Qt or QGIS object is made or touched off the main thread, and
 the thread signals nothing back, so a plugin unloaded meanwhile leaves it
@@ -74,9 +76,15 @@ class AgentPreload:
         self._timer.start()
 
     def _start(self) -> None:
-        """Main thread, QGIS idle for a moment: the thread starts, unless the packages are missing."""
-        from geogpt_qgis.toolbelt.dependencies import missing_packages
+        """Main thread, QGIS idle for a moment: QGIS's measure caches are filled; the thread starts.
 
+        The thread does not start when the packages are missing.
+        """
+        from geogpt_qgis.toolbelt.dependencies import missing_packages
+        from geogpt_qgis.tools.measures import warm_measure_caches
+
+        if self._thread is None:
+            warm_measure_caches()  # here, not in the first tool call's main-thread step
         if self._thread is not None or missing_packages():
             return
         self._thread = threading.Thread(target=self._import, name="GeoGPT agent preload", daemon=True)

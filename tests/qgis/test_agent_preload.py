@@ -132,6 +132,23 @@ def test_missing_packages_start_no_import(starting_iface, monkeypatch):
     assert preload._thread is None and not preload.done.is_set()
 
 
+def test_the_idle_timer_fills_qgis_measure_caches_once_on_the_main_thread(starting_iface, monkeypatch):
+    from qgis.core import QgsEllipsoidUtils
+
+    from geogpt_qgis.tools import measures
+
+    warmed: list[str] = []
+    monkeypatch.setattr(measures, "warm_measure_caches", lambda: warmed.append(threading.current_thread().name))
+    preload = AgentPreload(starting_iface, delay_ms=0)
+    preload._start()
+    preload._start()  # a second timeout (a reload) fills nothing again
+    assert warmed == [threading.main_thread().name]
+    wait_until(preload.done.is_set, 60)
+    monkeypatch.undo()
+    measures.warm_measure_caches()  # the real one: what the first tool step measures on is there
+    assert QgsEllipsoidUtils.ellipsoidParameters(measures.WGS84_ELLIPSOID).valid
+
+
 def test_a_failed_import_is_kept_for_the_first_question_to_report(starting_iface, monkeypatch):
     def failing() -> None:
         raise ImportError("No module named 'langgraph'")
