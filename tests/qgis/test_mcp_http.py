@@ -102,6 +102,16 @@ def test_a_missing_or_wrong_token_gets_401_and_nothing_runs(serve, tool_ctx, aut
     assert approvals == [] and len(tool_ctx.project.mapLayers()) == count
 
 
+def test_no_standalone_get_stream_is_offered_and_a_get_without_the_token_is_still_401(serve):
+    server = serve()
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/event-stream"}
+    answer = call_in_thread(httpx.get, server.url, headers=headers, timeout=10)
+    assert answer.status_code == 405 and answer.headers["allow"] == "POST, DELETE"
+    assert "nothing unasked" in answer.json()["error"]
+    anonymous = call_in_thread(httpx.get, server.url, headers={"Accept": "text/event-stream"}, timeout=10)
+    assert anonymous.status_code == 401
+
+
 def test_an_oversized_request_is_refused_before_it_is_read(serve):
     server = serve(max_running=1)
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
