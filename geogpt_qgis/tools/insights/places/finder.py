@@ -308,7 +308,8 @@ class PlaceFinder:
                 if not item.geometries:
                     lines.append(f"- {decision.query.text!r}: {self._describe(item, snap, False)} has no geometry")
                     continue
-                layer_name = self._add_layer(item, snap, taken)
+                reads = _place_reads(item.candidate, self.ctx)  # once: its table's provenance and the artifact
+                layer_name = self._add_layer(item, snap, taken, reads)
                 if not example:
                     example, example_at = layer_name, item.candidate.location
                 lines.append(
@@ -316,7 +317,7 @@ class PlaceFinder:
                 )
                 sql = item.sql or _wkt_sql(item.geometries, snap)
                 sql_lines.append(f"  {layer_name}: {sql}")
-                used.append(_place_artifact(item.candidate, self.ctx, layer_name))
+                used.append(_place_artifact(item.candidate, self.ctx, layer_name, reads))
             elif decision.ambiguous:
                 options = "; ".join(
                     self._describe(located.get(id(c)) or Located(c, []), snap, False) for c in decision.candidates
@@ -365,11 +366,10 @@ class PlaceFinder:
             parts.append("; also in " + ", ".join(candidate.also_in))
         return "".join(parts) + ")"
 
-    def _add_layer(self, item: Located, snap: ProjectSnapshot, taken: set[str]) -> str:
+    def _add_layer(self, item: Located, snap: ProjectSnapshot, taken: set[str], reads: ToolArtifact) -> str:
         base = "place_" + (slug(normalize(item.candidate.name)) or "unnamed")
         if base in taken:
             base = f"{base}_{slug(source_key(item.candidate.source))}"
-        reads = _place_reads(item.candidate, self.ctx)  # its provenance, written with its table
         staged = self.ctx.on_main(_add_place_layer, self.ctx.project, base, item, snap, reads)
         name = finish_result(self.ctx, *staged)  # kept in the project's GeoPackage: it survives saving
         taken.add(name)
@@ -391,11 +391,11 @@ def _place_reads(candidate: Candidate, ctx: ToolContext) -> ToolArtifact:
     return ToolArtifact(layers=(named_ref(ctx, candidate.source),))
 
 
-def _place_artifact(candidate: Candidate, ctx: ToolContext, layer_name: str) -> ToolArtifact:
-    """A place added as ``layer_name``, found in a project layer or a database table (worker thread)."""
+def _place_artifact(candidate: Candidate, ctx: ToolContext, layer_name: str, reads: ToolArtifact) -> ToolArtifact:
+    """A place added as ``layer_name``, found where ``reads`` says (``_place_reads``; worker thread)."""
     measured = candidate.figure
     figures = (replace(measured, what=f"{measured.what} of {layer_name!r}"),) if measured is not None else ()
-    return replace(_place_reads(candidate, ctx), added=(named_ref(ctx, layer_name),), figures=figures)
+    return replace(reads, added=(named_ref(ctx, layer_name),), figures=figures)
 
 
 def _where(candidate: Candidate) -> str:
