@@ -104,9 +104,12 @@ def check_answer(answer: str, expected: Expected) -> list[str]:
 
 def _read_facts(layer: Any) -> str:
     """Whether a short read is the file's or the reading's: the table's rows by SQLite, a second read, the source."""
+    import contextlib
     import sqlite3
 
     from qgis.core import QgsProviderRegistry
+
+    from geogpt_qgis.core.sqlite_text import sqlite_query
 
     facts = [f"valid={layer.isValid()}", f"featureCount={layer.featureCount()}"]
     facts.append(f"read again={sum(1 for _ in layer.getFeatures())}")
@@ -114,8 +117,8 @@ def _read_facts(layer: Any) -> str:
     path, table = str(parts.get("path") or ""), str(parts.get("layerName") or "")
     if path.endswith(".gpkg") and table:
         try:
-            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-                (rows,) = db.execute(f'SELECT count(*) FROM "{table}"').fetchone()  # noqa: S608 - a test's own table
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+                (rows,) = db.execute(sqlite_query("SELECT count(*) FROM {}", table)).fetchone()
             facts.append(f"SQLite rows={rows}")
         except sqlite3.Error as exc:
             facts.append(f"SQLite: {exc}")
