@@ -35,7 +35,7 @@ from pydantic import ConfigDict, Field
 
 from geogpt_qgis.agent.call_arguments import UNPARSED_ARGUMENTS, refused
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA
-from geogpt_qgis.agent.memory import is_user_turn
+from geogpt_qgis.agent.memory import is_user_turn, question_of
 from geogpt_qgis.agent.reply import content_text
 from geogpt_qgis.core.call_bounds import CALL_CHARS, arguments_problem
 from geogpt_qgis.core.guided_schema import (
@@ -43,7 +43,9 @@ from geogpt_qgis.core.guided_schema import (
     ARGUMENTS_KEY,
     TOOL_KEY,
     AnswerStream,
+    ExampleAlgorithms,
     Vocabulary,
+    WorkedExamples,
     parse_reply,
     reply_schema,
     system_text,
@@ -61,7 +63,18 @@ HELP_TOOLS = frozenset({"find_examples", "describe_capabilities"})
 # The tool whose result lists every tool, the ones a compact profile does not send included.
 CAPABILITIES_TOOL = "describe_capabilities"
 
-VocabularySource = Callable[[], Awaitable[Vocabulary]]
+# The names that exist now; given algorithms (and the parameters an example sets), their parameters too.
+VocabularySource = Callable[[ExampleAlgorithms], Awaitable[Vocabulary]]
+# Worked examples for a question, written as guided replies, using only the tools named: tools.examples.
+ExamplesSource = Callable[[str, frozenset[str]], Awaitable[WorkedExamples]]
+# The examples shown beside each question, by message: worked out once, so the same history is always sent as the
+# same text (the server's cache of it stays valid) even after the project's names change.  Bounded.
+_SHOWN_EXAMPLES: dict[str, WorkedExamples] = {}
+_MAX_SHOWN = 512
+EXAMPLES_HEAD = "Solved like this before (use the real names):"
+# After each tool result: the question it is for (at most QUESTION_CHARS of it).
+REMINDER = "The question was: {question} Answer it from the results, or call a tool."
+QUESTION_CHARS = 300
 
 
 def response_format(schema: dict[str, Any], dialect: str) -> dict[str, Any]:
@@ -87,6 +100,7 @@ class GuidedChatModel(BaseChatModel):
     provider: str
     base_url: str
     vocabulary: Any = None  # VocabularySource | None: the names that exist, read before each call
+    examples: Any = None  # ExamplesSource | None: worked examples put beside each question
     tools: list[dict[str, Any]] = Field(default_factory=list)
     # Tools the toolkit runs but the model is not sent (a compact profile): admitted once the conversation's
     # describe_capabilities result has listed them, as that result tells the model it may call them.
@@ -108,7 +122,10 @@ class GuidedChatModel(BaseChatModel):
     async def _astream(
         self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
-        names = await self.vocabulary() if self.vocabulary is not None else Vocabulary()
+        examples = await self._examples_for(messages)
+        asked_now = next((m.id for m in reversed(messages) if is_user_turn(m)), None)
+        algorithms = examples[asked_now].algorithms if asked_now in examples else ()
+        names = await self.vocabulary(algorithms) if self.vocabulary is not None else Vocabulary()
         listed = any(isinstance(m, ToolMessage) and m.name == CAPABILITIES_TOOL for m in messages)
         admitted = [*self.tools, *self.reachable] if listed else self.tools
         asked = _called_for_this_question(messages)
@@ -116,8 +133,29 @@ class GuidedChatModel(BaseChatModel):
         if kwargs.get("answer_only"):  # the step cap is reached: no call would run
             admitted = []
         schema = reply_schema(admitted, names, answer_allowed=not admitted or not _asks_anew(messages))
-        prompt = guided_messages(messages, self.tools)
+        prompt = guided_messages(messages, self.tools, {key: shown.text for key, shown in examples.items()})
         reading = AnswerStream()
+        async for chunk in self._streamed(prompt, schema, reading):
+            yield chunk
+        if reading.is_answer:
+            return
+        call = _call_chunk(reading.text)
+        if call is not None and _answered_before(call, messages):
+            # The same call was made and answered for this question: its result is in front of the model, and a
+            # small model held to calls repeats one until the step cap.  Its answer is asked for instead.
+            reading = AnswerStream()
+            async for chunk in self._streamed(prompt, reply_schema([], names), reading):
+                yield chunk
+            if reading.is_answer:
+                return
+            call = _call_chunk(reading.text)
+        if call is not None:
+            yield ChatGenerationChunk(message=call)
+
+    async def _streamed(
+        self, prompt: list[BaseMessage], schema: dict[str, Any], reading: AnswerStream
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """One constrained reply: its answer text as it becomes readable, and its usage; ``reading`` keeps it."""
         async for chunk in self._constrained(prompt, schema):
             shown = reading.feed(content_text(chunk.content)) if chunk.content else ""
             extra: dict[str, Any] = {}
@@ -127,11 +165,22 @@ class GuidedChatModel(BaseChatModel):
                 extra["response_metadata"] = chunk.response_metadata
             if shown or extra:
                 yield ChatGenerationChunk(message=AIMessageChunk(content=shown, **extra))
-        if reading.is_answer:
-            return
-        call = _call_chunk(reading.text)
-        if call is not None:
-            yield ChatGenerationChunk(message=call)
+
+    async def _examples_for(self, messages: list[BaseMessage]) -> dict[str, WorkedExamples]:
+        """The worked examples beside each of the user's questions, by message id (found once per message)."""
+        if self.examples is None:
+            return {}
+        runnable = frozenset(t["function"]["name"] for t in [*self.tools, *self.reachable])
+        shown: dict[str, WorkedExamples] = {}
+        for message in messages:
+            if not is_user_turn(message) or not message.id:
+                continue
+            if message.id not in _SHOWN_EXAMPLES:
+                if len(_SHOWN_EXAMPLES) >= _MAX_SHOWN:
+                    _SHOWN_EXAMPLES.pop(next(iter(_SHOWN_EXAMPLES)))
+                _SHOWN_EXAMPLES[message.id] = await self.examples(question_of(message), runnable)
+            shown[message.id] = _SHOWN_EXAMPLES[message.id]
+        return shown
 
     async def _constrained(self, prompt: list[BaseMessage], schema: dict[str, Any]) -> AsyncIterator[AIMessageChunk]:
         """The inner model's reply chunks, under ``schema``; a refused dialect is tried once in the other."""
@@ -177,6 +226,28 @@ def _called_for_this_question(messages: list[BaseMessage]) -> set[str]:
     return called
 
 
+def _answered_before(call: AIMessageChunk, messages: list[BaseMessage]) -> bool:
+    """Whether ``call`` repeats a call made since the user's last message whose result was not an error."""
+    wanted = call.tool_call_chunks[0] if call.tool_call_chunks else None
+    if wanted is None:
+        return False
+    try:
+        arguments = json.loads(wanted.get("args") or "{}")
+    except json.JSONDecodeError:
+        return False
+    succeeded: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage) and message.status != "error":
+            succeeded.add(message.tool_call_id)
+        elif isinstance(message, AIMessage):
+            for made in message.tool_calls:
+                if made.get("id") in succeeded and made["name"] == wanted.get("name") and made["args"] == arguments:
+                    return True
+        elif is_user_turn(message):
+            break
+    return False
+
+
 def _asks_anew(messages: list[BaseMessage]) -> bool:
     """Whether the model is to reply to the user's message itself (nothing has been looked at for it yet)."""
     return bool(messages) and isinstance(messages[-1], HumanMessage)
@@ -205,14 +276,20 @@ def _chunk(name: str, arguments: Any, call_id: str) -> AIMessageChunk:
     return AIMessageChunk(content="", tool_call_chunks=[tool_call_chunk(name=name, args=args, id=call_id, index=0)])
 
 
-def guided_messages(messages: list[BaseMessage], tool_schemas: list[dict[str, Any]]) -> list[BaseMessage]:
+def guided_messages(
+    messages: list[BaseMessage], tool_schemas: list[dict[str, Any]], examples: dict[str, str] | None = None
+) -> list[BaseMessage]:
     """The conversation as a guided request sends it: the tools in the system text, calls and results as text.
+
+    ``examples`` (by message id) are worked examples written after the
+    question they were found for.
 
     Consecutive user texts (a result and the next question) are joined, so the
     turns alternate as the strictest chat templates require.  The same history
     always gives the same messages (the server's cache of them stays valid).
     """
     out: list[BaseMessage] = []
+    question = ""
     for message in messages:
         if isinstance(message, SystemMessage) and not out:
             out.append(SystemMessage(content=system_text(content_text(message.content), tool_schemas)))
@@ -221,9 +298,15 @@ def guided_messages(messages: list[BaseMessage], tool_schemas: list[dict[str, An
             if text:
                 out.append(AIMessage(content=text))
         elif isinstance(message, ToolMessage):
-            _add_user(out, f"Result of {message.name or 'the tool'}:\n{content_text(message.content)}")
+            result = f"Result of {message.name or 'the tool'}:\n{content_text(message.content)}"
+            # The question again, last: a small model answers what it read last.
+            _add_user(out, f"{result}\n\n{REMINDER.format(question=question)}" if question else result)
         else:
-            _add_user(out, content_text(message.content))
+            if is_user_turn(message):
+                question = " ".join(question_of(message).split())[:QUESTION_CHARS]
+            text = content_text(message.content)
+            found = (examples or {}).get(message.id or "") if is_user_turn(message) else ""
+            _add_user(out, f"{text}\n\n{EXAMPLES_HEAD}\n{found}" if found else text)
     return out
 
 
@@ -245,6 +328,13 @@ def _add_user(out: list[BaseMessage], text: str) -> None:
         out.append(HumanMessage(content=text))
 
 
-def guided_chat_model(native: BaseChatModel, config: Any, vocabulary: VocabularySource | None) -> GuidedChatModel:
+def guided_chat_model(
+    native: BaseChatModel,
+    config: Any,
+    vocabulary: VocabularySource | None,
+    examples: ExamplesSource | None = None,
+) -> GuidedChatModel:
     """``native`` (the provider's chat model for ``config``) asked for guided replies instead of native calls."""
-    return GuidedChatModel(inner=native, provider=config.provider, base_url=config.base_url, vocabulary=vocabulary)
+    return GuidedChatModel(
+        inner=native, provider=config.provider, base_url=config.base_url, vocabulary=vocabulary, examples=examples
+    )

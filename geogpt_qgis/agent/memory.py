@@ -34,6 +34,7 @@ from geogpt_qgis.core.tokens import estimate_tokens
 
 MESSAGE_OVERHEAD_TOKENS = 8  # role markers and separators of a chat template
 KIND = "geogpt_kind"  # additional_kwargs key marking what the plugin added
+QUESTION = "geogpt_question"  # additional_kwargs key of a user message with notes folded in: the text typed
 STATE_NOTE = "state_note"  # what the user changed in the project between two messages (shown in the dock)
 PROJECT_STATE = "project_state"  # the project's layers when a conversation starts or is taken up again
 NOTE_KINDS = (STATE_NOTE, PROJECT_STATE)
@@ -54,6 +55,11 @@ def kind_of(message: BaseMessage) -> str:
 def is_user_turn(message: BaseMessage) -> bool:
     """Whether ``message`` is something the user typed (a turn starts there)."""
     return isinstance(message, HumanMessage) and not kind_of(message)
+
+
+def question_of(message: BaseMessage) -> str:
+    """What the user typed in a user message, without the notes folded in before it (``fold_notes``)."""
+    return str(message.additional_kwargs.get(QUESTION, "")) or text_of(message)
 
 
 def text_of(message: BaseMessage) -> str:
@@ -108,7 +114,9 @@ def fold_notes(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
             continue
         if notes and is_user_turn(message):
             prefix = "\n".join(f"[{note}]" for note in notes)
-            message = HumanMessage(content=f"{prefix}\n\n{text_of(message)}", id=message.id)
+            typed = text_of(message)
+            kept = {**message.additional_kwargs, QUESTION: typed}
+            message = HumanMessage(content=f"{prefix}\n\n{typed}", id=message.id, additional_kwargs=kept)
             notes = []
         folded.append(message)
     return folded

@@ -47,7 +47,7 @@ from geogpt_qgis.agent.toolkit import Toolkit
 from geogpt_qgis.core.approval import APPROVE, POLICY_ASK, ApprovalRequest, StandingApprovals, current_standing
 from geogpt_qgis.core.cancel import RunCancelled, current_conversation
 from geogpt_qgis.core.events import ApprovalRequested, Event, ReasoningDelta, RunFinished, TextDelta
-from geogpt_qgis.core.guided_schema import Vocabulary
+from geogpt_qgis.core.guided_schema import ExampleAlgorithms, Vocabulary, WorkedExamples
 from geogpt_qgis.core.provenance import RunOrigin, current_origin
 from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.stopped_run import STOPPED_ANSWER, STOPPED_STEP, RunTracker
@@ -261,7 +261,7 @@ class AgentSession:
                 )
             num_ctx = effective_context(config, info)
             native = create_chat_model(config, num_ctx, thinking=bool(info and info.supports_thinking))
-            guided = guided_chat_model(native, config, self._vocabulary)
+            guided = guided_chat_model(native, config, self._vocabulary, self._guided_examples)
             model, fallback = (guided, None) if mode == TOOL_CALLS_GUIDED else (native, guided)
             if config.tool_calls != TOOL_CALLS_AUTO:
                 fallback = None  # the user chose the mode: it is never changed for them
@@ -333,11 +333,18 @@ class AgentSession:
             return TOOL_CALLS_GUIDED
         return TOOL_CALLS_NATIVE
 
-    async def _vocabulary(self) -> Vocabulary:
+    async def _vocabulary(self, algorithms: ExampleAlgorithms = ()) -> Vocabulary:
         """The names a guided reply may use now (the project's layers and fields, the registry's algorithms)."""
         from geogpt_qgis.tools.vocabulary import read_vocabulary
 
-        return await asyncio.to_thread(self.ctx.on_main, read_vocabulary, self.ctx.project)
+        return await asyncio.to_thread(self.ctx.on_main, read_vocabulary, self.ctx.project, algorithms)
+
+    async def _guided_examples(self, question: str, tools: frozenset[str]) -> WorkedExamples:
+        """Worked examples for ``question`` as guided replies, calling only ``tools`` (names read on main)."""
+        from geogpt_qgis.tools.examples.family import guided_examples, project_names
+
+        names = await asyncio.to_thread(self.ctx.on_main, project_names, self.ctx.project)
+        return await asyncio.to_thread(guided_examples, question, names, tools)
 
     async def _graph(
         self,

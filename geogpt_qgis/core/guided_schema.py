@@ -56,6 +56,21 @@ class Vocabulary:
     layers: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
     algorithms: tuple[str, ...] = ()
+    # Algorithms whose parameters are known (those of the worked examples shown for the question): id -> the
+    # JSON schema of run_algorithm's ``parameters`` for it (``tools.vocabulary``).
+    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+# Algorithms a worked example runs, each with the names of the parameters it sets.
+ExampleAlgorithms = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True)
+class WorkedExamples:
+    """Worked examples shown beside a question: their text, and the algorithms they run with the parameters set."""
+
+    text: str = ""
+    algorithms: ExampleAlgorithms = ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +109,7 @@ def reply_schema(
     question is a call, so the answer rests on what a tool read (a small model
     otherwise answers from its imagination), as the system prompt asks.
     """
-    branches = [_call_schema(schema["function"], vocabulary) for schema in tool_schemas]
+    branches = [branch for schema in tool_schemas for branch in _call_schemas(schema["function"], vocabulary)]
     if not answer_allowed and branches:
         return {"anyOf": branches}
     answer = {
@@ -104,6 +119,30 @@ def reply_schema(
         "additionalProperties": False,
     }
     return {"anyOf": [*branches, answer]}
+
+
+def _call_schemas(function: dict[str, Any], vocabulary: Vocabulary) -> list[dict[str, Any]]:
+    """The branches for calls of one tool: one, or for run_algorithm one more per algorithm of known parameters.
+
+    An algorithm with its own branch is left out of the general one, so a
+    reply that names it must write its parameters as that branch says (the
+    names QGIS knows, layers from the project, the ones the example set).
+    """
+    general = _call_schema(function, vocabulary)
+    key = ALGORITHM_PARAMETERS.get(function["name"])
+    known = {a: spec for a, spec in vocabulary.parameters.items() if a in vocabulary.algorithms}
+    if key is None or not known:
+        return [general]
+    arguments = general["properties"][ARGUMENTS_KEY]
+    choice = arguments["properties"].get(key, {})
+    if "enum" in choice:
+        choice["enum"] = [a for a in choice["enum"] if a not in known]
+    branches = [general]
+    for algorithm, spec in known.items():
+        properties = {**arguments["properties"], key: {"const": algorithm}, "parameters": spec}
+        own = {**arguments, "properties": properties}
+        branches.append({**general, "properties": {**general["properties"], ARGUMENTS_KEY: own}})
+    return branches
 
 
 def _call_schema(function: dict[str, Any], vocabulary: Vocabulary) -> dict[str, Any]:

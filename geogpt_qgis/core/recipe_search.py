@@ -35,13 +35,16 @@ _PLACEHOLDER = re.compile(r"<([a-z][a-z0-9 ]*)>")
 _DISTANCE_UNITS = r"(?:m|metres?|meters?|km|kilometres?|kilometers?|mi|miles?|ft|feet|foot|yards?|yd)"
 _AREA_UNITS = r"(?:m2|m²|km2|km²|ha|hectares?|acres?|sq\.? ?(?:m|km|metres?|meters?|kilometres?|kilometers?))"
 _NUMBER = r"\d+(?:[.,]\d+)?"
+DISTANCE_PATTERN = re.compile(rf"\b{_NUMBER}\s*{_DISTANCE_UNITS}(?![a-z])", re.I)
+NUMBER_PATTERN = re.compile(rf"\b{_NUMBER}\b")
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bepsg\s*[: ]?\s*\d{4,6}\b|\b(?:wgs ?84|utm(?: zone)?(?: \d+)?|etrs ?89)\b", re.I), " <crs> "),
     (re.compile(rf"\b{_NUMBER}\s*{_AREA_UNITS}(?![a-z])", re.I), " <area> "),
-    (re.compile(rf"\b{_NUMBER}\s*{_DISTANCE_UNITS}(?![a-z])", re.I), " <distance> "),
+    (DISTANCE_PATTERN, " <distance> "),
     (re.compile(r"'[^']{1,60}'|\"[^\"]{1,60}\"|«[^»]{1,60}»"), " <value> "),
-    (re.compile(rf"\b{_NUMBER}\b"), " <number> "),
+    (NUMBER_PATTERN, " <number> "),
 ]
+_SHAPES = frozenset({"point", "line", "polygon"})
 # Words folded to one spelling, so paraphrases meet the templates' words.
 SYNONYMS = {
     "closest": "nearest",
@@ -136,16 +139,16 @@ class Vocabulary:
         cls, layers: dict[str, str] | Iterable[str] = (), fields: Iterable[str] = (), places: Iterable[str] = ()
     ) -> Vocabulary:
         shapes = dict(layers) if isinstance(layers, dict) else dict.fromkeys(layers, "")
-        folded = {form: shape for name, shape in shapes.items() for form in _forms(name, singular=True)}
+        folded = {form: shape for name, shape in shapes.items() for form in name_forms(name, singular=True)}
         plural = {f"{form}s" for form in _all_forms(fields) if form.isalpha()}
         return cls(folded, frozenset(_all_forms(fields) | plural), frozenset(_all_forms(places)))
 
 
 def _all_forms(names: Iterable[str]) -> set[str]:
-    return {form for name in names for form in _forms(name)}
+    return {form for name in names for form in name_forms(name)}
 
 
-def _forms(name: str, singular: bool = False) -> set[str]:
+def name_forms(name: str, singular: bool = False) -> set[str]:
     """A name lower-cased, without its schema, with spaces for underscores (and "school" for "schools")."""
     text = name.strip().lower()
     if not text:
@@ -223,6 +226,12 @@ class RecipeIndex:
             for i, r in enumerate(self.recipes)
         ]
         self._db.executemany("INSERT INTO recipe (rowid, question, other) VALUES (?, ?, ?)", rows)
+        # Each wording's words, shapes left out: a question worded exactly as one of them finds that recipe first.
+        self._wordings = {
+            _unshaped(normalise(wording)): i
+            for i, r in reversed(list(enumerate(self.recipes)))
+            for wording in (r.question, *r.alternatives)
+        }
 
     def search(self, question: str, vocabulary: Vocabulary = Vocabulary(), limit: int = 3) -> list[Recipe]:
         """The recipes that match ``question`` best (bm25 over both columns), at most ``limit``."""
@@ -235,4 +244,13 @@ class RecipeIndex:
                 "SELECT rowid FROM recipe WHERE recipe MATCH ? ORDER BY bm25(recipe, 2.0, 1.0) LIMIT ?",
                 (query, limit),
             ).fetchall()
-        return [self.recipes[rowid] for (rowid,) in found]
+        ranked = [rowid for (rowid,) in found]
+        exact = self._wordings.get(_unshaped(" ".join(words)))
+        if exact is not None:
+            ranked = [exact, *(i for i in ranked if i != exact)][:limit]
+        return [self.recipes[rowid] for rowid in ranked]
+
+
+def _unshaped(normalised: str) -> frozenset[str]:
+    """The words of a normalised text as a set, without the shapes of layer placeholders."""
+    return frozenset(normalised.split()) - _SHAPES

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from geogpt_qgis.core.guided_schema import ARGUMENTS_KEY, TOOL_KEY
+
 _PACKAGE = Path(__file__).resolve().parents[1]
 # Installed, resources/ sits inside the plugin folder; in the repository, beside the package (as the icons do).
 _PLACES = (_PACKAGE / "resources" / "recipes.json", _PACKAGE.parent / "resources" / "recipes.json")
@@ -92,6 +94,25 @@ def render(recipe: Recipe) -> str:
     lines += [f"  {name}({_compact(args)})" for name, args in recipe.calls]
     if recipe.note:
         lines.append(f"  # {recipe.note}")
+    return "\n".join(lines)
+
+
+def placeholders(recipe: Recipe) -> list[str]:
+    """The placeholders ``recipe``'s calls use, in the order they first appear (then those of its question)."""
+    text = json.dumps([args for _name, args in recipe.calls], ensure_ascii=False) + recipe.question
+    return list(dict.fromkeys(PLACEHOLDER.findall(text)))
+
+
+def render_replies(recipe: Recipe) -> str:
+    """A recipe as a guided reply would write its calls: one JSON object per call (``core.guided_schema``).
+
+    A small model copies the form it must reply in far better than it
+    translates another notation into it.
+    """
+    lines = [f"Q: {recipe.question}"]
+    lines += [json.dumps({TOOL_KEY: name, ARGUMENTS_KEY: args}, ensure_ascii=False) for name, args in recipe.calls]
+    if recipe.note:
+        lines.append(f"# {recipe.note}")
     return "\n".join(lines)
 
 

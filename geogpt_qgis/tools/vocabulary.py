@@ -5,33 +5,103 @@ a layer added by the step before is a name the next reply may use.  The
 algorithm ids (658 on QGIS 3.22) are sorted once per state of the registry:
 the providers and how many algorithms each holds, which changes only when a
 plugin adds or removes a provider or refreshes its algorithms.
+
+For the algorithms of the worked examples shown with the question, the
+parameters are read too (``algorithm_parameters``): a reply that runs one
+must then name QGIS's parameters, give layer parameters a project layer, and
+set those the example sets (a small model otherwise drops the distance of a
+buffer, which QGIS would fill with its default without a word).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qgis.core import QgsApplication, QgsVectorLayer
 
-from geogpt_qgis.core.guided_schema import Vocabulary
+from geogpt_qgis.core.guided_schema import ExampleAlgorithms, Vocabulary
 from geogpt_qgis.tools.layers import ordered_layers
+from geogpt_qgis.tools.processing.compat import parameter_is_optional
 
 if TYPE_CHECKING:
-    from qgis.core import QgsProject
+    from qgis.core import QgsProcessingParameterDefinition, QgsProject
+
+# QGIS parameter types whose value is one project layer, or a list of them.
+LAYER_TYPES = frozenset({"source", "vector", "raster", "layer", "mesh", "pointcloud", "annotation"})
+LIST_OF_LAYERS = "multilayer"
+NUMBER_TYPES = frozenset({"number", "distance", "scale", "duration", "area", "volume"})
+# A number and its unit as one string ("500 m", "2.5 km"): nothing else fits where a number is meant.
+NUMBER_WITH_UNIT = "^-?[0-9]+([.][0-9]+)? ?[a-zA-Z]{0,12}$"
+TEXT_TYPES = frozenset({"string", "expression", "crs", "extent", "point", "datetime", "aggregate"})
 
 
-def read_vocabulary(project: QgsProject) -> Vocabulary:
-    """The project's layer names and field names, and every algorithm id of the running registry (main thread)."""
+def read_vocabulary(project: QgsProject, algorithms: ExampleAlgorithms = ()) -> Vocabulary:
+    """The project's layer and field names, every algorithm id of the running registry, and the parameters of
+    ``algorithms`` (main thread)."""
     layers = ordered_layers(project)
+    names = tuple(layer.name() for layer in layers)
     fields = [field.name() for layer in layers if isinstance(layer, QgsVectorLayer) for field in layer.fields()]
     providers = QgsApplication.processingRegistry().providers()
     state = tuple((provider.id(), len(provider.algorithms())) for provider in providers)
-    return Vocabulary(
-        layers=tuple(layer.name() for layer in layers),
-        fields=tuple(dict.fromkeys(fields)),
-        algorithms=_algorithm_ids(state),
-    )
+    unique_fields = tuple(dict.fromkeys(fields))
+    parameters = {}
+    for algorithm_id, example_sets in algorithms:
+        spec = algorithm_parameters(algorithm_id, example_sets, names, unique_fields)
+        if spec is not None:
+            parameters[algorithm_id] = spec
+    return Vocabulary(layers=names, fields=unique_fields, algorithms=_algorithm_ids(state), parameters=parameters)
+
+
+def algorithm_parameters(
+    algorithm_id: str, example_sets: tuple[str, ...], layers: tuple[str, ...], fields: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """The JSON schema of run_algorithm's ``parameters`` for ``algorithm_id`` (``None``: no such algorithm).
+
+    Every input parameter QGIS defines, typed; required are those the example
+    sets that QGIS requires too.  Outputs are left out: the runner makes them.
+    """
+    algorithm = QgsApplication.processingRegistry().algorithmById(algorithm_id)
+    if algorithm is None:
+        return None
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for definition in algorithm.parameterDefinitions():
+        if definition.isDestination():
+            continue
+        properties[definition.name()] = _value_schema(definition, layers, fields)
+        if definition.name() in example_sets and not parameter_is_optional(definition):
+            required.append(definition.name())
+    # Required first, in the order the example sets them: a constrained reply writes them in this order.
+    order = [*required, *(name for name in properties if name not in required)]
+    return {
+        "type": "object",
+        "properties": {name: properties[name] for name in order},
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def _value_schema(
+    definition: QgsProcessingParameterDefinition, layers: tuple[str, ...], fields: tuple[str, ...]
+) -> dict[str, Any]:
+    kind = definition.type()
+    if kind in LAYER_TYPES and layers:
+        return {"enum": list(layers)}
+    if kind == LIST_OF_LAYERS and layers:
+        return {"type": "array", "items": {"enum": list(layers)}}
+    if kind == "field" and fields:
+        one = {"enum": list(fields)}
+        return {"type": "array", "items": one} if definition.allowMultiple() else one
+    if kind in NUMBER_TYPES:
+        return {"anyOf": [{"type": "number"}, {"type": "string", "pattern": NUMBER_WITH_UNIT}]}  # 500, or "500 m"
+    if kind == "boolean":
+        return {"type": "boolean"}
+    if kind == "enum":
+        return {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}, {"type": "string"}]}
+    if kind in TEXT_TYPES:
+        return {"type": "string"}
+    return {}
 
 
 @lru_cache(maxsize=4)

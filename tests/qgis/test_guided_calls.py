@@ -211,3 +211,78 @@ def test_a_help_tool_is_offered_once_per_question(model_server, worker, recorder
     assert {"find_examples", "describe_capabilities"} <= tools_in(first)
     assert "find_examples" not in tools_in(second) and "describe_capabilities" in tools_in(second)
     assert "describe_layer" in tools_in(second)
+
+
+def test_each_question_carries_worked_examples_filled_in_with_its_own_names(model_server, worker, recorder):
+    model_server.script([call("describe_layer", layer="rivers"), answer("Done."), answer("Still done.")])
+    config = make_config(model_server)
+    first_run = worker.submit("Buffer the rivers by 500 m.", config)
+    assert recorder.wait(first_run).status == "finished"
+    second_run = worker.submit("What fields does the hospitals layer have?", config)
+    assert recorder.wait(second_run).status == "finished"
+    first, second, third = model_server.chat_requests()
+    asked = first.body["messages"][-1]["content"]
+    # After the question, in the reply's own JSON form, with the layer and distance the question named.
+    question_at, examples_at = asked.index("Buffer the rivers by 500 m."), asked.index("Solved like this before")
+    assert question_at < examples_at
+    written = [json.loads(line) for line in asked[examples_at:].splitlines() if line.startswith("{")]
+    buffer = next(c for c in written if c["arguments"].get("algorithm") == "native:buffer")
+    assert buffer == {
+        "tool": "run_algorithm",
+        "arguments": {
+            "algorithm": "native:buffer",
+            "parameters": {"INPUT": "rivers", "DISTANCE": "500 m"},
+            "output_name": "rivers_buffer",
+        },
+    }
+    later = third.body["messages"][-1]["content"]
+    assert '{"tool": "describe_layer", "arguments": {"layer": "hospitals"}}' in later
+    # The earlier question is sent again exactly as before: the server's cache of the conversation stays valid.
+    assert third.body["messages"][1] == first.body["messages"][1]
+    assert [m["content"] for m in third.body["messages"][:4]] == [m["content"] for m in second.body["messages"]]
+
+
+def test_a_call_repeated_after_its_result_is_not_run_again_the_answer_is_asked_for(model_server, worker, recorder):
+    model_server.script(
+        [
+            call("describe_layer", layer="hospitals"),
+            call("describe_layer", layer="hospitals"),  # the same call again, its result already read
+            answer("The hospitals have name, beds and emergency."),
+        ]
+    )
+    run = worker.submit("What fields does the hospitals layer have?", make_config(model_server))
+    assert recorder.wait(run).status == "finished"
+    assert recorder.tool_names(run) == ["describe_layer"]  # run once
+    assert recorder.text(run) == "The hospitals have name, beds and emergency."
+    _first, second, third = model_server.chat_requests()
+    # The repeat was answered by asking the same prompt again for an answer only.
+    assert third.body["messages"] == second.body["messages"]
+    assert [set(option["properties"]) for option in schema_sent(third, "ollama")["anyOf"]] == [{"answer"}]
+
+
+def test_a_call_repeated_after_an_error_runs_again(model_server, worker, recorder):
+    model_server.script(
+        [
+            call("describe_layer", layer="hospitals", at="1,2"),
+            call("describe_layer", layer="hospitals", at="1,2"),
+            answer("It failed twice."),
+        ]
+    )
+    run = worker.submit("Sample the hospitals at 1,2", make_config(model_server))
+    assert recorder.wait(run).status == "finished"
+    assert recorder.tool_names(run) == ["describe_layer", "describe_layer"]
+    assert not any(r.ok for r in recorder.tool_results(run))
+
+
+def test_an_algorithm_a_worked_example_runs_must_be_called_with_its_parameters(model_server, worker, recorder):
+    model_server.script([call("describe_layer", layer="rivers"), answer("Not done.")])
+    run = worker.submit("Buffer the rivers by 500 m.", make_config(model_server))
+    assert recorder.wait(run).status == "finished"
+    first = model_server.chat_requests()[0]
+    options = [o["properties"]["arguments"] for o in schema_sent(first, "ollama")["anyOf"] if "tool" in o["properties"]]
+    buffer = next(o for o in options if o["properties"].get("algorithm") == {"const": "native:buffer"})
+    assert buffer["properties"]["parameters"]["required"] == ["INPUT", "DISTANCE"]
+    assert "rivers" in buffer["properties"]["parameters"]["properties"]["INPUT"]["enum"]
+    general = next(o for o in options if "enum" in o["properties"].get("algorithm", {}))
+    assert "native:buffer" not in general["properties"]["algorithm"]["enum"]
+    assert "native:centroids" in general["properties"]["algorithm"]["enum"]

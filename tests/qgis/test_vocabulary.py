@@ -66,3 +66,28 @@ def test_a_provider_added_or_removed_later_shows_in_the_next_read(demo_project):
     finally:
         registry.removeProvider(provider)
     assert "geogptlate:echo" not in read_vocabulary(demo_project).algorithms
+
+
+def test_the_parameters_of_an_example_algorithm_are_read_typed_with_those_the_example_sets_required(demo_project):
+    import jsonschema
+
+    names = read_vocabulary(demo_project, (("native:buffer", ("INPUT", "DISTANCE")), ("native:nosuch", ("INPUT",))))
+    assert set(names.parameters) == {"native:buffer"}  # an id the registry lacks is left out
+    spec = names.parameters["native:buffer"]
+    assert spec["required"] == ["INPUT", "DISTANCE"]
+    assert list(spec["properties"])[:2] == ["INPUT", "DISTANCE"]  # written in this order by a constrained reply
+    assert "OUTPUT" not in spec["properties"]  # outputs are the runner's
+    assert spec["properties"]["INPUT"]["enum"] == list(names.layers)
+    jsonschema.validate({"INPUT": "rivers", "DISTANCE": "500 m", "SEGMENTS": 8, "DISSOLVE": True}, spec)
+    jsonschema.validate({"INPUT": "rivers", "DISTANCE": 500, "END_CAP_STYLE": 1}, spec)
+    wrongs = [{"INPUT": "rivers"}, {"INPUT": "<layer>", "DISTANCE": 5}, {"INPUT": "rivers", "DISTANCE": 5, "X": 1}]
+    wrongs.append({"INPUT": "rivers", "DISTANCE": "500 m }, "})  # a string where a number is meant: number and unit
+    for wrong in wrongs:
+        try:
+            jsonschema.validate(wrong, spec)
+        except jsonschema.ValidationError:
+            continue
+        raise AssertionError(f"{wrong} was admitted")
+    fields = read_vocabulary(demo_project, (("native:dissolve", ("INPUT", "FIELD")),)).parameters["native:dissolve"]
+    assert fields["properties"]["FIELD"]["items"]["enum"] == list(names.fields)  # several fields: a list of them
+    assert fields["required"] == ["INPUT"]  # FIELD is optional in QGIS: never required, even when an example sets it

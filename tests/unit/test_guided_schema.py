@@ -124,3 +124,58 @@ def test_the_first_reply_to_a_question_may_only_be_a_call():
     jsonschema.validate({"tool": "describe_layer", "arguments": {}}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"answer": "31 schools."}, schema)
+
+
+RUN = {
+    "type": "function",
+    "function": {
+        "name": "run_algorithm",
+        "description": "Run an algorithm.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "algorithm": {"type": "string"},
+                "parameters": {"type": "object"},
+                "output_name": {"type": "string"},
+            },
+            "required": ["algorithm", "parameters"],
+        },
+    },
+}
+BUFFER = {
+    "type": "object",
+    "properties": {
+        "INPUT": {"enum": ["rivers", "schools"]},
+        "DISTANCE": {"anyOf": [{"type": "number"}, {"type": "string", "maxLength": 40}]},
+        "SEGMENTS": {"anyOf": [{"type": "number"}, {"type": "string", "maxLength": 40}]},
+    },
+    "required": ["INPUT", "DISTANCE"],
+    "additionalProperties": False,
+}
+
+
+def test_an_algorithm_of_known_parameters_must_be_called_with_them_the_others_stay_free():
+    names = Vocabulary(
+        layers=("rivers", "schools"),
+        algorithms=("native:buffer", "native:centroids"),
+        parameters={"native:buffer": BUFFER, "native:gone": BUFFER},  # an id the registry lacks gets no branch
+    )
+    schema = reply_schema([RUN], names)
+
+    def ok(arguments: dict) -> bool:
+        try:
+            jsonschema.validate({"tool": "run_algorithm", "arguments": arguments}, schema)
+        except jsonschema.ValidationError:
+            return False
+        return True
+
+    assert ok({"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": "500 m"}})
+    assert ok({"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 500}, "output_name": "b"})
+    assert not ok({"algorithm": "native:buffer", "parameters": {"INPUT": "rivers"}})  # the distance left out
+    assert not ok({"algorithm": "native:buffer", "parameters": {"INPUT": "<point layer>", "DISTANCE": 5}})
+    assert not ok({"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 5, "DIST": 5}})
+    assert ok({"algorithm": "native:centroids", "parameters": {"INPUT": "anything", "ALL_PARTS": True}})
+    assert not ok({"algorithm": "native:gone", "parameters": {"INPUT": "rivers", "DISTANCE": 5}})
+    branches = [o for o in schema["anyOf"] if o["properties"].get("tool", {}).get("const") == "run_algorithm"]
+    assert len(branches) == 2
+    assert branches[0]["properties"]["arguments"]["properties"]["algorithm"]["enum"] == ["native:centroids"]

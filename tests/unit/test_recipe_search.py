@@ -1,7 +1,8 @@
 """Retrieval of recipes: normalisation, and 210 paraphrased questions against the shipped library.
 
 The questions (tests/unit/recipe_questions.py) were written for this test, each with the recipe that answers
-it; the goal is the right recipe in the top 3 for at least 90% of them, each search within 20 ms.
+it; the goal is the right recipe in the top 3 for at least 90% of them, each search within 20 ms, and first for
+at least 85% (a guided conversation shows a small model the first two, and it copies the first).
 """
 
 from __future__ import annotations
@@ -66,7 +67,15 @@ def test_the_right_recipe_is_in_the_top_3_for_90_percent_within_20_ms(index):
     median = statistics.median(took)
     print(f"top-1 {top1:.1%}, top-3 {top3:.1%}, median {median * 1000:.2f} ms, p95 {p95 * 1000:.2f} ms")
     assert top3 >= 0.90
+    assert top1 >= 0.85  # 81.9% before a question worded as one of a recipe's wordings found that recipe first
     assert p95 <= 0.020
+
+
+def test_a_question_worded_as_a_recipe_wording_finds_that_recipe_first_whatever_the_layers_shape(index):
+    # "how many <layer> are there" is count-features' wording; nearest-count shares more words with a point layer.
+    assert index.search("How many schools are there?", DEMO)[0].id == "count-features"
+    assert index.search("How many districts are there?", DEMO)[0].id == "count-features"
+    assert index.search("how many schools have each hospitals as their nearest", DEMO)[0].id == "nearest-count"
 
 
 def test_a_question_of_stopwords_only_or_symbols_finds_nothing_and_does_not_fail(index):

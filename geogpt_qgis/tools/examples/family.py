@@ -13,15 +13,26 @@ from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from geogpt_qgis.core.artifacts import ToolResult
+from geogpt_qgis.core.guided_schema import WorkedExamples
+from geogpt_qgis.core.recipe_binding import question_mentions, slot_values
 from geogpt_qgis.core.recipe_search import RecipeIndex, Vocabulary
-from geogpt_qgis.core.recipes import Recipe, load, render
+from geogpt_qgis.core.recipes import Recipe, bind, load, placeholders, render, render_replies
 from geogpt_qgis.core.tokens import estimate_tokens
 from geogpt_qgis.tools.base import ToolFamily, ToolFunction
 
+if TYPE_CHECKING:
+    from qgis.core import QgsProject
+
 MAX_EXAMPLES = 3
 MAX_TOKENS = 300  # all examples together, as the agent estimates tokens
+# Worked examples put beside a question in a guided conversation (``guided_examples``): fewer, as a small model
+# copies the first it reads.
+GUIDED_EXAMPLES = 2
+GUIDED_TOKENS = 200
 
 _lock = threading.Lock()
 _index: tuple[tuple[Recipe, ...], RecipeIndex] | None = None
@@ -43,11 +54,11 @@ def recipe_index(extra: tuple[Recipe, ...] = ()) -> RecipeIndex:
         return _index[1]
 
 
-def render_examples(recipes: list[Recipe], max_tokens: int = MAX_TOKENS) -> str:
+def render_examples(recipes: list[Recipe], max_tokens: int = MAX_TOKENS, form: Any = render) -> str:
     """The examples as the model reads them, best first, those that fit in ``max_tokens`` (at least one, clipped)."""
     shown: list[str] = []
     for recipe in recipes:
-        text = render(recipe)
+        text = form(recipe)
         if shown and estimate_tokens("\n".join([*shown, text])) > max_tokens:
             continue
         shown.append(text)
@@ -55,6 +66,65 @@ def render_examples(recipes: list[Recipe], max_tokens: int = MAX_TOKENS) -> str:
     while estimate_tokens(out) > max_tokens and "\n" in out:
         out = out.rsplit("\n", 1)[0]
     return out
+
+
+def guided_examples(question: str, names: ProjectNames, tools: frozenset[str]) -> WorkedExamples:
+    """Worked examples for ``question`` written as guided replies (JSON calls); empty when none matches.
+
+    A guided conversation puts them beside each question (``agent.guided``):
+    a small model asked to call ``find_examples`` passes it the project's name
+    instead of the question; handed the examples, with the layers, fields and
+    distances the question names filled in, it copies the right call.  Only
+    recipes whose calls are all among ``tools`` (those the conversation can
+    run) are shown.
+    """
+    layers, fields = names
+    index = recipe_index(user_recipes_or_none())
+    ranked = index.search(question, Vocabulary.of(layers, fields), len(index.recipes))
+    found = [r for r in ranked if all(name in tools for name, _args in r.calls)][:GUIDED_EXAMPLES]
+    mentions = question_mentions(question, layers, fields)
+    filled = [bound(recipe, slot_values(placeholders(recipe), mentions)) for recipe in found]
+    if not filled:
+        return WorkedExamples()
+    algorithms = {
+        str(args.get("algorithm")): tuple(args.get("parameters") or {})
+        for recipe in filled
+        for name, args in recipe.calls
+        if name == "run_algorithm" and isinstance(args.get("parameters"), dict)
+    }
+    return WorkedExamples(render_examples(filled, GUIDED_TOKENS, render_replies), tuple(algorithms.items()))
+
+
+def bound(recipe: Recipe, values: dict[str, str]) -> Recipe:
+    """``recipe`` with the placeholders ``values`` gives filled in (the others kept)."""
+    return replace(recipe, question=bind(recipe.question, values), calls=tuple(recipe.bound_calls(values)))
+
+
+def user_recipes_or_none() -> tuple[Recipe, ...]:
+    """The profile's own recipes (none if the store cannot be read)."""
+    from geogpt_qgis.tools.examples.recipe_store import user_recipes
+
+    return user_recipes()
+
+
+# The project's layer names with their shape (point, line, polygon or ""), and its field names.
+ProjectNames = tuple[dict[str, str], list[str]]
+
+
+def project_names(project: QgsProject) -> ProjectNames:
+    """The project's layer names with their shape, and their field names (main thread)."""
+    from qgis.core import QgsVectorLayer, QgsWkbTypes
+
+    shapes = {"Point": "point", "Line": "line", "Polygon": "polygon"}
+    layers: dict[str, str] = {}
+    fields: set[str] = set()
+    for layer in project.mapLayers().values():
+        if isinstance(layer, QgsVectorLayer):
+            layers[layer.name()] = shapes.get(QgsWkbTypes.geometryDisplayString(layer.geometryType()), "")
+            fields.update(layer.fields().names())
+        else:
+            layers[layer.name()] = ""
+    return layers, sorted(fields)
 
 
 class ExampleTools(ToolFamily):
@@ -70,9 +140,7 @@ class ExampleTools(ToolFamily):
 
     def user_recipes(self) -> tuple[Recipe, ...]:
         """The profile's own recipes (none if the store cannot be read)."""
-        from geogpt_qgis.tools.examples.recipe_store import user_recipes
-
-        return user_recipes()
+        return user_recipes_or_none()
 
     def find_examples(self, question: str) -> ToolResult:
         """Tool calls that solved similar questions."""
@@ -86,15 +154,4 @@ class ExampleTools(ToolFamily):
 
     def _vocabulary(self) -> Vocabulary:
         """The project's layer names with their shape, and their field names (main thread)."""
-        from qgis.core import QgsVectorLayer, QgsWkbTypes
-
-        shapes = {"Point": "point", "Line": "line", "Polygon": "polygon"}
-        layers: dict[str, str] = {}
-        fields: set[str] = set()
-        for layer in self.ctx.project.mapLayers().values():
-            if isinstance(layer, QgsVectorLayer):
-                layers[layer.name()] = shapes.get(QgsWkbTypes.geometryDisplayString(layer.geometryType()), "")
-                fields.update(layer.fields().names())
-            else:
-                layers[layer.name()] = ""
-        return Vocabulary.of(layers, fields)
+        return Vocabulary.of(*project_names(self.ctx.project))

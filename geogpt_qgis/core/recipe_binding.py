@@ -1,0 +1,86 @@
+"""The user's own values for a recipe's placeholders, read from the question that found it.
+
+A worked example with ``<point layer>`` and ``<distance>`` in it asks a small
+model to translate twice: from the template to its question, and from the
+placeholder to a name.  Models of a few hundred million weights copy the
+placeholder itself.  So the layers, fields, distances, numbers and quoted
+values the question names are matched to the placeholders of the same kind,
+in the order the question names them (the first point layer is
+``<point layer>``, the second ``<other point layer>``), and the example is
+shown with them filled in.  A placeholder the question gives no value for
+stays as it is.  Qt-free.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from geogpt_qgis.core.recipe_search import DISTANCE_PATTERN, NUMBER_PATTERN, name_forms
+
+_QUOTED = re.compile(r"'([^']{1,60})'|\"([^\"]{1,60})\"|«([^»]{1,60})»")
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A name, distance, number or quoted value in the question, where it stands."""
+
+    start: int
+    end: int
+    kind: str  # layer, field, distance, number, value
+    value: str
+    shape: str = ""
+
+
+def question_mentions(question: str, layers: dict[str, str], fields: Iterable[str]) -> list[Mention]:
+    """What ``question`` names, in its order; ``layers`` maps each layer's name to its shape."""
+    taken: list[Mention] = []
+    for kind, names in (("layer", layers), ("field", dict.fromkeys(fields, ""))):
+        found = [
+            Mention(m.start(), m.end(), kind, name, shape)
+            for name, shape in names.items()
+            for form in name_forms(name, singular=kind == "layer")
+            if len(form) >= 2
+            for m in re.finditer(rf"(?<!\w){re.escape(form)}(?!\w)", question, flags=re.I)
+        ]
+        _keep_free(taken, found)
+    distances = [
+        Mention(m.start(), m.end(), "distance", m.group(0).strip()) for m in DISTANCE_PATTERN.finditer(question)
+    ]
+    _keep_free(taken, distances)
+    quoted = [
+        Mention(m.start(), m.end(), "value", next(g for g in m.groups() if g)) for m in _QUOTED.finditer(question)
+    ]
+    _keep_free(taken, quoted)
+    _keep_free(taken, [Mention(m.start(), m.end(), "number", m.group(0)) for m in NUMBER_PATTERN.finditer(question)])
+    return sorted(taken, key=lambda m: m.start)
+
+
+def slot_values(placeholders: Iterable[str], mentions: list[Mention]) -> dict[str, str]:
+    """A value for each placeholder (in the order the recipe uses them) that a mention of its kind fills.
+
+    Each mention fills one placeholder at most: ``<layer>`` and ``<polygon
+    layer>`` in one recipe are two layers.
+    """
+    used: set[int] = set()
+    values: dict[str, str] = {}
+    for placeholder in dict.fromkeys(placeholders):
+        words = placeholder[1:-1].split()
+        words = words[1:] if words[0] == "other" else words
+        kind = "layer" if words[-1] == "layer" else words[-1]
+        shape = words[0] if kind == "layer" and len(words) == 2 else ""
+        for index, mention in enumerate(mentions):
+            if index in used or mention.kind != kind or (shape and mention.shape != shape):
+                continue
+            used.add(index)
+            values[placeholder] = mention.value
+            break
+    return values
+
+
+def _keep_free(taken: list[Mention], found: list[Mention]) -> None:
+    """Add the longest of ``found`` first, each only where no mention is yet."""
+    for mention in sorted(found, key=lambda m: (m.start - m.end, m.start)):
+        if all(mention.end <= other.start or mention.start >= other.end for other in taken):
+            taken.append(mention)
