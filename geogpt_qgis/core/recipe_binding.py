@@ -8,7 +8,8 @@ values the question names are matched to the placeholders of the same kind,
 in the order the question names them (the first point layer is
 ``<point layer>``, the second ``<other point layer>``), and the example is
 shown with them filled in.  A placeholder the question gives no value for
-stays as it is.  Qt-free.
+stays as it is, and so does ``<distance>``: its number depends on the
+layer's CRS, which only the call decides.  Qt-free.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from dataclasses import dataclass
 
 from geogpt_qgis.core.recipe_search import DISTANCE_PATTERN, NUMBER_PATTERN, name_forms
 
+# Kinds never filled in: a distance is a number in the units of the layer's CRS (the runner refuses "500 m"), and
+# which layer and CRS that is, the model's call decides; "500 m" shown as 500 would be wrong on a layer in feet.
+UNFILLED = frozenset({"distance", "area"})
 _QUOTED = re.compile(r"'([^']{1,60})'|\"([^\"]{1,60})\"|«([^»]{1,60})»")
 
 
@@ -69,6 +73,8 @@ def slot_values(placeholders: Iterable[str], mentions: list[Mention]) -> dict[st
         words = placeholder[1:-1].split()
         words = words[1:] if words[0] == "other" else words
         kind = "layer" if words[-1] == "layer" else words[-1]
+        if kind in UNFILLED:
+            continue
         shape = words[0] if kind == "layer" and len(words) == 2 else ""
         for index, mention in enumerate(mentions):
             if index in used or mention.kind != kind or (shape and mention.shape != shape):

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 LAYER_TYPES = frozenset({"source", "vector", "raster", "layer", "mesh", "pointcloud", "annotation"})
 LIST_OF_LAYERS = "multilayer"
 NUMBER_TYPES = frozenset({"number", "distance", "scale", "duration", "area", "volume"})
-# A number and its unit as one string ("500 m", "2.5 km"): nothing else fits where a number is meant.
-NUMBER_WITH_UNIT = "^-?[0-9]+([.][0-9]+)? ?[a-zA-Z]{0,12}$"
 TEXT_TYPES = frozenset({"string", "expression", "crs", "extent", "point", "datetime", "aggregate"})
 
 
@@ -94,7 +92,7 @@ def _value_schema(
         one = {"enum": list(fields)}
         return {"type": "array", "items": one} if definition.allowMultiple() else one
     if kind in NUMBER_TYPES:
-        return {"anyOf": [{"type": "number"}, {"type": "string", "pattern": NUMBER_WITH_UNIT}]}  # 500, or "500 m"
+        return {"type": "number"}  # in the layer's units: the runner refuses "500 m" and says which number to send
     if kind == "boolean":
         return {"type": "boolean"}
     if kind == "enum":

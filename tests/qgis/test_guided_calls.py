@@ -222,7 +222,7 @@ def test_each_question_carries_worked_examples_filled_in_with_its_own_names(mode
     assert recorder.wait(second_run).status == "finished"
     first, second, third = model_server.chat_requests()
     asked = first.body["messages"][-1]["content"]
-    # After the question, in the reply's own JSON form, with the layer and distance the question named.
+    # After the question, in the reply's own JSON form, with the layer the question named.
     question_at, examples_at = asked.index("Buffer the rivers by 500 m."), asked.index("Solved like this before")
     assert question_at < examples_at
     written = [json.loads(line) for line in asked[examples_at:].splitlines() if line.startswith("{")]
@@ -231,7 +231,7 @@ def test_each_question_carries_worked_examples_filled_in_with_its_own_names(mode
         "tool": "run_algorithm",
         "arguments": {
             "algorithm": "native:buffer",
-            "parameters": {"INPUT": "rivers", "DISTANCE": "500 m"},
+            "parameters": {"INPUT": "rivers", "DISTANCE": "<distance>"},  # in the layer's units: the call's to say
             "output_name": "rivers_buffer",
         },
     }

@@ -78,10 +78,10 @@ def test_the_parameters_of_an_example_algorithm_are_read_typed_with_those_the_ex
     assert list(spec["properties"])[:2] == ["INPUT", "DISTANCE"]  # written in this order by a constrained reply
     assert "OUTPUT" not in spec["properties"]  # outputs are the runner's
     assert spec["properties"]["INPUT"]["enum"] == list(names.layers)
-    jsonschema.validate({"INPUT": "rivers", "DISTANCE": "500 m", "SEGMENTS": 8, "DISSOLVE": True}, spec)
+    jsonschema.validate({"INPUT": "rivers", "DISTANCE": 500, "SEGMENTS": 8, "DISSOLVE": True}, spec)
     jsonschema.validate({"INPUT": "rivers", "DISTANCE": 500, "END_CAP_STYLE": 1}, spec)
     wrongs = [{"INPUT": "rivers"}, {"INPUT": "<layer>", "DISTANCE": 5}, {"INPUT": "rivers", "DISTANCE": 5, "X": 1}]
-    wrongs.append({"INPUT": "rivers", "DISTANCE": "500 m }, "})  # a string where a number is meant: number and unit
+    wrongs.append({"INPUT": "rivers", "DISTANCE": "500 m"})  # the runner takes a number in the layer's units
     for wrong in wrongs:
         try:
             jsonschema.validate(wrong, spec)

@@ -74,7 +74,7 @@ def guided_examples(question: str, names: ProjectNames, tools: frozenset[str]) -
     A guided conversation puts them beside each question (``agent.guided``):
     a small model asked to call ``find_examples`` passes it the project's name
     instead of the question; handed the examples, with the layers, fields and
-    distances the question names filled in, it copies the right call.  Only
+    numbers the question names filled in, it copies the right call.  Only
     recipes whose calls are all among ``tools`` (those the conversation can
     run) are shown.
     """
