@@ -3,13 +3,14 @@
 A worked example with ``<point layer>`` and ``<distance>`` in it asks a small
 model to translate twice: from the template to its question, and from the
 placeholder to a name.  Models of a few hundred million weights copy the
-placeholder itself.  So the layers, fields, distances, numbers and quoted
-values the question names are matched to the placeholders of the same kind,
+placeholder itself.  So the layers, fields, numbers and quoted values the
+question names are matched to the placeholders of the same kind,
 in the order the question names them (the first point layer is
 ``<point layer>``, the second ``<other point layer>``), and the example is
 shown with them filled in.  A placeholder the question gives no value for
-stays as it is, and so does ``<distance>``: its number depends on the
-layer's CRS, which only the call decides.  Qt-free.
+stays as it is, and so do ``<distance>`` and ``<area>``: their number
+depends on the layer's CRS, which only the call decides (they are still read,
+so that "5 ha" never fills ``<number>`` with 5).  Qt-free.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from geogpt_qgis.core.recipe_search import DISTANCE_PATTERN, NUMBER_PATTERN, name_forms
+from geogpt_qgis.core.recipe_search import AREA_PATTERN, DISTANCE_PATTERN, NUMBER_PATTERN, name_forms
 
 # Kinds never filled in: a distance is a number in the units of the layer's CRS (the runner refuses "500 m"), and
 # which layer and CRS that is, the model's call decides; "500 m" shown as 500 would be wrong on a layer in feet.
@@ -32,7 +33,7 @@ class Mention:
 
     start: int
     end: int
-    kind: str  # layer, field, distance, number, value
+    kind: str  # layer, field, area, distance, number, value
     value: str
     shape: str = ""
 
@@ -49,10 +50,8 @@ def question_mentions(question: str, layers: dict[str, str], fields: Iterable[st
             for m in re.finditer(rf"(?<!\w){re.escape(form)}(?!\w)", question, flags=re.I)
         ]
         _keep_free(taken, found)
-    distances = [
-        Mention(m.start(), m.end(), "distance", m.group(0).strip()) for m in DISTANCE_PATTERN.finditer(question)
-    ]
-    _keep_free(taken, distances)
+    for kind, pattern in (("area", AREA_PATTERN), ("distance", DISTANCE_PATTERN)):  # read, never filled in
+        _keep_free(taken, [Mention(m.start(), m.end(), kind, m.group(0).strip()) for m in pattern.finditer(question)])
     quoted = [
         Mention(m.start(), m.end(), "value", next(g for g in m.groups() if g)) for m in _QUOTED.finditer(question)
     ]

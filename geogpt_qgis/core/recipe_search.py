@@ -35,11 +35,12 @@ _PLACEHOLDER = re.compile(r"<([a-z][a-z0-9 ]*)>")
 _DISTANCE_UNITS = r"(?:m|metres?|meters?|km|kilometres?|kilometers?|mi|miles?|ft|feet|foot|yards?|yd)"
 _AREA_UNITS = r"(?:m2|m²|km2|km²|ha|hectares?|acres?|sq\.? ?(?:m|km|metres?|meters?|kilometres?|kilometers?))"
 _NUMBER = r"\d+(?:[.,]\d+)?"
+AREA_PATTERN = re.compile(rf"\b{_NUMBER}\s*{_AREA_UNITS}(?![a-z])", re.I)
 DISTANCE_PATTERN = re.compile(rf"\b{_NUMBER}\s*{_DISTANCE_UNITS}(?![a-z])", re.I)
 NUMBER_PATTERN = re.compile(rf"\b{_NUMBER}\b")
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bepsg\s*[: ]?\s*\d{4,6}\b|\b(?:wgs ?84|utm(?: zone)?(?: \d+)?|etrs ?89)\b", re.I), " <crs> "),
-    (re.compile(rf"\b{_NUMBER}\s*{_AREA_UNITS}(?![a-z])", re.I), " <area> "),
+    (AREA_PATTERN, " <area> "),
     (DISTANCE_PATTERN, " <distance> "),
     (re.compile(r"'[^']{1,60}'|\"[^\"]{1,60}\"|«[^»]{1,60}»"), " <value> "),
     (NUMBER_PATTERN, " <number> "),

@@ -70,7 +70,7 @@ def algorithm_parameters(
         properties[definition.name()] = _value_schema(definition, layers, fields)
         if definition.name() in example_sets and not parameter_is_optional(definition):
             required.append(definition.name())
-    # Required first, in the order the example sets them: a constrained reply writes them in this order.
+    # Required first (in QGIS's order): a constrained reply writes its properties in the order given.
     order = [*required, *(name for name in properties if name not in required)]
     return {
         "type": "object",

@@ -17,6 +17,9 @@ def test_layers_fields_and_numbers_fill_the_placeholders_of_their_kind_a_distanc
     # A distance's number is in the units of the layer's CRS, which the call decides: "500 m" is not the number.
     # It is still read as a distance, so its 500 never fills <number>.
     assert values("Buffer the rivers by 500 m.", ["<layer>", "<distance>", "<number>"]) == {"<layer>": "rivers"}
+    assert values("Select the districts larger than 5 ha", ["<layer>", "<area>", "<number>"]) == {
+        "<layer>": "districts"
+    }
     assert values("Which schools have more than 400 pupils?", ["<layer>", "<field>", "<number>"]) == {
         "<layer>": "schools",
         "<field>": "pupils",
