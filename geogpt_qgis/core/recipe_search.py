@@ -213,9 +213,13 @@ def _capitalised_places(text: str) -> str:
 
 @dataclass
 class RecipeIndex:
-    """The recipes in an in-memory FTS5 table; ``search`` returns the best few for a question."""
+    """The recipes in an in-memory FTS5 table; ``search`` returns the best few for a question.
+
+    The first ``own`` recipes are the user's (kept from their own runs).
+    """
 
     recipes: Sequence[Recipe]
+    own: int = 0
     _db: sqlite3.Connection = field(init=False, repr=False)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
@@ -248,7 +252,10 @@ class RecipeIndex:
         ranked = [rowid for (rowid,) in found]
         exact = self._wordings.get(_unshaped(" ".join(words)))
         if exact is not None:
-            ranked = [exact, *(i for i in ranked if i != exact)][:limit]
+            # Ahead of every recipe bm25 ranked higher, except the user's own: theirs stay first.
+            position = ranked.index(exact) if exact in ranked else len(ranked)
+            ahead = [i for i in ranked[:position] if i < self.own]
+            ranked = [*ahead, exact, *(i for i in ranked if i != exact and i not in ahead)][:limit]
         return [self.recipes[rowid] for rowid in ranked]
 
 

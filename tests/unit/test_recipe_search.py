@@ -13,7 +13,7 @@ import time
 import pytest
 
 from geogpt_qgis.core.recipe_search import RecipeIndex, Vocabulary, normalise
-from geogpt_qgis.core.recipes import load
+from geogpt_qgis.core.recipes import Recipe, load
 from tests.unit.recipe_questions import QUESTIONS
 
 # The demo town as the tool sees it: layer names with their shapes, field names.
@@ -82,3 +82,21 @@ def test_a_question_of_stopwords_only_or_symbols_finds_nothing_and_does_not_fail
     assert index.search("the of and", DEMO) == []
     assert index.search('" * ( ) - ^ : AND', DEMO) == []  # FTS5 syntax in a question is only text
     assert len(index.search("NEAR(hospital) OR school*", DEMO)) == 3
+
+
+def test_the_users_own_recipe_that_ranks_higher_stays_ahead_of_an_exactly_worded_shipped_one():
+    mine = Recipe(
+        "mine-0",
+        "mine",
+        "Which <point layer> are within <distance> of the <place> <line layer>?",
+        (("run_algorithm", {"algorithm": "native:extractwithindistance"}),),
+    )
+    shipped = load()
+    question = "hospitals within 2 km of the roads"  # worded exactly as the shipped within-distance recipe
+    assert RecipeIndex(shipped).search(question, DEMO)[0].id == "within-distance"
+    assert [r.id for r in RecipeIndex([mine, *shipped], own=1).search(question, DEMO)][:2] == [
+        "mine-0",
+        "within-distance",
+    ]
+    # Counted as the user's only when it is: the same list with no own recipes puts the exact wording first.
+    assert RecipeIndex([mine, *shipped]).search(question, DEMO)[0].id == "within-distance"

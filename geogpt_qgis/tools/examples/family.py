@@ -50,7 +50,7 @@ def recipe_index(extra: tuple[Recipe, ...] = ()) -> RecipeIndex:
     recipes = (*extra, *shipped_recipes())
     with _lock:
         if _index is None or _index[0] != recipes:
-            _index = (recipes, RecipeIndex(recipes))
+            _index = (recipes, RecipeIndex(recipes, own=len(extra)))
         return _index[1]
 
 
