@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from geogpt_qgis.core.artifacts import ToolResult
 from geogpt_qgis.core.guided_schema import WorkedExamples
@@ -54,7 +55,7 @@ def recipe_index(extra: tuple[Recipe, ...] = ()) -> RecipeIndex:
         return _index[1]
 
 
-def render_examples(recipes: list[Recipe], max_tokens: int = MAX_TOKENS, form: Any = render) -> str:
+def render_examples(recipes: list[Recipe], max_tokens: int = MAX_TOKENS, form: Callable[[Recipe], str] = render) -> str:
     """The examples as the model reads them, best first, those that fit in ``max_tokens`` (at least one, clipped)."""
     shown: list[str] = []
     for recipe in recipes:
