@@ -487,3 +487,19 @@ def test_a_copy_short_of_any_feature_refuses_the_change_before_it_is_made(demo_p
     with pytest.raises(ToolError, match=r"3 of the 4 features could be read from 'schools'. Nothing was changed"):
         _keep_copy(schools, [*ids, max(schools.allFeatureIds()) + 1000])  # a feature that is not there
     assert stored_counts(path) == before and not schools.isEditable()
+
+
+def test_features_that_no_longer_read_once_opened_for_editing_stop_the_change(demo_project):
+    """Headless, the file is reopened for editing after the copy: a short read there is reopened once, then refused."""
+    from geogpt_qgis.tools.project.edits import _check_readable
+
+    schools = layer(demo_project, "schools")
+    path = gpkg_of(demo_project)
+    before = stored_counts(path)
+    ids = sorted(schools.allFeatureIds())[:3]
+    assert schools.startEditing()
+    _check_readable(schools, ids)  # all there: the session stays open for the change
+    assert schools.isEditable()
+    with pytest.raises(ToolError, match=r"\(3 of the 4 features\); nothing was changed"):
+        _check_readable(schools, [*ids, max(schools.allFeatureIds()) + 1000])
+    assert not schools.isEditable() and stored_counts(path) == before

@@ -38,6 +38,7 @@ from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.targets import LAYER, Target
 from geogpt_qgis.core.text import counted
+from geogpt_qgis.toolbelt.log import logger as log
 from geogpt_qgis.toolbelt.paths import edit_copies_dir
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.layers import (
@@ -119,6 +120,29 @@ def _keep_copy(vector: QgsVectorLayer, ids: list[int]) -> Path:
             f"{len(ids)} features. Nothing was changed."
         )
     return target
+
+
+def _check_readable(vector: QgsVectorLayer, ids: list[int]) -> None:
+    """The features ``ids`` still read once the edit session has reopened the file (main thread, before a change).
+
+    Reopening a GeoPackage in update mode can leave QGIS's connection unable to read it ("unable to open
+    database file", seen under load): a change made through it could not be saved, or a delete could miss
+    features.  That connection is reopened once; one that still reads short stops the change, nothing changed.
+    """
+    request = QgsFeatureRequest().setFilterFids(ids).setNoAttributes()
+    found = sum(1 for _ in vector.getFeatures(request))
+    if found != len(ids):
+        log.warning("%s reads %d of %d features once opened for editing: reopened", vector.name(), found, len(ids))
+        vector.rollBack()
+        vector.dataProvider().reloadData()
+        found = sum(1 for _ in vector.getFeatures(request)) if vector.startEditing() else -1
+    if found != len(ids):
+        if vector.isEditable():
+            vector.rollBack()
+        raise ToolError(
+            f"{vector.name()!r} could not be read once opened for editing ({max(found, 0)} of the {len(ids)} "
+            "features); nothing was changed. Try again, or check that the file is not open elsewhere."
+        )
 
 
 def _bound_layer(targets: list[Target]) -> Target | None:
@@ -326,6 +350,9 @@ class EditTools(ToolFamily):
             if not change():
                 raise ToolError(f"QGIS refused the change to {vector.name()!r}")
             return f"In {vector.name()!r}, {what} in your open edit session: save or discard it in QGIS."
+        saved_at_once = vector.providerType() != "memory" and not self._buffered
+        # Headless, the undo copy is read before the edit session: starting one reopens a file in update mode.
+        kept = f" The features as they were are kept in {_keep_copy(vector, ids)}." if saved_at_once else ""
         if not vector.startEditing():
             raise ToolError(f"{vector.name()!r} cannot be edited (read-only source?)")
         if vector.providerType() != "memory" and self._buffered:
@@ -336,13 +363,8 @@ class EditTools(ToolFamily):
                 f"In {vector.name()!r}, {what} in the layer's edit buffer; not saved to {_source_label(vector)} "
                 "until the user saves the layer's edits in QGIS (discarding them undoes it)."
             )
-        kept = ""
-        if vector.providerType() != "memory":
-            try:
-                kept = f" The features as they were are kept in {_keep_copy(vector, ids)}."
-            except ToolError:
-                vector.rollBack()
-                raise
+        if saved_at_once:
+            _check_readable(vector, ids)
         if not change() or not vector.commitChanges():
             errors = "; ".join(vector.commitErrors()) or "the change was refused"
             vector.rollBack()
