@@ -136,7 +136,7 @@ def _check_readable(vector: QgsVectorLayer, ids: list[int]) -> None:
     made through it could not be saved, or a delete could miss features.  That connection is reopened once;
     one that still reads short stops the change, nothing changed.
     """
-    request = QgsFeatureRequest().setFilterFids(ids).setNoAttributes()
+    request = QgsFeatureRequest().setFilterFids(ids).setFlags(QgsFeatureRequest.Flag.NoGeometry).setNoAttributes()
     found = sum(1 for _ in vector.getFeatures(request))
     if found != len(ids):
         log.warning("%s reads %d of %d features once opened for editing: reopened", vector.name(), found, len(ids))
