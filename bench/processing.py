@@ -78,8 +78,9 @@ def measure() -> dict[str, Any]:
             stalls.append(heartbeat.longest_stall_ms)
             added = project.mapLayersByName(name)[0]
             assert added.featureCount() == FEATURES
-            assert added.source() == f"{store.scratch_file}|layername={name}"  # stored, not a temporary layer
-            assert name in result_files.result_tables(store.scratch_file)
+            stored = store.scratch_folder / f"{name}.gpkg"
+            assert added.source() == f"{stored}|layername={name}"  # stored, not a temporary layer
+            assert name in result_files.result_tables(stored)
             project.removeMapLayer(added.id())
         processing.run("native:buffer", {"INPUT": layer, **PARAMETERS, "OUTPUT": "TEMPORARY_OUTPUT"})  # untimed
         for _round in range(ROUNDS):

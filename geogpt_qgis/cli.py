@@ -259,7 +259,7 @@ def _run_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _save(project: QgsProject, results: ResultStore, target: Path, err: TextIO) -> int:
-    """Write the project to ``target`` with its result layers in ``<target>_results.gpkg`` beside it."""
+    """Write the project to ``target`` with its result layers in ``<target>_results/`` beside it."""
     moved = results.relocate(project, str(target.resolve()))
     if not project.write(str(target)):
         err.write(f"error: could not save the project to {target}: {project.error()}\n")

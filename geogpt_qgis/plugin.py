@@ -129,7 +129,7 @@ class GeoGptPlugin:
             self.help_action = None
 
     def _keep_results(self) -> None:
-        """Result layers go to the project's GeoPackage and follow the project when it is saved."""
+        """Result layers go to files of the project's results folder and follow the project when it is saved."""
         from qgis.core import QgsProject
 
         from geogpt_qgis.core.result_files import prune_scratch
@@ -137,7 +137,7 @@ class GeoGptPlugin:
 
         project = QgsProject.instance()
         store = ResultStore(default_scratch_dir())
-        prune_scratch(store.scratch_dir, keep=store.scratch_file)  # sessions that never saved, a week ago
+        prune_scratch(store.scratch_dir, keep=store.scratch_folder)  # sessions that never saved, a week ago
         set_result_store(project, store)
         hooks = SaveHooks(project, store, self._tell_results_file)
 

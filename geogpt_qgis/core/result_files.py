@@ -1,17 +1,33 @@
-"""The results GeoPackage as a file: where it lives, its table names, copying and pruning it.
+"""Result GeoPackages as files: where they live, their names, copying and pruning them.
+
+Each vector result is a GeoPackage of its own, ``<project>_results/<name>.gpkg``,
+holding one table (named like the file when written), beside the project's
+raster results (``result_rasters``).  One file per result, not one shared
+file: QGIS opens GeoPackage layers read-only with ``NOLOCK=ON`` (GDAL >= 3.4.2),
+a connection that takes no SQLite lock and so never learns that the file
+changed under it.  A result written into a file whose earlier tables QGIS was
+reading, or a table dropped from it, gave those readers torn views
+("database disk image is malformed", features missing).  A result's file is
+written before any layer opens it, never written again, and deleted whole
+once no layer reads it.
+
+Projects saved before keep their ``<project>_results.gpkg`` (``LEGACY_SUFFIX``):
+their layers read it as they did, a Save As copies their tables into files of
+their own, and it is never written or trimmed any more.
 
 Qt-free (``sqlite3`` and GDAL's ``osgeo.ogr``), so the rules can be tested and
 reasoned about without QGIS.  ``tools/result_store.py`` is the QGIS side.
 
 Only tables whose GeoPackage description is ``MARK`` were written by the
-store; nothing here ever drops any other table, so a user's own GeoPackage
-that happens to carry the same name loses nothing.
+store; nothing here ever deletes any other file, so a user's own GeoPackage
+that happens to sit in the folder loses nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -21,19 +37,28 @@ from geogpt_qgis.core.gpkg_metadata import copy_table_metadata
 from geogpt_qgis.core.sqlite_text import sqlite_query
 
 MARK = "GeoGPT result"
-SUFFIX = "_results.gpkg"
+EXTENSION = ".gpkg"
+FOLDER_SUFFIX = "_results"
+LEGACY_SUFFIX = "_results.gpkg"
 SCRATCH_PREFIX = "results-"
 SCRATCH_MAX_AGE_DAYS = 7.0
 MAX_TABLE_CHARS = 60
 _RESERVED = ("gpkg_", "rtree_", "sqlite_", "gpkgext_")
 _SIDECARS = ("", "-wal", "-shm", "-journal")
+_RESULT_EXTENSIONS = (EXTENSION, ".tif")  # a name is unique across both kinds of result in a folder
 _PLAIN_TABLE = re.compile(r"[0-9a-z_]+")  # what table_name makes
 
 
-def results_path_for(project_file: str | Path) -> Path:
-    """``/maps/town.qgz`` -> ``/maps/town_results.gpkg``: one file per project, named after it."""
+def results_folder_for(project_file: str | Path) -> Path:
+    """``/maps/town.qgz`` -> ``/maps/town_results``: the project's results, one file each, named after it."""
     path = Path(project_file)
-    return path.with_name(f"{path.stem}{SUFFIX}")
+    return path.with_name(f"{path.stem}{FOLDER_SUFFIX}")
+
+
+def legacy_results_path_for(project_file: str | Path) -> Path:
+    """``/maps/town.qgz`` -> ``/maps/town_results.gpkg``: where projects saved before kept every result."""
+    path = Path(project_file)
+    return path.with_name(f"{path.stem}{LEGACY_SUFFIX}")
 
 
 def table_name(wanted: str, taken: Iterable[str]) -> str:
@@ -50,6 +75,14 @@ def table_name(wanted: str, taken: Iterable[str]) -> str:
         name = f"{base}_{number}"
         number += 1
     return name
+
+
+def file_name(wanted: str, folder: Path, reserved: Iterable[Path] = (), extension: str = EXTENSION) -> Path:
+    """A free ``<name><extension>`` in ``folder`` for a layer called ``wanted``: plain, lower case, and unique
+    among the folder's results of either kind and the names ``reserved`` there (files not written yet)."""
+    taken = {p.stem for p in folder.iterdir() if p.suffix in _RESULT_EXTENSIONS} if folder.is_dir() else set()
+    taken |= {p.stem for p in reserved if p.parent == folder}
+    return folder / f"{table_name(wanted, taken)}{extension}"
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -85,36 +118,47 @@ def result_tables(path: Path) -> set[str]:
     return {row[0] for row in rows}
 
 
-def drop_tables(path: Path, names: Iterable[str]) -> list[str]:
-    """Drop the named tables the store wrote (GDAL removes their GeoPackage metadata and index too).
+def result_files_in(folder: Path) -> set[Path]:
+    """The GeoPackages of ``folder`` that the store wrote (a table in each marked as a result)."""
+    if not folder.is_dir():
+        return set()
+    return {path for path in folder.glob(f"*{EXTENSION}") if not path.name.startswith(".") and result_tables(path)}
 
-    Tables not marked as results are left alone.  Returns what was dropped.
+
+def drop_unused(folder: Path, used: Iterable[Path]) -> list[str]:
+    """Delete the store's GeoPackages in ``folder`` that are not in ``used``; returns their names.
+
+    A whole file goes, never a table out of a file that QGIS may be reading.
     """
-    from osgeo import ogr
-
-    wanted = set(names) & result_tables(path)
-    if not wanted:
-        return []
-    dataset = ogr.Open(str(path), update=1)
-    if dataset is None:
-        return []
+    keep = {_resolved(path) for path in used}
     dropped = []
-    try:
-        for index in reversed(range(dataset.GetLayerCount())):
-            name = dataset.GetLayer(index).GetName()
-            if name in wanted and dataset.DeleteLayer(index) == ogr.OGRERR_NONE:
-                dropped.append(name)
-    finally:
-        dataset = None  # closes the file
-    if dropped:
-        _vacuum(path)
-    return sorted(dropped)
+    for path in sorted(result_files_in(folder)):
+        if _resolved(path) not in keep:
+            remove_file(path)
+            dropped.append(path.name)
+    return dropped
 
 
-def _vacuum(path: Path) -> None:
-    """Give the dropped tables' pages back to the file system (skipped if QGIS is reading it right now)."""
-    with contextlib.suppress(sqlite3.Error), contextlib.closing(sqlite3.connect(str(path), timeout=1)) as db:
-        db.execute("VACUUM")
+def copy_result(source: Path, table: str, target: Path) -> None:
+    """Copy the result ``table`` of ``source`` into the new GeoPackage ``target``, under the same table name.
+
+    A file holding that table alone is copied page by page (fast, R-tree and metadata included); a table of
+    a shared file (a project saved before results had files of their own) is copied by OGR with its metadata.
+    """
+    if tables_of_contents(source) == {table}:
+        copy_file(source, target)
+    else:
+        copy_tables(source, target, {table: table})
+
+
+def tables_of_contents(path: Path) -> set[str]:
+    """The data tables of a GeoPackage (its ``gpkg_contents``), ours or not."""
+    with contextlib.closing(_connect(path)) as db:
+        try:
+            rows = db.execute("SELECT table_name FROM gpkg_contents").fetchall()
+        except sqlite3.DatabaseError:
+            return set()
+    return {row[0] for row in rows}
 
 
 def copy_file(source: Path, target: Path) -> None:
@@ -138,6 +182,7 @@ def copy_tables(source: Path, target: Path, names: dict[str, str]) -> None:
     if src is None:
         raise OSError(f"cannot open {source}")
     driver = ogr.GetDriverByName("GPKG")
+    target.parent.mkdir(parents=True, exist_ok=True)
     dst = ogr.Open(str(target), update=1) if target.is_file() else driver.CreateDataSource(str(target))
     if dst is None:
         raise OSError(f"cannot write {target}")
@@ -164,16 +209,36 @@ def remove_file(path: Path) -> None:
 
 
 def prune_scratch(folder: Path, max_age_days: float = SCRATCH_MAX_AGE_DAYS, keep: Path | None = None) -> list[Path]:
-    """Remove scratch files of sessions that never saved, once nobody has touched them for ``max_age_days``."""
+    """Remove the scratch results of sessions that never saved, once nobody has touched them for ``max_age_days``.
+
+    A session's scratch results are a folder ``results-<time>-<id>/`` (one GeoPackage each); a single
+    ``results-<time>-<id>.gpkg`` is a session's from before results had files of their own.
+    """
     if not folder.is_dir():
         return []
     cutoff = time.time() - max_age_days * 86400
     removed = []
-    for path in folder.glob(f"{SCRATCH_PREFIX}*.gpkg"):
-        if path == keep:
+    for path in folder.glob(f"{SCRATCH_PREFIX}*"):
+        if path == keep or not (path.is_dir() or path.suffix == EXTENSION):
             continue
-        newest = max((p.stat().st_mtime for p in (path, Path(f"{path}-wal")) if p.exists()), default=0.0)
-        if newest < cutoff:
-            remove_file(path)
+        if _newest_change(path) < cutoff:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                remove_file(path)
             removed.append(path)
     return removed
+
+
+def _newest_change(path: Path) -> float:
+    """The latest modification time of a scratch file (its WAL too) or of anything in a scratch folder."""
+    members = list(path.iterdir()) if path.is_dir() else [Path(f"{path}{suffix}") for suffix in _SIDECARS]
+    times = [p.stat().st_mtime for p in [path, *members] if p.exists()]
+    return max(times, default=0.0)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path

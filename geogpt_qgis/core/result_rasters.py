@@ -1,6 +1,6 @@
 """Raster results as files: a folder of GeoTIFFs beside the project, ``<project>_results/``.
 
-The raster twin of ``result_files`` (the results GeoPackage).  A processing
+The raster twin of ``result_files`` (a GeoPackage per vector result, in the same folder).  A processing
 algorithm writes its raster output as a GeoTIFF in a temporary folder that
 QGIS deletes when it closes; the store copies it here and points the layer at
 the copy.  A folder of plain GeoTIFFs, not raster tables in the GeoPackage:
@@ -20,18 +20,13 @@ import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from geogpt_qgis.core.result_files import MARK, table_name
+from geogpt_qgis.core import result_files
+from geogpt_qgis.core.result_files import MARK
+from geogpt_qgis.core.result_files import results_folder_for as results_folder_for  # the vector results' folder
 
 MARK_KEY = "GEOGPT_RESULT"
-FOLDER_SUFFIX = "_results"
 EXTENSION = ".tif"
 _CREATION = ["COMPRESS=DEFLATE", "TILED=YES", "BIGTIFF=IF_SAFER"]
-
-
-def results_folder_for(project_file: str | Path) -> Path:
-    """``/maps/town.qgz`` -> ``/maps/town_results``: beside ``town_results.gpkg``, named after the project."""
-    path = Path(project_file)
-    return path.with_name(f"{path.stem}{FOLDER_SUFFIX}")
 
 
 def is_result(path: Path) -> bool:
@@ -49,10 +44,8 @@ def is_result(path: Path) -> bool:
 
 
 def file_name(wanted: str, folder: Path, reserved: Iterable[Path] = ()) -> Path:
-    """A free ``<name>.tif`` in ``folder`` for a layer called ``wanted`` (plain, lower case, unique)."""
-    taken = {p.stem for p in folder.glob(f"*{EXTENSION}")} if folder.is_dir() else set()
-    taken |= {p.stem for p in reserved if p.parent == folder}
-    return folder / f"{table_name(wanted, taken)}{EXTENSION}"
+    """A free ``<name>.tif`` in ``folder`` for a layer called ``wanted`` (``result_files.file_name``)."""
+    return result_files.file_name(wanted, folder, reserved, EXTENSION)
 
 
 def copy_raster(source: Path, target: Path) -> None:

@@ -1,21 +1,23 @@
-"""Result layers that survive saving: kept in a GeoPackage that belongs to the project.
+"""Result layers that survive saving: each kept in a GeoPackage of its own that belongs to the project.
 
 A layer the agent makes (a processing output, a filtered OGC result, a place)
 starts as a temporary layer (memory, or a file in a temporary folder) that QGIS
-forgets when it closes.  The store copies its features into one GeoPackage and
-adds a layer reading that table instead, with the temporary layer's style,
-metadata and custom properties:
+forgets when it closes.  The store copies its features into a new GeoPackage
+and adds a layer reading that table instead, with the temporary layer's style,
+metadata and custom properties.  One file per result, written before any layer
+opens it and never written again (``core/result_files`` says why: QGIS reads
+GeoPackages without locks):
 
-- a saved project's results go beside it, ``<project>_results.gpkg``;
-- before the first save they go to a scratch file (in the QGIS profile, or a
+- a saved project's results go beside it, ``<project>_results/<name>.gpkg``;
+- before the first save they go to a scratch folder (in the QGIS profile, or a
   temporary folder headless); ``relocate``, called when the project gets a file
   name (first save, Save As, the CLI's ``--save``), copies the results the
-  project uses beside the new project file and points the layers at the copy;
-- ``clean_up``, after each save, drops the result tables of the project's file
-  that no layer uses any more, so removed results do not pile up.
+  project uses beside the new project file and points the layers at the copies;
+- ``clean_up``, after each save, deletes the result files of the project's
+  folder that no layer uses any more, so removed results do not pile up.
 
 Raster results (an algorithm's temporary GeoTIFF) follow the same rules as
-files in a folder beside the project, ``<project>_results/``
+GeoTIFFs in the same folder
 (``core/result_rasters``): copied there as soon as the project has a file
 (``keep_raster``), else when it gets one (``relocate``), and dropped by
 ``clean_up`` once no layer reads them.
@@ -110,7 +112,7 @@ class StagedResult:
 
 
 class ResultStore:
-    """The results GeoPackage of one project.
+    """The result files of one project.
 
     ``follow_project``: results of a saved project go straight beside it (the
     desktop).  The CLI turns it off so that a question asked of a project never
@@ -120,20 +122,19 @@ class ResultStore:
     def __init__(self, scratch_dir: Path, follow_project: bool = True) -> None:
         self.scratch_dir = scratch_dir
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.scratch_file = scratch_dir / f"{result_files.SCRATCH_PREFIX}{stamp}-{uuid.uuid4().hex[:8]}.gpkg"
+        self.scratch_folder = scratch_dir / f"{result_files.SCRATCH_PREFIX}{stamp}-{uuid.uuid4().hex[:8]}"
         self.follow_project = follow_project
-        self._write_lock = threading.Lock()  # one writer per store: SQLite takes one at a time anyway
+        self._write_lock = threading.Lock()  # one writer per store: clean_up never deletes under it
         self._names_lock = threading.Lock()
-        self._reserved: set[tuple[Path, str]] = set()  # staged tables not yet in a layer: never cleaned up
-        self._rasters_reserved: set[Path] = set()  # raster copies not yet in a layer: never cleaned up
+        self._reserved: set[Path] = set()  # result files (vector or raster) not yet in a layer: never cleaned up
 
     # -- where -----------------------------------------------------------------
     def location(self, project: QgsProject) -> Path:
-        """The file new results go to now (main thread)."""
+        """The folder new results go to now (main thread)."""
         home = _local_file(project)
         if self.follow_project and home is not None:
-            return result_files.results_path_for(home)
-        return self.scratch_file
+            return result_files.results_folder_for(home)
+        return self.scratch_folder
 
     # -- one result: stage (main), write (worker), open (main) -------------------
     def stage(self, project: QgsProject, layer: QgsVectorLayer, name: str, reads: ToolArtifact = EMPTY) -> StagedResult:
@@ -143,15 +144,14 @@ class ResultStore:
         the record written with the table.
         """
         assert_main_thread("a result layer was staged")
-        path = self.location(project)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.location(project)
+        folder.mkdir(parents=True, exist_ok=True)
         with self._names_lock:
-            taken = result_files.tables(path) | {table for where, table in self._reserved if where == path}
-            table = result_files.table_name(name, taken)
-            self._reserved.add((path, table))
+            path = result_files.file_name(name, folder, self._reserved)
+            self._reserved.add(path)
         return StagedResult(
             name=name,
-            table=table,
+            table=path.stem,
             path=path,
             layer=layer,
             source=QgsVectorLayerFeatureSource(layer),
@@ -231,11 +231,7 @@ class ResultStore:
         options.driverName = "GPKG"
         options.fileEncoding = "UTF-8"
         options.layerName = staged.table
-        options.actionOnExistingFile = (
-            QgsVectorFileWriter.ActionOnExistingFile.CreateOrOverwriteLayer
-            if staged.path.is_file()
-            else QgsVectorFileWriter.ActionOnExistingFile.CreateOrOverwriteFile
-        )
+        options.actionOnExistingFile = QgsVectorFileWriter.ActionOnExistingFile.CreateOrOverwriteFile
         fid = _fid_column(staged.fields, staged.source, cancel)
         options.layerOptions = [f"DESCRIPTION={result_files.MARK}", f"FID={fid}"]
         writer = QgsVectorFileWriter.create(
@@ -284,62 +280,60 @@ class ResultStore:
         return layer
 
     def discard(self, staged: StagedResult, drop: bool = False) -> None:
-        """Forget a staged result; with ``drop``, remove its table (a failed or stopped step adds nothing)."""
+        """Forget a staged result; with ``drop``, delete its file (a failed or stopped step adds nothing)."""
         with self._names_lock:
-            self._reserved.discard((staged.path, staged.table))
+            self._reserved.discard(staged.path)
         if drop:
-            with contextlib.suppress(Exception):
-                result_files.drop_tables(staged.path, [staged.table])
+            result_files.remove_file(staged.path)
 
     # -- saving ------------------------------------------------------------------
     def relocate(self, project: QgsProject, project_file: str) -> Path | None:
         """Copy the results the project uses beside ``project_file`` and point their layers there (main thread).
 
         Call before the project is written under that name.  A result is a
-        table marked as one in its GeoPackage (in the scratch file, or beside
-        the project's previous file after a Save As: that file stays as it
-        was for the old project).  Returns the results file when anything was
-        copied, else ``None``.
+        table marked as one in its GeoPackage, or a raster marked as one (in
+        the scratch folder, or beside the project's previous file after a Save
+        As: those files stay as they were for the old project).  Returns the
+        results folder when anything was copied, else ``None``.
         """
         if not project_file or "://" in project_file:
             return None  # a project kept in a database has no folder to sit beside
         self.follow_project = True
-        folder = self._relocate_rasters(project, project_file)
-        return self._relocate_tables(project, project_file) or folder
+        folder = result_files.results_folder_for(project_file)
+        copied = self._relocate_rasters(project, folder) + self._relocate_tables(project, folder)
+        return folder if copied else None
 
-    def _relocate_tables(self, project: QgsProject, project_file: str) -> Path | None:
-        target = result_files.results_path_for(project_file)
-        moves: dict[Path, list[tuple[QgsVectorLayer, str]]] = {}
+    def _relocate_tables(self, project: QgsProject, folder: Path) -> int:
+        """Copy each result table a layer reads outside ``folder`` into a file of its own there; the copies made."""
+        copies: dict[tuple[Path, str], Path] = {}
         marked: dict[Path, set[str]] = {}
         for layer, path, table in _ogr_layers(project):
-            if path.resolve() == target.resolve() or not path.is_file():
+            if path.parent.resolve() == folder.resolve() or not path.is_file():
                 continue
             if path not in marked:
                 marked[path] = result_files.result_tables(path)
-            if table in marked[path]:
-                moves.setdefault(path, []).append((layer, table))
-        if not moves:
-            return None
-        for source, layers in moves.items():
-            if not target.is_file() and len(moves) == 1:
-                result_files.copy_file(source, target)  # a page copy: fast, all tables (clean_up trims)
-                renames = {table: table for _layer, table in layers}
-            else:
-                taken = result_files.tables(target)
-                renames = {}
-                for _layer, table in layers:
-                    renames[table] = result_files.table_name(table, taken)
-                    taken.add(renames[table])
-                result_files.copy_tables(source, target, renames)
-            for layer, table in layers:
-                _repoint(layer, _uri(target, renames[table]), "ogr", project)
-            if source == self.scratch_file and not self._in_use(project, source):
+            if table not in marked[path]:
+                continue
+            if (path, table) not in copies:
+                target = self._reserve(result_files.file_name(table, folder, self._reserved))
+                try:
+                    result_files.copy_result(path, table, target)
+                except BaseException:
+                    result_files.remove_file(target)
+                    raise
+                finally:
+                    self._release(target)
+                copies[(path, table)] = target
+            _repoint(layer, _uri(copies[(path, table)], table), "ogr", project)
+        for source in {path for path, _table in copies}:
+            if source.parent == self.scratch_folder and not self._in_use(project, source):
                 result_files.remove_file(source)
-        return target
+        with contextlib.suppress(OSError):
+            self.scratch_folder.rmdir()  # once every scratch result moved
+        return len(copies)
 
-    def _relocate_rasters(self, project: QgsProject, project_file: str) -> Path | None:
+    def _relocate_rasters(self, project: QgsProject, folder: Path) -> int:
         """Copy temporary raster outputs and rasters of other projects' results folders into this one's."""
-        folder = result_rasters.results_folder_for(project_file)
         copied: dict[Path, Path] = {}
         for layer, path in _raster_files(project):
             if path.parent.resolve() == folder.resolve():
@@ -347,11 +341,23 @@ class ResultStore:
             if not (_is_temporary_file(path) or result_rasters.is_result(path)):
                 continue
             if path not in copied:
-                target = result_rasters.file_name(layer.name(), folder, self._rasters_reserved)
-                result_rasters.copy_raster(path, target)
+                target = self._reserve(result_rasters.file_name(layer.name(), folder, self._reserved))
+                try:
+                    result_rasters.copy_raster(path, target)
+                finally:
+                    self._release(target)
                 copied[path] = target
             _repoint(layer, str(copied[path]), "gdal", project)  # keeps its renderer
-        return folder if copied else None
+        return len(copied)
+
+    def _reserve(self, path: Path) -> Path:
+        with self._names_lock:
+            self._reserved.add(path)
+        return path
+
+    def _release(self, path: Path) -> None:
+        with self._names_lock:
+            self._reserved.discard(path)
 
     # -- raster outputs of a saved project: straight beside it ---------------------------
     def raster_target(self, project: QgsProject, name: str) -> Path | None:
@@ -363,46 +369,44 @@ class ResultStore:
         home = _local_file(project)
         if not self.follow_project or home is None:
             return None
-        folder = result_rasters.results_folder_for(home)
+        folder = result_files.results_folder_for(home)
         with self._names_lock:
-            target = result_rasters.file_name(name, folder, self._rasters_reserved)
-            self._rasters_reserved.add(target)
+            target = result_rasters.file_name(name, folder, self._reserved)
+            self._reserved.add(target)
         return target
 
     def release_raster(self, target: Path, drop: bool = False) -> None:
         """The copy is in a layer now (or, with ``drop``, was not wanted after all: deleted)."""
-        with self._names_lock:
-            self._rasters_reserved.discard(target)
+        self._release(target)
         if drop:
             result_rasters.remove_file(target)
 
     def clean_up(self, project: QgsProject) -> list[str]:
-        """Drop result tables of the project's file that no layer uses (main thread, after a save).
+        """Delete the result files of the project's folder that no layer uses (main thread, after a save).
 
-        Skipped while a result is being written (it runs again on the next
-        save): the main thread never waits for a worker.
+        Whole files only: a table is never dropped from a file that QGIS may be reading.  Skipped while a
+        result is being written (it runs again on the next save): the main thread never waits for a worker.
+        A project saved before results had files of their own keeps its ``<project>_results.gpkg`` as it is.
         """
         home = _local_file(project)
         if home is None:
             return []
-        path = result_files.results_path_for(home)
+        folder = result_files.results_folder_for(home)
         if not self._write_lock.acquire(blocking=False):
             return []
         try:
-            used = {table for _layer, where, table in _ogr_layers(project) if where.resolve() == path.resolve()}
             with self._names_lock:
-                used |= {table for where, table in self._reserved if where == path}
-            unused = result_files.result_tables(path) - used
-            dropped = result_files.drop_tables(path, unused) if unused else []
+                used = set(self._reserved)
+            used |= {where for _layer, where, _table in _ogr_layers(project)}
+            used |= {where for _layer, where in _raster_files(project)}
+            dropped = result_files.drop_unused(folder, used)
         finally:
             self._write_lock.release()
-        with self._names_lock:
-            rasters = {where for _layer, where in _raster_files(project)} | self._rasters_reserved
-        return dropped + result_rasters.drop_unused(result_rasters.results_folder_for(home), rasters)
+        return dropped + result_rasters.drop_unused(folder, used)  # the folder goes too once empty
 
     def _in_use(self, project: QgsProject, path: Path) -> bool:
         with self._names_lock:
-            if any(where == path for where, _table in self._reserved):
+            if path in self._reserved:
                 return True
         return any(where == path for _layer, where, _table in _ogr_layers(project))
 

@@ -41,9 +41,10 @@ def test_a_buffer_made_in_the_dock_survives_save_as_close_and_reopen(tmp_path, m
     assert report["errors"] == [], report
     assert report["status"] == "finished"
     # Made beside the opened project, then copied beside the new one by the Save.
-    assert report["source_before"] == f"{project.with_name('elvbury_results.gpkg')}|layername=rivers_buffer_100m"
-    results = saved.with_name("town_results.gpkg")
-    assert report["source_after"] == f"{results}|layername=rivers_buffer_100m"
+    made = project.with_name("elvbury_results") / "rivers_buffer_100m.gpkg"
+    assert report["source_before"] == f"{made}|layername=rivers_buffer_100m"
+    results = saved.with_name("town_results")
+    assert report["source_after"] == f"{results / 'rivers_buffer_100m.gpkg'}|layername=rivers_buffer_100m"
     assert any(str(results) in text for text in report["messages"]), report["messages"]
     assert report["dirty_after_save"] is False
     seen = reopen(saved)

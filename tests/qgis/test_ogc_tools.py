@@ -108,8 +108,8 @@ def test_a_filtered_query_adds_exactly_the_matching_features_as_a_layer(ogc, dem
     layer = added(demo_project, "big")
     assert len(demo_project.mapLayers()) == before + 1
     assert sorted(f["name"] for f in layer.getFeatures()) == [name for (name,) in expected]
-    assert layer.providerType() == "ogr"  # kept in the project's GeoPackage: it survives saving
-    assert layer.source().startswith(str(demo_project.absolutePath()) + "/elvbury_results.gpkg|layername=big")
+    assert layer.providerType() == "ogr"  # kept in a GeoPackage of the project's: it survives saving
+    assert layer.source() == f"{demo_project.absolutePath()}/elvbury_results/big.gpkg|layername=big"
     assert layer.crs().authid() == "EPSG:25832"  # the data's own CRS, asked of the server
     assert QgsWkbTypes.displayString(layer.wkbType()) == "Point"
     kind = "fetched features, in the project's GeoPackage"

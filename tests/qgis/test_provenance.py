@@ -121,7 +121,7 @@ def test_provenance_of_a_run_algorithm_result_in_the_layer_and_in_the_results_ge
     check_buffer_record(layer.metadata(), model_server.url, rivers_source, before)
 
     path, table = table_of(layer)
-    assert path == result_files.results_path_for(demo_project.fileName())
+    assert path == result_files.results_folder_for(demo_project.fileName()) / f"{table}.gpkg"
     assert table in result_files.result_tables(path)  # writing the metadata kept the store's mark on the table
     check_buffer_record(fresh_metadata(path, table), model_server.url, rivers_source, before)
     (document,) = gpkg_documents(path, table)
@@ -168,10 +168,10 @@ def test_provenance_survives_save_as_and_reopening_and_stays_in_the_copied_geopa
 ):
     before = dt.datetime.now(dt.UTC)
     ask(worker, model_server, BUFFER_QUESTION, buffer_turns())
-    # Save As into a folder whose results file already exists: the tables are copied one by one (OGR's
-    # CopyLayer, not a copy of the whole file), and their metadata must go along.
+    # Save As into a folder whose results folder already holds a GeoPackage of that name: the result is
+    # copied beside it under another name, its metadata with it, and the other file is left alone.
     target = tmp_path / "elsewhere" / "analysis.qgz"
-    existing = result_files.results_path_for(target)
+    existing = result_files.results_folder_for(target) / "rivers_100m.gpkg"
     existing.parent.mkdir(parents=True)
     seed = QgsVectorLayer("Point?crs=EPSG:25832&field=n:integer", "seed", "memory")
     options = QgsVectorFileWriter.SaveVectorOptions()
@@ -187,7 +187,8 @@ def test_provenance_survives_save_as_and_reopening_and_stays_in_the_copied_geopa
         assert reopened.read(str(target))
         layer = only_layer(reopened, "rivers_100m")
         path, table = table_of(layer)
-        assert path == existing and "someone_elses" in result_files.tables(existing)  # added to, not replaced
+        assert path == existing.with_name("rivers_100m_2.gpkg")
+        assert result_files.tables_of_contents(existing) == {"someone_elses"}  # left as it was
         check_buffer_record(layer.metadata(), model_server.url, rivers_source, before)
         check_buffer_record(fresh_metadata(path, table), model_server.url, rivers_source, before)
         assert table in result_files.result_tables(path)

@@ -69,7 +69,7 @@ def test_provenance_through_the_cli_in_the_saved_project_and_its_geopackage_with
         path, table = Path(parts["path"]), parts["layerName"]
     finally:
         saved.clear()
-    assert path == result_files.results_path_for(out)  # beside the saved copy, not the asked project
+    assert path == result_files.results_folder_for(out) / f"{table}.gpkg"  # beside the saved copy, not the asked one
     fresh = QgsVectorLayer(f"{path}|layername={table}", "fresh", "ogr")
     assert fresh.isValid()
     assert fresh.metadata().abstract().splitlines() == lines
@@ -78,4 +78,4 @@ def test_provenance_through_the_cli_in_the_saved_project_and_its_geopackage_with
     with zipfile.ZipFile(out) as archive:
         assert all(KEY.encode() not in archive.read(name) for name in archive.namelist())
     assert KEY.encode() not in path.read_bytes()
-    assert not (project_file.parent / "elvbury_results.gpkg").exists()  # the asked project is left as it was
+    assert not (project_file.parent / "elvbury_results").exists()  # the asked project is left as it was

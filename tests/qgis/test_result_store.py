@@ -128,17 +128,32 @@ def test_a_result_of_a_saved_project_goes_beside_it_with_all_its_features(tool_c
     assert "added layer 'rivers_buffer_100m'" in text
     layer = only(demo_project, "rivers_buffer_100m")
     assert layer.providerType() == "ogr"
-    assert source_file(layer) == Path(demo_project.fileName()).with_name("elvbury_results.gpkg")
+    folder = Path(demo_project.fileName()).with_name("elvbury_results")
+    assert source_file(layer) == folder / "rivers_buffer_100m.gpkg"  # a file of its own, no other result in it
     assert layer.source().endswith("|layername=rivers_buffer_100m")
     assert layer.featureCount() == only(demo_project, "rivers").featureCount() == 2
+    assert result_files.tables_of_contents(source_file(layer)) == {"rivers_buffer_100m"}
     assert result_files.result_tables(source_file(layer)) == {"rivers_buffer_100m"}
+
+
+def test_each_result_is_a_file_that_is_never_written_again(tool_ctx, demo_project):
+    """A second result is a second file: the first one, which QGIS reads without locks, is left byte for byte."""
+    buffer_rivers(tool_ctx, "first")
+    first = source_file(only(demo_project, "first"))
+    before = first.read_bytes()
+    buffer_rivers(tool_ctx, "first")  # the same name again: another file, not another table in that one
+    layers = [only(demo_project, name) for name in ("first", "first_2")]
+    files = [source_file(layer) for layer in layers]
+    assert [path.name for path in files] == ["first.gpkg", "first_2.gpkg"]
+    assert first.read_bytes() == before
+    assert [layer.featureCount() for layer in layers] == [2, 2]
 
 
 def test_first_save_moves_results_beside_the_project_and_a_fresh_process_reopens_them(new_project, bridge, tmp_path):
     project, store = new_project
     buffer_rivers(ToolContext(project=project, bridge=bridge))
     layer = only(project, "rivers_buffer_100m")
-    assert source_file(layer) == store.scratch_file  # not saved yet: the scratch file
+    assert source_file(layer) == store.scratch_folder / "rivers_buffer_100m.gpkg"  # not saved yet: scratch
     paint(layer)
     before = wkts(layer)
     told: list[Path] = []
@@ -148,21 +163,22 @@ def test_first_save_moves_results_beside_the_project_and_a_fresh_process_reopens
         assert project.write()
     finally:
         hooks.disconnect()
-    results = tmp_path / "town_results.gpkg"
+    results = tmp_path / "town_results"
     assert told == [results]
-    assert source_file(layer) == results and layer.isValid() and layer.featureCount() == 2
-    assert not store.scratch_file.exists()  # nothing left behind in the scratch folder
+    assert source_file(layer) == results / "rivers_buffer_100m.gpkg" and layer.isValid()
+    assert layer.featureCount() == 2
+    assert not store.scratch_folder.exists()  # nothing left behind in the scratch folder
     project.clear()
     seen = reopen(tmp_path / "town.qgz")["rivers_buffer_100m"]
     assert seen["provider"] == "ogr" and seen["valid"]
-    assert Path(seen["path"]) == results
+    assert Path(seen["path"]) == results / "rivers_buffer_100m.gpkg"
     assert seen["count"] == 2 and seen["wkt"] == before
     assert seen["colour"] == COLOUR
 
 
 def test_save_as_copies_results_and_leaves_the_old_project_whole(tool_ctx, demo_project, tmp_path):
     buffer_rivers(tool_ctx)
-    old = Path(demo_project.fileName()).with_name("elvbury_results.gpkg")
+    old = Path(demo_project.fileName()).with_name("elvbury_results") / "rivers_buffer_100m.gpkg"
     hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
     try:
         demo_project.setFileName(str(tmp_path / "copy" / "renamed.qgz"))
@@ -170,28 +186,55 @@ def test_save_as_copies_results_and_leaves_the_old_project_whole(tool_ctx, demo_
     finally:
         hooks.disconnect()
     layer = only(demo_project, "rivers_buffer_100m")
-    assert source_file(layer) == tmp_path / "copy" / "renamed_results.gpkg"
+    assert source_file(layer) == tmp_path / "copy" / "renamed_results" / "rivers_buffer_100m.gpkg"
     assert result_files.result_tables(old) == {"rivers_buffer_100m"}  # the old project still has its result
     assert layer.featureCount() == 2
 
 
 # -- clean-up ------------------------------------------------------------------------
-def test_saving_drops_tables_of_removed_results_and_nothing_else(tool_ctx, demo_project):
+def test_saving_deletes_files_of_removed_results_and_nothing_else(tool_ctx, demo_project):
     buffer_rivers(tool_ctx, "kept")
     buffer_rivers(tool_ctx, "removed")
-    path = source_file(only(demo_project, "kept"))
-    with sqlite3.connect(path) as db:  # a table the user put there: never ours to drop
+    kept, removed = (source_file(only(demo_project, name)) for name in ("kept", "removed"))
+    folder = kept.parent
+    notes = folder / "notes.gpkg"  # a GeoPackage the user put there: never ours to delete
+    with sqlite3.connect(notes) as db:
         db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
-    assert result_files.result_tables(path) == {"kept", "removed"}
+    legacy = result_files.legacy_results_path_for(demo_project.fileName())  # a result file of an older version
+    result_files.copy_file(kept, legacy)
     demo_project.removeMapLayer(only(demo_project, "removed").id())
     hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
     try:
         assert demo_project.write()
     finally:
         hooks.disconnect()
-    assert result_files.result_tables(path) == {"kept"}
-    assert "notes" in result_files.tables(path) and "removed" not in result_files.tables(path)
+    assert not removed.exists() and kept.is_file() and notes.is_file()
+    assert result_files.result_tables(legacy) == {"kept"}  # an older project's file is never written or trimmed
     assert only(demo_project, "kept").featureCount() == 2
+
+
+def test_save_as_gives_each_result_of_an_older_shared_file_a_file_of_its_own(tool_ctx, demo_project, tmp_path):
+    """Projects saved before results had files of their own read ``<project>_results.gpkg``; a Save As splits it."""
+    buffer_rivers(tool_ctx, "one")
+    buffer_rivers(tool_ctx, "two")
+    legacy = result_files.legacy_results_path_for(demo_project.fileName())
+    result_files.copy_tables(source_file(only(demo_project, "one")), legacy, {"one": "one"})
+    result_files.copy_tables(source_file(only(demo_project, "two")), legacy, {"two": "two"})
+    for name in ("one", "two"):
+        only(demo_project, name).setDataSource(f"{legacy}|layername={name}", name, "ogr")
+    assert result_files.result_tables(legacy) == {"one", "two"}
+    hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
+    try:
+        demo_project.setFileName(str(tmp_path / "split.qgz"))
+        assert demo_project.write()
+    finally:
+        hooks.disconnect()
+    for name in ("one", "two"):
+        layer = only(demo_project, name)
+        assert source_file(layer) == tmp_path / "split_results" / f"{name}.gpkg"
+        assert result_files.tables_of_contents(source_file(layer)) == {name}
+        assert layer.featureCount() == 2
+    assert result_files.result_tables(legacy) == {"one", "two"}  # the old project keeps its file
 
 
 def test_table_names_are_unique_and_plain():
@@ -201,7 +244,17 @@ def test_table_names_are_unique_and_plain():
     assert result_files.table_name("place Øst-Byen", set()) == "place_st_byen"
     assert result_files.table_name("2024 roads", set()) == "result_2024_roads"
     assert result_files.table_name("gpkg_contents", set()) == "result_gpkg_contents"
-    assert result_files.results_path_for("/maps/town.qgz") == Path("/maps/town_results.gpkg")
+    assert result_files.results_folder_for("/maps/town.qgz") == Path("/maps/town_results")
+    assert result_files.legacy_results_path_for("/maps/town.qgz") == Path("/maps/town_results.gpkg")
+
+
+def test_file_names_are_unique_across_vector_and_raster_results_and_reserved_names(tmp_path):
+    (tmp_path / "roads.gpkg").touch()
+    (tmp_path / "dem.tif").touch()
+    assert result_files.file_name("roads", tmp_path) == tmp_path / "roads_2.gpkg"
+    assert result_files.file_name("dem", tmp_path) == tmp_path / "dem_2.gpkg"
+    assert result_files.file_name("new", tmp_path, [tmp_path / "new.gpkg"]) == tmp_path / "new_2.gpkg"
+    assert result_files.file_name("new", tmp_path, [tmp_path / "other" / "new.gpkg"]) == tmp_path / "new.gpkg"
 
 
 def test_a_place_like_layer_made_on_the_main_thread_keeps_style_and_properties(new_project):
@@ -236,14 +289,14 @@ def test_the_plugin_keeps_results_with_the_project_and_says_where(new_project, b
     plugin.initGui()
     try:
         store = result_store(project)
-        assert store.scratch_file.parent == tmp_path / "profile" / "geogpt_qgis" / "scratch"
+        assert store.scratch_folder.parent == tmp_path / "profile" / "geogpt_qgis" / "scratch"
         buffer_rivers(ToolContext(project=project, bridge=bridge))
-        assert source_file(only(project, "rivers_buffer_100m")) == store.scratch_file
+        assert source_file(only(project, "rivers_buffer_100m")).parent == store.scratch_folder
         (tmp_path / "saved").mkdir()
         project.setFileName(str(tmp_path / "saved" / "plan.qgz"))
         assert project.write()
         shown = [w.text() for w in iface.messageBar().items()]
-        assert any(str(tmp_path / "saved" / "plan_results.gpkg") in text for text in shown), shown
+        assert any(str(tmp_path / "saved" / "plan_results") in text for text in shown), shown
     finally:
         plugin.unload()
         iface.mainWindow().deleteLater()
@@ -275,12 +328,13 @@ def test_cli_save_keeps_the_buffer_and_a_fresh_process_reopens_it(model_server, 
         timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    results = out.with_name("p_results.gpkg")
+    results = out.with_name("p_results")
     assert f"Result layers saved in {results}" in done.stderr
-    assert not project_file.with_name("elvbury_results.gpkg").exists()  # the asked project is left alone
+    assert not project_file.with_name("elvbury_results").exists()  # the asked project is left alone
     seen = reopen(out)
     buffered = seen["rivers_buffer_100m"]
-    assert buffered["provider"] == "ogr" and buffered["valid"] and Path(buffered["path"]) == results
+    assert buffered["provider"] == "ogr" and buffered["valid"]
+    assert Path(buffered["path"]) == results / "rivers_buffer_100m.gpkg"
     assert buffered["count"] == seen["rivers"]["count"] == 2
     # The same buffer computed here, independently of the stored file.
     from qgis import processing
@@ -300,8 +354,8 @@ def test_a_stopped_copy_leaves_no_table_and_adds_nothing(new_project):
     cancel.cancel()
     with pytest.raises(RunCancelled):
         store.write(staged, cancel)
-    assert "many" not in result_files.tables(store.scratch_file)
-    assert result_files.result_tables(store.scratch_file) == {"first"}
+    assert not staged.path.exists()
+    assert {path.name for path in result_files.result_files_in(store.scratch_folder)} == {"first.gpkg"}
     assert len(project.mapLayers()) == layers_before
 
 
@@ -315,12 +369,12 @@ def test_a_short_read_of_a_result_is_tried_again_then_refused_never_stored_small
     staged.expected = 41  # as if one feature went missing while the copy read the temporary layer
     with pytest.raises(ToolError, match=r"the result 'short' has 41 features, but only 40 could be read"):
         store.write(staged)
-    assert "short" not in result_files.tables(store.scratch_file)
+    assert not staged.path.exists()
     assert len(project.mapLayers()) == layers_before
     # A true count goes through, every feature in the table (sqlite3, not QGIS).
     _store, whole = stage_result(project, numbered_points("whole", 40), "whole")
     store.write(whole)
-    with sqlite3.connect(store.scratch_file) as db:
+    with sqlite3.connect(whole.path) as db:
         assert db.execute(f'SELECT count(*) FROM "{whole.table}"').fetchone() == (40,)
 
 
@@ -329,8 +383,8 @@ def test_a_stored_result_that_reads_fewer_features_than_were_written_is_refused(
     _store, staged = stage_result(project, numbered_points("kept", 25), "kept")
     store.write(staged)
     assert staged.count == 25
-    with sqlite3.connect(store.scratch_file) as db:  # what a reader that sees only part of the table would see
+    with sqlite3.connect(staged.path) as db:  # what a reader that sees only part of the table would see
         db.execute(f'DELETE FROM "{staged.table}" WHERE n >= 20')
     with pytest.raises(ToolError, match=r"reads 20 features, but 25 were written; nothing was added"):
         store.open(staged)
-    assert staged.table not in result_files.tables(store.scratch_file)
+    assert not staged.path.exists()

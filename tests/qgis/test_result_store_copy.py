@@ -59,8 +59,8 @@ def test_stop_in_the_middle_of_a_copy_ends_it_and_leaves_no_table(project):
     finally:
         QgsExpression.unregisterFunction("geogpt_test_press_stop")
     assert STOP_AT <= len(read) < COUNT  # the loop stopped soon after Stop, not at the end
-    assert "many" not in result_files.tables(store.scratch_file)
-    assert result_files.result_tables(store.scratch_file) == {"first"}
+    assert not staged.path.exists()  # no part of a file left
+    assert {path.name for path in result_files.result_files_in(store.scratch_folder)} == {"first.gpkg"}
 
 
 def test_the_copy_is_counted_on_disk_and_holds_every_feature(project):
@@ -68,7 +68,7 @@ def test_the_copy_is_counted_on_disk_and_holds_every_feature(project):
     _store, staged = stage_result(project_, numbered_points("many", COUNT), "counted")
     store.write(staged)
     assert staged.count == staged.expected == COUNT
-    with sqlite3.connect(store.scratch_file) as db:
+    with sqlite3.connect(staged.path) as db:
         rows = db.execute(f'SELECT n FROM "{staged.table}" ORDER BY n').fetchall()
         assert db.execute(
             "SELECT count(*) FROM gpkg_extensions WHERE table_name = ? AND extension_name = 'gpkg_rtree_index'",
@@ -76,6 +76,6 @@ def test_the_copy_is_counted_on_disk_and_holds_every_feature(project):
         ).fetchone() == (1,)
         assert db.execute(f'SELECT count(*) FROM "rtree_{staged.table}_geom"').fetchone() == (COUNT,)
     assert [n for (n,) in rows] == list(range(COUNT))
-    assert result_files.row_count(store.scratch_file, staged.table) == COUNT
+    assert result_files.row_count(staged.path, staged.table) == COUNT
     with pytest.raises(ValueError, match="not a table name"):
-        result_files.row_count(store.scratch_file, 'counted" WHERE 0 --')
+        result_files.row_count(staged.path, 'counted" WHERE 0 --')

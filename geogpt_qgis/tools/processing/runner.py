@@ -6,9 +6,10 @@ no-threading), ``postProcess`` on the main thread, exactly like
 ``QgsProcessingAlgRunnerTask``.  Stop cancels the ``QgsProcessingFeedback``;
 a failed or cancelled run adds nothing to the project.  Result layers are
 taken from the processing context and added to the project under meaningful
-names (temporary vector outputs are first copied, on the worker, into the
-project's GeoPackage by ``tools/result_store.py``, and temporary rasters of a
-saved project into its results folder, so they survive saving), and
+names (temporary vector outputs are first copied, on the worker, into a
+GeoPackage each in the project's results folder by ``tools/result_store.py``,
+and temporary rasters of a saved project into that folder, so they survive
+saving), and
 the tool answers with a short summary of each, never the features.
 """
 
@@ -174,7 +175,7 @@ class ProcessingRunner:
     def _keep_outputs(
         self, plan: RunPlan, results: dict[str, Any], output_name: str, reads: ToolArtifact
     ) -> dict[str, Any]:
-        """Temporary vector outputs copied into the project's GeoPackage (here, on the worker), so they survive saving.
+        """Temporary vector outputs copied into the project's results folder (here, on the worker), to survive saving.
 
         Returns ``results`` with each such output replaced by the layer reading its stored table.
         """
@@ -452,7 +453,7 @@ class ProcessingRunner:
 
     def _resolve_output(self, plan: RunPlan, name: str, kind: str, value: Any) -> QgsMapLayer | str:
         """A new layer to add, or a note about an existing layer or a plain value."""
-        if isinstance(value, QgsMapLayer):  # already stored in the project's GeoPackage
+        if isinstance(value, QgsMapLayer):  # already stored in a GeoPackage of the project's
             plan.keep.append(value)
             return value
         if isinstance(value, str) and self.ctx.project.mapLayer(value) is not None:
