@@ -104,7 +104,9 @@ def processing_section(results: dict) -> None:
         f"processing: buffer of {p['features']:,} features: run_algorithm {p['median_tool_seconds']} s vs "
         f"processing.run {p['median_direct_seconds']} s (medians of {p['rounds']}); overhead "
         f"{p['tool_overhead']:+.1%} fastest vs fastest, {p['tool_overhead_of_medians']:+.1%} median vs median "
-        f"(goal < {p['goal_overhead']:.0%}); longest main-thread stall during a tool run: median "
+        f"(goal < {p['goal_overhead']:.0%}); the result read from its GeoPackage "
+        f"{p['median_stored_seconds']} s after the call began (stored while the model reads it); longest "
+        "main-thread stall during a tool run: median "
         f"{p['median_longest_stall_ms_per_run']} ms, worst {p['longest_stall_ms_during_tool_runs']} ms "
         f"(goal <= {p['goal_stall_ms']:g} ms; idle: {p['idle_longest_stall_ms']} ms)"
     )

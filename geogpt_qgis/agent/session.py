@@ -53,6 +53,7 @@ from geogpt_qgis.core.secrets_scrub import scrub
 from geogpt_qgis.core.stopped_run import STOPPED_ANSWER, STOPPED_STEP, RunTracker
 from geogpt_qgis.core.think import ThinkTagSplitter
 from geogpt_qgis.core.tokens import TokenCalibration
+from geogpt_qgis.tools import result_copies
 from geogpt_qgis.tools.project.family import project_brief
 from geogpt_qgis.tools.provenance import ProvenanceRecorder
 from geogpt_qgis.tools.registry import active_families, build_families
@@ -81,6 +82,12 @@ async def _quietly(step: Awaitable[Any]) -> None:
     """Book-keeping after a run must never turn a stop or a failure into another error."""
     with contextlib.suppress(Exception):
         await step
+
+
+async def _stored_results() -> None:
+    """Every result copy under way finished, its layer reading the stored table (``tools.result_copies``)."""
+    if result_copies.pending():
+        await asyncio.to_thread(result_copies.finish)
 
 
 async def _despite_stop(step: Awaitable[Any]) -> None:
@@ -226,8 +233,12 @@ class AgentSession:
             await self.store.touch(thread_id, message, project_file)
             run_log = await self.store.start_run(thread_id, label)
         events = self._drive(inputs, config, tracker)
+        # The run's results are stored while the model reads them, and all of them before it ends.
+        result_copies.copies_deferred.set(True)
         try:
             async for event in _preceded(notices, events):
+                if isinstance(event, RunFinished):
+                    await _quietly(_stored_results())
                 tracker.see(event)
                 if run_log is not None:
                     await run_log.record(event)
@@ -245,6 +256,7 @@ class AgentSession:
                 await _quietly(run_log.finish("failed", f"{type(exc).__name__}: {exc}"))
             raise
         finally:
+            await _despite_stop(_stored_results())  # a stopped or failed run's results too
             if self.store is not None:
                 await _quietly(self.store.prune(thread_id))
 
@@ -365,7 +377,9 @@ class AgentSession:
         key = (offered, *((id(tool.__self__), tool.__name__) for tool in tools))  # type: ignore[attr-defined]
         toolkit = self._toolkits.get(key)
         if toolkit is None:
-            toolkit = self._toolkits[key] = Toolkit(tools, offered, after_call=ProvenanceRecorder(self.ctx))
+            toolkit = self._toolkits[key] = Toolkit(
+                tools, offered, after_call=ProvenanceRecorder(self.ctx), before_call=result_copies.finish
+            )
         return build_graph(
             model,
             toolkit,

@@ -86,6 +86,8 @@ class Toolkit:
     approved and run like any other, so the tools ``describe_capabilities``
     names stay usable.  ``after_call`` sees every call that added layers, once,
     whichever family made them (``tools.provenance`` records where they came from).
+    ``before_call`` runs on a worker thread before each call (``tools.result_copies``
+    finishes storing the results of the calls before it).
     """
 
     def __init__(
@@ -93,9 +95,11 @@ class Toolkit:
         functions: Sequence[ToolFunction],
         offered: Collection[str] | None = None,
         after_call: AfterCall | None = None,
+        before_call: Callable[[], object] | None = None,
     ) -> None:
         self._offered = None if offered is None else frozenset(offered)
         self._after_call = after_call
+        self._before_call = before_call
         self._tools: dict[str, StructuredTool] = {}
         for function in functions:
             tool = StructuredTool.from_function(function, parse_docstring=True, response_format="content_and_artifact")
@@ -315,6 +319,8 @@ class Toolkit:
                 return ToolOutcome(False, contract_message(name, problem))
         # An edited call is bound to what the user wrote, not to the targets of the text they replaced.
         binding = approved if decision is not None and decision.approved and decision.edited is None else None
+        if self._before_call is not None:  # an earlier call's results are stored before anything reads them
+            await asyncio.to_thread(self._before_call)
         # The call as its results' provenance names it: the store writes the record with each stored table.
         call_token = current_call.set(ToolCall(name, dict(checked), dt.datetime.now(dt.UTC)))
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -31,3 +31,8 @@ class LongLivedThreads:
         """
         context = contextvars.copy_context()
         return self._pool.submit(context.run, fn, *args).result()
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Start ``fn(*args)`` on one of the threads and return at once; the caller's context variables go with it."""
+        context = contextvars.copy_context()
+        return self._pool.submit(context.run, fn, *args)

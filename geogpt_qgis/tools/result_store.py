@@ -262,10 +262,7 @@ class ResultStore:
         The temporary layer is let go here, on the main thread it belongs to.
         """
         try:
-            layer = vector_layer(_uri(staged.path, staged.table), staged.name, "ogr")
-            if not layer.isValid():
-                raise ToolError(f"QGIS could not open the stored result {staged.table} in {staged.path}")
-            _check_stored_count(layer, staged)
+            layer = self.open_table(staged)
             if staged.layer is not None:
                 copy_style(staged.layer, layer)
             if staged.recorded:  # as written into the GeoPackage with the table
@@ -277,6 +274,46 @@ class ResultStore:
         finally:
             staged.layer = staged.source = None
         self.discard(staged)
+        return layer
+
+    def adopt(self, staged: StagedResult, project: QgsProject) -> bool:
+        """Point the temporary layer, already in ``project``, at its stored table (main thread, after ``write``).
+
+        For a copy made after the layer was added (``tools.result_copies``): the layer keeps its id, name
+        and style, and reads the table from now on.  The table is opened and counted on its own first, so a
+        short copy leaves the layer as it was.  ``False`` (the table dropped) when the layer is no longer
+        in the project, or is being edited: its features may no longer be the ones copied.
+        """
+        assert_main_thread("a result layer was pointed at its stored table")
+        layer = staged.layer
+        try:
+            if layer is None or sip.isdeleted(layer) or project.mapLayer(layer.id()) is not layer:
+                self.discard(staged, drop=True)
+                return False
+            if layer.isEditable() or layer.isModified():
+                log.warning("result %s is being edited: it stays a temporary layer", staged.table)
+                self.discard(staged, drop=True)
+                return False
+            _repoint(layer, self.open_table(staged).source(), "ogr", project)
+            if staged.recorded:  # as written into the GeoPackage with the table
+                layer.setMetadata(staged.metadata)
+                layer.setCustomProperty(RECORDED_PROPERTY, True)
+            project.setDirty(True)  # a save made while the copy ran wrote a temporary layer: QGIS asks again
+        finally:
+            staged.layer = None  # the snapshot (staged.source) is let go by the caller, off the main thread
+        self.discard(staged)
+        return True
+
+    def open_table(self, staged: StagedResult) -> QgsVectorLayer:
+        """A layer on the written table, checked to read every feature written (``ToolError`` and dropped if not)."""
+        layer = vector_layer(_uri(staged.path, staged.table), staged.name, "ogr")
+        try:
+            if not layer.isValid():
+                raise ToolError(f"QGIS could not open the stored result {staged.table} in {staged.path}")
+            _check_stored_count(layer, staged)
+        except BaseException:
+            self.discard(staged, drop=True)
+            raise
         return layer
 
     def discard(self, staged: StagedResult, drop: bool = False) -> None:
@@ -432,7 +469,10 @@ class SaveHooks:
         self.project.projectSaved.disconnect(self._saved)
 
     def _renamed(self) -> None:
+        from geogpt_qgis.tools import result_copies  # it imports this module
+
         try:
+            result_copies.finish()  # results still being stored go with the others
             self._moved = self.store.relocate(self.project, self.project.fileName()) or self._moved
         except Exception as exc:  # noqa: BLE001 - a slot: QGIS's save must go on, the user is told
             log.warning("could not copy the result layers beside %s: %s", self.project.fileName(), exc)

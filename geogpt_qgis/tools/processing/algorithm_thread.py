@@ -18,6 +18,7 @@ output checks in ``output_checks`` catch what slips through.)
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from geogpt_qgis.core.long_lived import LongLivedThreads
@@ -35,3 +36,8 @@ def run_on_algorithm_thread(fn: Callable[..., T], *args: Any) -> T:
     The caller's context variables (the run's cancel token and progress sink) go with it.
     """
     return _THREADS.run(fn, *args)
+
+
+def start_on_algorithm_thread(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """Start ``fn(*args)`` on a long-lived algorithm thread without waiting (a result's copy into the store)."""
+    return _THREADS.submit(fn, *args)

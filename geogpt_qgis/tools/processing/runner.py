@@ -44,6 +44,7 @@ from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_to
 from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.progress import progress_reporter
 from geogpt_qgis.core.text import truncate
+from geogpt_qgis.tools import result_copies
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import (
     crs_label,
@@ -145,16 +146,19 @@ class ProcessingRunner:
                 layers=tuple(dict.fromkeys(plan.prepared.input_refs)),
                 algorithm=AlgorithmRun(plan.algorithm_id, parameters),
             )
-            results = self._keep_outputs(plan, results, output_name, reads)
+            results, later = self._keep_outputs(plan, results, output_name, reads)
             results, copies = self._keep_rasters(plan, results, output_name)
             try:
                 published = self.ctx.on_main(self._publish, plan, results, output_name)
             except BaseException:
                 for store, target in copies:
                     store.release_raster(target, drop=True)
+                self._drop_staged(later)
                 raise
             for store, target in copies:
                 store.release_raster(target)
+            for store, item in later.values():  # added as they are: stored while the model reads the result
+                result_copies.defer(store, item, self.ctx.project, self.ctx.bridge)
             used = replace(published.artifact, layers=reads.layers, algorithm=reads.algorithm)
             raster_lines = finish_raster_outputs(self.ctx, plan.algorithm_id, published.artifact.added)
             return ToolResult("\n".join([published.text, *raster_lines]), used)
@@ -174,12 +178,16 @@ class ProcessingRunner:
 
     def _keep_outputs(
         self, plan: RunPlan, results: dict[str, Any], output_name: str, reads: ToolArtifact
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], dict[str, tuple[ResultStore, StagedResult]]]:
         """Temporary vector outputs copied into the project's results folder (here, on the worker), to survive saving.
 
-        Returns ``results`` with each such output replaced by the layer reading its stored table.
+        Returns ``results`` with each such output replaced by the layer reading its stored table, and no
+        outputs left to store.  Within an agent run (``result_copies``), the outputs are only staged: they
+        are returned to be added as they are and stored after the call.
         """
         staged = self.ctx.on_main(self._stage_outputs, plan, results, output_name, reads)
+        if result_copies.copies_deferred.get():
+            return results, staged
         try:
             for store, item in staged.values():
                 # A file writer builds CRSs: on a long-lived thread (see algorithm_thread), never this one.
@@ -188,11 +196,14 @@ class ProcessingRunner:
                 run_on_algorithm_thread(_empty_copied_layer, item)
             opened = self.ctx.on_main(self._open_outputs, staged)
         except BaseException:
-            for store, item in staged.values():
-                store.discard(item, drop=True)
-                release_staged(self.ctx, item)
+            self._drop_staged(staged)
             raise
-        return {**results, **opened}
+        return {**results, **opened}, {}
+
+    def _drop_staged(self, staged: dict[str, tuple[ResultStore, StagedResult]]) -> None:
+        for store, item in staged.values():
+            store.discard(item, drop=True)
+            release_staged(self.ctx, item)
 
     def _keep_rasters(
         self, plan: RunPlan, results: dict[str, Any], output_name: str
