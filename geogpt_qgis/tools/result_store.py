@@ -396,6 +396,27 @@ class ResultStore:
         with self._names_lock:
             self._reserved.discard(path)
 
+    # -- a result another writer makes (GDAL copying a query's rows) -----------------------
+    def file_target(self, project: QgsProject, name: str) -> Path:
+        """A new GeoPackage for a result called ``name`` that another writer fills, reserved (main thread).
+
+        The writer names its table after the file (``path.stem``) and marks it ``result_files.MARK``;
+        ``release_file`` once a layer reads it (or, with ``drop``, when it failed: deleted).
+        """
+        assert_main_thread("a result file was reserved")
+        folder = self.location(project)
+        folder.mkdir(parents=True, exist_ok=True)
+        with self._names_lock:
+            target = result_files.file_name(name, folder, self._reserved)
+            self._reserved.add(target)
+        return target
+
+    def release_file(self, target: Path, drop: bool = False) -> None:
+        """The file is in a layer now (or, with ``drop``, was not wanted after all: deleted)."""
+        self._release(target)
+        if drop:
+            result_files.remove_file(target)
+
     # -- raster outputs of a saved project: straight beside it ---------------------------
     def raster_target(self, project: QgsProject, name: str) -> Path | None:
         """Where a new raster result called ``name`` is copied now, reserved (main thread); ``None``: left where it is.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 
 import pytest
 from qgis.core import QgsApplication, QgsAuthMethodConfig, QgsWkbTypes
@@ -185,7 +186,7 @@ def test_a_geometry_result_becomes_a_layer_copied_once(pg, elvbury, demo_project
     layer = demo_project.mapLayersByName("secondary_db")[0]
     assert layer.isValid()
     assert layer.providerType() == "ogr"  # a GeoPackage copy: reading it never runs SQL again
-    assert ".gpkg|layername=result" in layer.source()
+    assert layer.source().endswith("secondary_db.gpkg|layername=secondary_db")
     assert layer.crs().authid() == "EPSG:25832"
     assert QgsWkbTypes.displayString(layer.wkbType()) == "Point"
     with connect() as conn, conn.cursor() as cursor:
@@ -208,6 +209,38 @@ def test_duplicate_names_and_a_second_geometry_survive_the_copy(pg, elvbury, dem
     feature = next(layer.getFeatures())
     assert feature["district_geom"].startswith(("POLYGON", "MULTIPOLYGON"))
     assert layer.featureCount() == 3
+
+
+def test_a_query_layer_is_a_result_file_of_the_project_and_survives_saving(pg, elvbury, demo_project, tmp_path):
+    """The copy was a file in QGIS's temporary folder, which QGIS deletes on exit: a saved project lost it."""
+    from qgis.core import QgsProject
+
+    from geogpt_qgis.core import result_files
+    from geogpt_qgis.tools.result_store import SaveHooks, result_store
+
+    call(pg.run_sql, "SELECT name, pupils, geom FROM schools WHERE pupils > 300", elvbury, "big_schools")
+    layer = demo_project.mapLayersByName("big_schools")[0]
+    path = Path(layer.source().split("|")[0])
+    assert path == result_files.results_folder_for(demo_project.fileName()) / "big_schools.gpkg"
+    assert result_files.result_tables(path) == {"big_schools"}  # marked: moved on Save As, deleted once unused
+    with connect() as db, db.cursor() as cursor:  # the same rows, asked of PostGIS itself
+        cursor.execute("SELECT name FROM schools WHERE pupils > 300 ORDER BY name")
+        expected = [name for (name,) in cursor.fetchall()]
+    assert expected and sorted(f["name"] for f in layer.getFeatures()) == expected
+    hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
+    try:
+        demo_project.setFileName(str(tmp_path / "saved.qgz"))
+        assert demo_project.write()
+    finally:
+        hooks.disconnect()
+    reopened = QgsProject()
+    try:
+        assert reopened.read(str(tmp_path / "saved.qgz"))
+        again = reopened.mapLayersByName("big_schools")[0]
+        assert again.source().startswith(str(tmp_path / "saved_results" / "big_schools.gpkg"))
+        assert sorted(f["name"] for f in again.getFeatures()) == expected
+    finally:
+        reopened.clear()
 
 
 def test_mixed_single_and_multi_parts_become_a_multi_layer(pg, elvbury, demo_project):

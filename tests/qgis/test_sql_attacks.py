@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import tempfile
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -417,7 +418,9 @@ def test_attack_changes_nothing(world, role, attack):
 
     # The layer path: the copy re-checks the statement and reads on a read-only connection.
     result = QueryResult(attack.sql, ["x"], [], 1, False, 10, None, [])
-    ran, text = _outcome(copy_result, resolve_connection(connection, [connection]), result, TMP, CancelToken(), 5.0)
+    target = TMP / f"attack_{uuid.uuid4().hex[:12]}.gpkg"
+    ran, text = _outcome(copy_result, resolve_connection(connection, [connection]), result, target, CancelToken(), 5.0)
+    target.unlink(missing_ok=True)
     seen.append(text)
     assert attack.harmless or not ran, text
 
@@ -439,7 +442,7 @@ def test_copying_a_result_runs_read_only_even_past_the_classifier(world, role):
     before = _snapshot(world["observer"])
     result = QueryResult(f"SELECT {S}.h1_liar() AS x", ["x"], [], 1, False, 10, None, [])
     with pytest.raises(ToolError, match="read-only transaction"):
-        call_in_thread(copy_result, saved, result, TMP, CancelToken(), 5.0)
+        call_in_thread(copy_result, saved, result, TMP / f"liar_{uuid.uuid4().hex[:12]}.gpkg", CancelToken(), 5.0)
     _assert_untouched(world, before, "")
 
 

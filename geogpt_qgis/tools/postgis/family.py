@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from qgis.core import QgsProcessingUtils, QgsWkbTypes
+from qgis.core import QgsWkbTypes
 
 from geogpt_qgis.core.approval import ApprovalRequest, approval_granted, approved_targets, gated
 from geogpt_qgis.core.artifacts import AddedLayer, TableRef, ToolArtifact, ToolResult
@@ -36,6 +36,7 @@ from geogpt_qgis.tools.postgis.query import (
 )
 from geogpt_qgis.tools.postgis.targets import connection_place, table_targets
 from geogpt_qgis.tools.processing.naming import slug
+from geogpt_qgis.tools.result_store import result_store
 from geogpt_qgis.tools.result_style import style_result
 from geogpt_qgis.tools.safety.sql import Classified, classify
 
@@ -170,9 +171,15 @@ class PostgisTools(ToolFamily):
         if result.total > 0 and (result.geometry or output_name.strip()):
             tables = parsed.tables
             base = slug(output_name) or f"{slug(tables[0].split('.')[-1]) if tables else 'query'}_sql"
-            folder = Path(QgsProcessingUtils.tempFolder())
-            path = copy_result(saved, result, folder, self.ctx.cancel, settings.sql_timeout)
-            added = self.ctx.on_main(self._add_copy, path, base)
+            store = self.ctx.on_main(result_store, self.ctx.project)
+            path = self.ctx.on_main(store.file_target, self.ctx.project, base)
+            try:
+                copy_result(saved, result, path, self.ctx.cancel, settings.sql_timeout)
+                added = self.ctx.on_main(self._add_copy, path, base)
+            except BaseException:
+                store.release_file(path, drop=True)
+                raise
+            store.release_file(path)
             text += "\n" + layer_summary(added.name, result)
             read = replace(read, added=(added,))
         return ToolResult(text, read)

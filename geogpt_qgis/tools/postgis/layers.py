@@ -8,16 +8,19 @@ read-only.  So the rows are copied exactly once, by GDAL's PostgreSQL driver
 (C code, no Python per feature) on a connection opened with
 ``default_transaction_read_only=on`` and a statement timeout, and the layer
 reads the GeoPackage: read-only by construction, whatever the query calls.
+The GeoPackage is one of the project's result files (``tools.result_store``,
+its table named after the file and marked as a result), so the layer survives
+saving like any other result.
 """
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 from qgis.core import QgsVectorLayer
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
+from geogpt_qgis.core.result_files import MARK
 from geogpt_qgis.tools.base import ToolError
 from geogpt_qgis.tools.layer_errors import not_opened_message
 from geogpt_qgis.tools.postgis.backends import application_name
@@ -26,22 +29,19 @@ from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.postgis.query import QueryResult
 from geogpt_qgis.tools.thread_guard import vector_layer
 
-LAYER_NAME = "result"
-
 
 def read_only_conninfo(conninfo: str, timeout_ms: int) -> str:
     """``conninfo`` plus session options that make every transaction read-only and time-limited."""
     options = (
-        f"-c default_transaction_read_only=on -c statement_timeout={int(timeout_ms)} "
-        "-c standard_conforming_strings=on"
+        f"-c default_transaction_read_only=on -c statement_timeout={int(timeout_ms)} -c standard_conforming_strings=on"
     )
     return f"{conninfo} options='{options}' application_name='{application_name()}'"
 
 
 def copy_result(
-    connection: SavedConnection, result: QueryResult, folder: Path, cancel: CancelToken, timeout_seconds: float
+    connection: SavedConnection, result: QueryResult, path: Path, cancel: CancelToken, timeout_seconds: float
 ) -> Path:
-    """Copy ``result``'s rows into a new GeoPackage in ``folder`` (worker thread); returns its path.
+    """Copy ``result``'s rows into the new GeoPackage ``path``, table ``path.stem`` (worker thread); returns it.
 
     Whatever built ``result``, its statement is checked again first (one plain
     read, no function acting outside the query): GDAL sends the copy query
@@ -53,15 +53,14 @@ def copy_result(
     with Database(connection, cancel, timeout_seconds) as db:
         db.check_read(result.statement)
     timeout_ms = max(1, int(timeout_seconds * 1000))
-    path = folder / f"sql_{uuid.uuid4().hex[:12]}.gpkg"
     options: dict = {
         "format": "GPKG",
         "SQLStatement": result.layer_sql(),
-        "layerName": LAYER_NAME,
+        "layerName": path.stem,
         "callback": lambda *_args: 0 if cancel.cancelled else 1,
         # Building the R-tree takes three quarters of the copy (11 s of 14 for a million points); without it
         # QGIS scans the file per redraw, still far cheaper than re-running the query as a query layer did.
-        "layerCreationOptions": ["SPATIAL_INDEX=NO"],
+        "layerCreationOptions": ["SPATIAL_INDEX=NO", f"DESCRIPTION={MARK}"],  # a result: kept, moved, cleaned
     }
     if result.geometry:
         options.update(geometryType=result.geometry.wkb_type, dstSRS=f"EPSG:{result.geometry.srid}", reproject=False)
@@ -106,7 +105,7 @@ def _scrub(message: str, conninfo: str) -> str:
 
 def result_layer(path: Path, name: str) -> QgsVectorLayer:
     """The GeoPackage copy as a layer (main thread)."""
-    layer = vector_layer(f"{path}|layername={LAYER_NAME}", name, "ogr")
+    layer = vector_layer(f"{path}|layername={path.stem}", name, "ogr")
     if not layer.isValid():
         message = not_opened_message("the copied result", layer)
         del layer  # freed here, on the main thread (a traceback would free it on whichever thread drops it)
