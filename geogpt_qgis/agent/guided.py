@@ -46,6 +46,7 @@ from geogpt_qgis.core.guided_schema import (
     ExampleAlgorithms,
     Vocabulary,
     WorkedExamples,
+    figures_in,
     parse_reply,
     reply_schema,
     system_text,
@@ -132,7 +133,9 @@ class GuidedChatModel(BaseChatModel):
         admitted = [t for t in admitted if t["function"]["name"] not in HELP_TOOLS & asked]
         if kwargs.get("answer_only"):  # the step cap is reached: no call would run
             admitted = []
-        schema = reply_schema(admitted, names, answer_allowed=not admitted or not _asks_anew(messages))
+        # A small model (the compact profile: tools it is not sent) writes only figures that were read.
+        figures = figures_in(_read_for_this_question(messages)) if self.reachable else None
+        schema = reply_schema(admitted, names, not admitted or not _asks_anew(messages), figures)
         prompt = guided_messages(messages, self.tools, {key: shown.text for key, shown in examples.items()})
         reading = AnswerStream()
         async for chunk in self._streamed(prompt, schema, reading):
@@ -144,7 +147,7 @@ class GuidedChatModel(BaseChatModel):
             # The same call was made and answered for this question: its result is in front of the model, and a
             # small model held to calls repeats one until the step cap.  Its answer is asked for instead.
             reading = AnswerStream()
-            async for chunk in self._streamed(prompt, reply_schema([], names), reading):
+            async for chunk in self._streamed(prompt, reply_schema([], names, figures=figures), reading):
                 yield chunk
             if reading.is_answer:
                 return
@@ -224,6 +227,18 @@ def _called_for_this_question(messages: list[BaseMessage]) -> set[str]:
         elif is_user_turn(message):  # the graph's own notion of where a question starts (not a retry note)
             break
     return called
+
+
+def _read_for_this_question(messages: list[BaseMessage]) -> list[str]:
+    """The user's last message and the results of the calls made for it that did not fail."""
+    texts: list[str] = []
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage) and message.status != "error":
+            texts.append(content_text(message.content))
+        elif is_user_turn(message):
+            texts.append(content_text(message.content))
+            break
+    return texts
 
 
 def _answered_before(call: AIMessageChunk, messages: list[BaseMessage]) -> bool:

@@ -15,6 +15,13 @@ algorithm of ``run_algorithm`` to the registry's ids.  The schema travels
 beside the prompt, never in it, so it can change with the project while the
 prompt (and the server's cache of it) stays the same.
 
+A small model (the compact profile) also gets a grounded answer: its
+figures can only be numbers the question or this question's tool results
+hold (``grounded_answer``).  Held to a call, SmolLM2-135M looked at the right
+layer and then answered "10 schools" where describe_layer had said 31: a
+number it made up reads as a fact.  Held to figures that were read, a wrong
+pick is still possible, an invented figure is not.
+
 ``AnswerStream`` reads the reply as it streams: the text of an answer is
 passed on as it is generated (the dock shows it growing), a call is read whole
 at the end (``parse_reply``).  Qt-free and free of LangChain.
@@ -41,6 +48,14 @@ FIELD_PARAMETERS = {"edit_features": "field", "read_features": "fields"}
 ALGORITHM_PARAMETERS = {"run_algorithm": "algorithm"}
 # Beyond these many names a list is not sent: a schema is compiled into a grammar on every call.
 MAX_NAMES = 1000
+# Beyond these many distinct figures read, the answer is left free (a grammar of every value of a big table).
+MAX_FIGURES = 400
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# A character of a grounded answer other than a digit: not a quote, a backslash or a control character either,
+# so the pattern means the same to servers that match it against the raw JSON text (llama.cpp's grammars) and
+# to those that match the decoded string (a grounded answer is one line, without quotes).
+_UNWRITTEN = r'"\\\x00-\x1f'
+_NOT_A_DIGIT = f"[^0-9{_UNWRITTEN}]"
 
 INSTRUCTIONS = (
     "Reply with one JSON object: a tool call "
@@ -101,24 +116,55 @@ def system_text(prompt: str, tool_schemas: list[dict[str, Any]]) -> str:
 
 
 def reply_schema(
-    tool_schemas: list[dict[str, Any]], vocabulary: Vocabulary, answer_allowed: bool = True
+    tool_schemas: list[dict[str, Any]],
+    vocabulary: Vocabulary,
+    answer_allowed: bool = True,
+    figures: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """The JSON schema a guided reply must match: a call of one offered tool, or an answer.
 
     ``answer_allowed`` False leaves the answer out: the first reply to a
     question is a call, so the answer rests on what a tool read (a small model
     otherwise answers from its imagination), as the system prompt asks.
+    ``figures`` (not ``None``): the only numbers the answer may write (``grounded_answer``).
     """
     branches = [branch for schema in tool_schemas for branch in _call_schemas(schema["function"], vocabulary)]
     if not answer_allowed and branches:
         return {"anyOf": branches}
     answer = {
         "type": "object",
-        "properties": {ANSWER_KEY: {"type": "string"}},
+        "properties": {ANSWER_KEY: grounded_answer(figures)},
         "required": [ANSWER_KEY],
         "additionalProperties": False,
     }
     return {"anyOf": [*branches, answer]}
+
+
+def figures_in(texts: list[str]) -> tuple[str, ...] | None:
+    """The distinct numbers written in ``texts``, in order (``None``: more than ``MAX_FIGURES``)."""
+    found = list(dict.fromkeys(number for text in texts for number in _NUMBER.findall(text)))
+    return tuple(found) if len(found) <= MAX_FIGURES else None
+
+
+def grounded_answer(figures: tuple[str, ...] | None) -> dict[str, Any]:
+    """The schema of an answer whose numbers are all among ``figures`` (``None``: any string).
+
+    The pattern reads: text without digits, then any number of (one of the figures, a character that cannot
+    continue a number, text without digits), then perhaps a last figure and a full stop.  "Cannot continue
+    a number": not a digit, and a point or comma only before a non-digit, so figures never join into one
+    that was not read ("14" "." "25832" is not 14.25832; "31" is not the start of "310").  Plain groups
+    only: llama.cpp's schema converter reads no ``(?:``.
+    """
+    if figures is None:
+        return {"type": "string"}
+    plain = f"{_NOT_A_DIGIT}*"
+    if not figures:
+        return {"type": "string", "pattern": f"^{plain}$"}
+    # Longest first; a dot as the class "[.]": an escaped one reaches llama.cpp's grammar as an escape it may
+    # refuse.
+    choices = "|".join(figure.replace(".", "[.]") for figure in sorted(figures, key=len, reverse=True))
+    after = f"([^0-9.,{_UNWRITTEN}]|[.,]{_NOT_A_DIGIT})"
+    return {"type": "string", "pattern": f"^{plain}(({choices}){after}{plain})*(({choices})[.,]?)?$"}
 
 
 def _call_schemas(function: dict[str, Any], vocabulary: Vocabulary) -> list[dict[str, Any]]:
@@ -154,7 +200,9 @@ def _call_schema(function: dict[str, Any], vocabulary: Vocabulary) -> dict[str, 
         if not names:
             continue
         if spec.get("type") == "array":
+            # Bounded: a small model held to a list of names repeated one until its reply was cut (invalid JSON).
             spec["items"] = {"enum": names}
+            spec["maxItems"] = len(names)
         elif spec.get("type") == "string":
             spec.pop("type")
             spec["enum"] = names

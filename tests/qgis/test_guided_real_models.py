@@ -21,6 +21,8 @@ from geogpt_qgis.agent.profiles import COMPACT_TOOLS
 from tests.support.llama_server import ShapingProxy, streamed_text
 
 pytestmark = pytest.mark.real_model
+QUESTION = "What fields does the roads layer have?"
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def guided_config(base_url: str, model: str, n_ctx: int) -> ModelConfig:
@@ -45,7 +47,7 @@ def test_a_real_small_model_makes_a_valid_call_with_real_names_when_guided(
     server = request.getfixturevalue("llama_server" if which == "gemma" else "smollm2_server")
     with ShapingProxy(server, lambda body: body) as proxy:
         config = guided_config(proxy.base_url, server.model, server.n_ctx)
-        run = worker.submit("What fields does the roads layer have?", config)
+        run = worker.submit(QUESTION, config)
         finished = recorder.wait(run, 600)
     assert finished.status == "finished", finished.error
     steps = recorder.tool_results(run)
@@ -75,7 +77,13 @@ def test_a_real_small_model_makes_a_valid_call_with_real_names_when_guided(
             assert layer is None or layer in layers, layer  # a real layer, never a made-up one
         else:
             assert set(written) == {"answer"}
+            # The compact profile's answer is grounded: every number in it was in the question or a result read.
+            read = set(NUMBER.findall(" ".join([QUESTION, *(str(step.result) for step in steps)])))
+            assert set(NUMBER.findall(written["answer"])) <= read, written["answer"]
     # On the wire: no tools, and the schema in the dialect this server reads (its first answer refused the other).
     assert all(not body.get("tools") for body in proxy.sent)
     held = [body["response_format"] for body in proxy.sent if "response_format" in body]
     assert held and held[-1]["type"] == "json_object" and "anyOf" in held[-1]["schema"]
+    schemas = [h.get("schema") or h["json_schema"]["schema"] for h in held]  # either dialect
+    answers = [branch for schema in schemas for branch in schema["anyOf"] if "answer" in branch.get("properties", {})]
+    assert answers and all("pattern" in branch["properties"]["answer"] for branch in answers)

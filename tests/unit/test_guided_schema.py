@@ -179,3 +179,44 @@ def test_an_algorithm_of_known_parameters_must_be_called_with_them_the_others_st
     branches = [o for o in schema["anyOf"] if o["properties"].get("tool", {}).get("const") == "run_algorithm"]
     assert len(branches) == 2
     assert branches[0]["properties"]["arguments"]["properties"]["algorithm"]["enum"] == ["native:centroids"]
+
+
+def test_a_grounded_answer_writes_only_figures_that_were_read():
+    """A small model's answer may quote what its tools read, never a number of its own."""
+    from geogpt_qgis.core.guided_schema import figures_in
+
+    read = ["How many schools?", "schools: Point, 31 features, EPSG:25832; pupils 46.6 on average; 107,000 people"]
+    schema = reply_schema(TOOLS, NAMES, figures=figures_in(read))
+
+    def answer(text: str) -> bool:
+        try:
+            jsonschema.validate({"answer": text}, schema)
+        except jsonschema.ValidationError:
+            return False
+        return True
+
+    assert answer("There are 31 schools.") and answer("31") and answer("No numbers at all")
+    assert answer("EPSG:25832, 46.6 pupils, 107,000 people.")
+    assert not answer("There are 10 schools.")  # made up
+    assert not answer("There are 310 schools.")  # a figure read, continued into one that was not
+    assert not answer("46.25832")  # two figures joined into a third
+    assert not answer("31,5") and not answer("12.9%")
+    assert not answer('He said "31".')  # one line, no quotes: the same to grammars over raw JSON text
+    # Nothing read yet: an answer without any number; too much read: left free.
+    assert not valid_against(reply_schema(TOOLS, NAMES, figures=()), {"answer": "3 layers"})
+    assert figures_in([" ".join(str(n) for n in range(1000))]) is None
+    assert reply_schema(TOOLS, NAMES, figures=None)["anyOf"][-1]["properties"]["answer"] == {"type": "string"}
+
+
+def test_a_list_of_names_is_bounded_by_how_many_names_there_are():
+    """SmolLM2 held to a list of field names repeated one until its reply was cut off (invalid JSON)."""
+    assert valid({"tool": "read_features", "arguments": {"layer": "roads", "fields": ["name", "pupils"]}})
+    assert not valid({"tool": "read_features", "arguments": {"layer": "roads", "fields": ["name"] * 3}})
+
+
+def valid_against(schema: dict, reply: dict) -> bool:
+    try:
+        jsonschema.validate(reply, schema)
+    except jsonschema.ValidationError:
+        return False
+    return True
