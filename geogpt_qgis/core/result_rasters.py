@@ -20,9 +20,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from geogpt_qgis.core import result_files
 from geogpt_qgis.core.result_files import MARK
-from geogpt_qgis.core.result_files import results_folder_for as results_folder_for  # the vector results' folder
 
 MARK_KEY = "GEOGPT_RESULT"
 EXTENSION = ".tif"
@@ -41,11 +39,6 @@ def is_result(path: Path) -> bool:
     except RuntimeError:  # GDAL with exceptions on (QGIS 3.40+ turns them on): not a raster
         return False
     return dataset is not None and dataset.GetMetadataItem(MARK_KEY) == MARK
-
-
-def file_name(wanted: str, folder: Path, reserved: Iterable[Path] = ()) -> Path:
-    """A free ``<name>.tif`` in ``folder`` for a layer called ``wanted`` (``result_files.file_name``)."""
-    return result_files.file_name(wanted, folder, reserved, EXTENSION)
 
 
 def copy_raster(source: Path, target: Path) -> None:

@@ -146,9 +146,7 @@ class ResultStore:
         assert_main_thread("a result layer was staged")
         folder = self.location(project)
         folder.mkdir(parents=True, exist_ok=True)
-        with self._names_lock:
-            path = result_files.file_name(name, folder, self._reserved)
-            self._reserved.add(path)
+        path = self._claim(name, folder)
         return StagedResult(
             name=name,
             table=path.stem,
@@ -352,7 +350,7 @@ class ResultStore:
             if table not in marked[path]:
                 continue
             if (path, table) not in copies:
-                target = self._reserve(result_files.file_name(table, folder, self._reserved))
+                target = self._claim(table, folder)
                 try:
                     result_files.copy_result(path, table, target)
                 except BaseException:
@@ -378,7 +376,7 @@ class ResultStore:
             if not (_is_temporary_file(path) or result_rasters.is_result(path)):
                 continue
             if path not in copied:
-                target = self._reserve(result_rasters.file_name(layer.name(), folder, self._reserved))
+                target = self._claim(layer.name(), folder, result_rasters.EXTENSION)
                 try:
                     result_rasters.copy_raster(path, target)
                 finally:
@@ -387,8 +385,10 @@ class ResultStore:
             _repoint(layer, str(copied[path]), "gdal", project)  # keeps its renderer
         return len(copied)
 
-    def _reserve(self, path: Path) -> Path:
+    def _claim(self, name: str, folder: Path, extension: str = result_files.EXTENSION) -> Path:
+        """A free file name in ``folder`` for a result called ``name``, reserved until ``_release``."""
         with self._names_lock:
+            path = result_files.file_name(name, folder, self._reserved, extension)
             self._reserved.add(path)
         return path
 
@@ -406,10 +406,7 @@ class ResultStore:
         assert_main_thread("a result file was reserved")
         folder = self.location(project)
         folder.mkdir(parents=True, exist_ok=True)
-        with self._names_lock:
-            target = result_files.file_name(name, folder, self._reserved)
-            self._reserved.add(target)
-        return target
+        return self._claim(name, folder)
 
     def release_file(self, target: Path, drop: bool = False) -> None:
         """The file is in a layer now (or, with ``drop``, was not wanted after all: deleted)."""
@@ -427,11 +424,7 @@ class ResultStore:
         home = _local_file(project)
         if not self.follow_project or home is None:
             return None
-        folder = result_files.results_folder_for(home)
-        with self._names_lock:
-            target = result_rasters.file_name(name, folder, self._reserved)
-            self._reserved.add(target)
-        return target
+        return self._claim(name, result_files.results_folder_for(home), result_rasters.EXTENSION)
 
     def release_raster(self, target: Path, drop: bool = False) -> None:
         """The copy is in a layer now (or, with ``drop``, was not wanted after all: deleted)."""
