@@ -14,7 +14,7 @@ moved or restyled, say; ``--force`` undoes anyway, and what the undo restores go
 to before the run, the changes made to it since included), puts the state before the
 run back, writes the project in place, reverts the saved edits in their data
 sources, and deletes the record (a run is undone once).  Layers the run added
-leave the project; their data stays in the results GeoPackage beside it.  A
+leave the project; their data stays in their result files beside it.  A
 run's temporary memory layers are not kept (a saved project does not keep
 their features either).  Exit status: 0 undone, 1 refused or failed, 2 no
 project or no record.

@@ -5,7 +5,7 @@ that it can be audited: the question asked, the tool and the algorithm with
 its parameters, the input layers and their sources, the model and the server
 that chose the steps, when, and with which plugin version.  This module only
 composes that record from plain values (``Provenance``); writing it onto a
-layer and into the results GeoPackage is ``tools.provenance``'s job.
+layer and into its result GeoPackage is ``tools.provenance``'s job.
 
 Nothing secret goes in: sources and the server's address lose their
 credentials (passwords, user:password@, key and token query values) and pass

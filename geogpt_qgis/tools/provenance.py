@@ -1,4 +1,4 @@
-"""Provenance on every layer a tool call added: its QGIS metadata, and its table's metadata in the results GeoPackage.
+"""Provenance on every layer a tool call added: its QGIS metadata, and its table's metadata in its result GeoPackage.
 
 The toolkit calls ``ProvenanceRecorder`` once after each call whose artifact
 names added layers (``agent.toolkit``), so every result path (processing
@@ -12,7 +12,7 @@ On the main thread (short): the inputs' sources are read and each added
 layer gets the abstract and a history item (``QgsLayerMetadata``), which the
 project saves in its file.
 
-A result kept in the results GeoPackage is recorded earlier, by the store
+A result kept in a result GeoPackage is recorded earlier, by the store
 (``tools.result_store``): the same record goes into the GeoPackage metadata
 extension (the document QGIS itself writes there) together with the table,
 before QGIS opens it, and onto the layer that reads it, which is marked

@@ -68,7 +68,7 @@ def fetch_collection(url: str, layer: str, timeout: float, cancel: CancelToken) 
 
 
 def add_copy(ctx: ToolContext, copy: CollectionCopy, name: str) -> ToolResult:
-    """Make the memory layer on the main thread, store it in the results GeoPackage here; the answer."""
+    """Make the memory layer on the main thread, store it in a result GeoPackage here; the answer."""
     base = slug(name) or slug(copy.collection.id) or "features"
     collection = CollectionRef(urlsplit(copy.info.server.url).netloc, copy.collection.id, copy.info.server.url)
     read = ToolArtifact(collections=(collection,))
