@@ -44,12 +44,13 @@ def test_a_buffer_made_in_the_dock_survives_save_as_close_and_reopen(tmp_path, m
     made = project.with_name("elvbury_results") / "rivers_buffer_100m.gpkg"
     assert report["source_before"] == f"{made}|layername=rivers_buffer_100m"
     results = saved.with_name("town_results")
-    assert report["source_after"] == f"{results / 'rivers_buffer_100m.gpkg'}|layername=rivers_buffer_100m"
+    stored = results / "rivers_buffer_100m.gpkg"
+    assert report["source_after"] == f"{stored}|layername=rivers_buffer_100m"
     assert any(str(results) in text for text in report["messages"]), report["messages"]
     assert report["dirty_after_save"] is False
     seen = reopen(saved)
     buffered = seen["rivers_buffer_100m"]
-    assert buffered["valid"] and buffered["provider"] == "ogr" and Path(buffered["path"]) == results
+    assert buffered["valid"] and buffered["provider"] == "ogr" and Path(buffered["path"]) == stored
     assert buffered["count"] == 2 and len(report["wkt"]) == 2
     assert buffered["wkt"] == report["wkt"]
     assert buffered["colour"] == COLOUR
