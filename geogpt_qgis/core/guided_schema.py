@@ -242,7 +242,10 @@ def parse_reply(text: str) -> GuidedReply:
     if not stripped.startswith("{"):
         return GuidedReply(text=text)
     try:
-        value = json.loads(stripped)
+        # strict=False: a raw line break inside a string. llama-cpp-python's grammar let SmolLM2 write one
+        # in a read_features expression, and the whole call was refused as "not valid JSON"; read, the
+        # expression itself is checked and its error is one the model can act on.
+        value = json.loads(stripped, strict=False)
     except RecursionError:
         return GuidedReply(tool=_tool_named(stripped), problem="the reply is nested too deep to be read")
     except json.JSONDecodeError as exc:

@@ -220,3 +220,10 @@ def valid_against(schema: dict, reply: dict) -> bool:
     except jsonschema.ValidationError:
         return False
     return True
+
+
+def test_a_line_break_written_raw_inside_a_string_is_read_not_refused():
+    """Seen with SmolLM2 on llama-cpp-python: the grammar let a raw line break into a string of the call."""
+    reply = parse_reply('{"tool": "read_features", "arguments": {"layer": "hospitals", "expression": "a\nb"}}')
+    assert reply.problem is None and reply.tool == "read_features"
+    assert reply.arguments == {"layer": "hospitals", "expression": "a\nb"}
