@@ -30,7 +30,7 @@ import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from geogpt_qgis.core.gpkg_metadata import copy_table_metadata
@@ -108,14 +108,7 @@ def row_count(path: Path, table: str) -> int:
 
 def result_tables(path: Path) -> set[str]:
     """The tables of ``path`` that the store wrote (marked in ``gpkg_contents``)."""
-    if not path.is_file():
-        return set()
-    with contextlib.closing(_connect(path)) as db:
-        try:
-            rows = db.execute("SELECT table_name FROM gpkg_contents WHERE description = ?", (MARK,)).fetchall()
-        except sqlite3.DatabaseError:
-            return set()  # not a GeoPackage: never ours
-    return {row[0] for row in rows}
+    return tables_of_contents(path, MARK)
 
 
 def result_files_in(folder: Path) -> set[Path]:
@@ -130,11 +123,16 @@ def drop_unused(folder: Path, used: Iterable[Path]) -> list[str]:
 
     A whole file goes, never a table out of a file that QGIS may be reading.
     """
-    keep = {_resolved(path) for path in used}
+    return delete_unused(result_files_in(folder), used, remove_file)
+
+
+def delete_unused(found: Iterable[Path], used: Iterable[Path], remove: Callable[[Path], None]) -> list[str]:
+    """``remove`` each of the result files ``found`` that is not in ``used`` (vector or raster); their names."""
+    keep = {resolved(path) for path in used}
     dropped = []
-    for path in sorted(result_files_in(folder)):
-        if _resolved(path) not in keep:
-            remove_file(path)
+    for path in sorted(found):
+        if resolved(path) not in keep:
+            remove(path)
             dropped.append(path.name)
     return dropped
 
@@ -151,13 +149,22 @@ def copy_result(source: Path, table: str, target: Path) -> None:
         copy_tables(source, target, {table: table})
 
 
-def tables_of_contents(path: Path) -> set[str]:
-    """The data tables of a GeoPackage (its ``gpkg_contents``), ours or not."""
+def tables_of_contents(path: Path, description: str | None = None) -> set[str]:
+    """The data tables of a GeoPackage (its ``gpkg_contents``), ours or not; with ``description``, those so marked.
+
+    None if the file does not exist yet, or is not a GeoPackage.
+    """
+    if not path.is_file():
+        return set()
+    query = "SELECT table_name FROM gpkg_contents"
+    values: tuple[str, ...] = ()
+    if description is not None:
+        query, values = f"{query} WHERE description = ?", (description,)
     with contextlib.closing(_connect(path)) as db:
         try:
-            rows = db.execute("SELECT table_name FROM gpkg_contents").fetchall()
+            rows = db.execute(query, values).fetchall()
         except sqlite3.DatabaseError:
-            return set()
+            return set()  # not a GeoPackage: never ours
     return {row[0] for row in rows}
 
 
@@ -237,7 +244,8 @@ def _newest_change(path: Path) -> float:
     return max(times, default=0.0)
 
 
-def _resolved(path: Path) -> Path:
+def resolved(path: Path) -> Path:
+    """``path`` resolved, or as it is where it cannot be (a file gone meanwhile)."""
     try:
         return path.resolve()
     except OSError:

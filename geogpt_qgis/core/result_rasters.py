@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from geogpt_qgis.core import result_files
 from geogpt_qgis.core.result_files import MARK
 
 MARK_KEY = "GEOGPT_RESULT"
@@ -80,12 +81,7 @@ def result_files_in(folder: Path) -> set[Path]:
 
 def drop_unused(folder: Path, used: Iterable[Path]) -> list[str]:
     """Delete the store's rasters in ``folder`` that are not in ``used``; the folder too once it is empty."""
-    keep = {_resolved(path) for path in used}
-    dropped = []
-    for path in sorted(result_files_in(folder)):
-        if _resolved(path) not in keep:
-            remove_file(path)
-            dropped.append(path.name)
+    dropped = result_files.delete_unused(result_files_in(folder), used, remove_file)
     with contextlib.suppress(OSError):
         folder.rmdir()  # only when empty: a user's own files keep it
     return dropped
@@ -96,13 +92,6 @@ def remove_file(path: Path) -> None:
     for name in (str(path), f"{path}.aux.xml"):
         with contextlib.suppress(OSError):
             Path(name).unlink()
-
-
-def _resolved(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except OSError:
-        return path
 
 
 @contextlib.contextmanager
