@@ -16,6 +16,7 @@ from tests.support.model_server import ToolCall, Turn
 from tests.support.net import free_port
 from tests.support.postgis import READER_PASSWORD, connect, saved_connection
 from tests.support.runs import call_in_thread, stop_midway, wait_until
+from tests.support.saving import save
 
 pytestmark = pytest.mark.postgis
 
@@ -216,7 +217,6 @@ def test_a_query_layer_is_a_result_file_of_the_project_and_survives_saving(pg, e
     from qgis.core import QgsProject
 
     from geogpt_qgis.core import result_files
-    from geogpt_qgis.tools.result_store import SaveHooks, result_store
 
     call(pg.run_sql, "SELECT name, pupils, geom FROM schools WHERE pupils > 300", elvbury, "big_schools")
     layer = demo_project.mapLayersByName("big_schools")[0]
@@ -227,12 +227,7 @@ def test_a_query_layer_is_a_result_file_of_the_project_and_survives_saving(pg, e
         cursor.execute("SELECT name FROM schools WHERE pupils > 300 ORDER BY name")
         expected = [name for (name,) in cursor.fetchall()]
     assert expected and sorted(f["name"] for f in layer.getFeatures()) == expected
-    hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
-    try:
-        demo_project.setFileName(str(tmp_path / "saved.qgz"))
-        assert demo_project.write()
-    finally:
-        hooks.disconnect()
+    save(demo_project, file_name=tmp_path / "saved.qgz")
     reopened = QgsProject()
     try:
         assert reopened.read(str(tmp_path / "saved.qgz"))

@@ -19,11 +19,12 @@ from qgis.core import QgsProject, QgsRasterLayer, QgsSingleBandPseudoColorRender
 from geogpt_qgis.core import result_rasters
 from geogpt_qgis.tools.base import ToolContext
 from geogpt_qgis.tools.processing.family import ProcessingTools
-from geogpt_qgis.tools.result_store import ResultStore, SaveHooks, result_store, set_result_store
+from geogpt_qgis.tools.result_store import ResultStore, result_store, set_result_store
 from geogpt_qgis.tools.safety.algorithms import is_temporary_destination
 from tests.support.demo import DEM, copy_demo, ensure_demo
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import ask, call_in_thread
+from tests.support.saving import save
 
 SLOPE = {"INPUT": "elevation", "OUTPUT": "TEMPORARY_OUTPUT"}
 
@@ -79,19 +80,6 @@ def run_slope(ctx: ToolContext) -> QgsRasterLayer:
     text = call_in_thread(ProcessingTools(ctx).run_algorithm, "native:slope", SLOPE).text
     assert "native:slope finished." in text, text
     return slope_layer(ctx.project)
-
-
-def save(project: QgsProject, store: ResultStore, file_name: Path | None = None) -> list[Path]:
-    """What QGIS's Save / Save As does, with the plugin's hooks listening; returns what it was told."""
-    told: list[Path] = []
-    hooks = SaveHooks(project, store, told.append)
-    try:
-        if file_name is not None:
-            project.setFileName(str(file_name))
-        assert project.write(), project.error()
-    finally:
-        hooks.disconnect()
-    return told
 
 
 def _style(layer: QgsRasterLayer) -> tuple[str, float, float]:

@@ -21,6 +21,7 @@ from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.provenance import RECORDED_PROPERTY
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import RunRecorder, call_in_thread
+from tests.support.saving import save
 
 
 def in_a_run(tool, *args):
@@ -127,19 +128,12 @@ def test_the_next_call_of_a_run_reads_the_stored_result_and_the_run_ends_with_bo
 def test_a_save_as_while_a_copy_is_under_way_takes_the_stored_result_beside_the_new_file(
     tool_ctx, demo_project, tmp_path
 ):
-    from geogpt_qgis.tools.result_store import SaveHooks, result_store
-
-    hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
-    try:
-        tools = ProcessingTools(tool_ctx)
-        call_in_thread(in_a_run, tools.run_algorithm, "native:buffer", {"INPUT": "rivers", "DISTANCE": 30}, "kept")
-        assert result_copies.pending()
-        target = tmp_path / "saved" / "town.qgz"
-        target.parent.mkdir()
-        demo_project.setFileName(str(target))  # Save As, on the main thread, as QGIS does it
-        assert demo_project.write()
-    finally:
-        hooks.disconnect()
+    tools = ProcessingTools(tool_ctx)
+    call_in_thread(in_a_run, tools.run_algorithm, "native:buffer", {"INPUT": "rivers", "DISTANCE": 30}, "kept")
+    assert result_copies.pending()
+    target = tmp_path / "saved" / "town.qgz"
+    target.parent.mkdir()
+    save(demo_project, file_name=target)  # Save As, on the main thread, as QGIS does it
     (layer,) = demo_project.mapLayersByName("kept")
     path, table = table_of(layer)
     assert not result_copies.pending() and layer.providerType() == "ogr"

@@ -27,7 +27,6 @@ from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.processing.family import ProcessingTools
 from geogpt_qgis.tools.result_store import (
     ResultStore,
-    SaveHooks,
     keep_result_now,
     result_store,
     set_result_store,
@@ -38,6 +37,7 @@ from tests.support.iface import FaithfulIface
 from tests.support.memory_layers import numbered_points
 from tests.support.model_server import ToolCall, Turn
 from tests.support.runs import ask, call_in_thread
+from tests.support.saving import save
 
 COLOUR = "#12ab34"
 BUFFER = {"INPUT": "rivers", "DISTANCE": 100, "SEGMENTS": 32}  # explicit segments: defaults may change
@@ -156,13 +156,7 @@ def test_first_save_moves_results_beside_the_project_and_a_fresh_process_reopens
     assert source_file(layer) == store.scratch_folder / "rivers_buffer_100m.gpkg"  # not saved yet: scratch
     paint(layer)
     before = wkts(layer)
-    told: list[Path] = []
-    hooks = SaveHooks(project, store, told.append)
-    try:
-        project.setFileName(str(tmp_path / "town.qgz"))  # what QGIS's Save (As) does before writing
-        assert project.write()
-    finally:
-        hooks.disconnect()
+    told = save(project, store, tmp_path / "town.qgz")
     results = tmp_path / "town_results"
     assert told == [results]
     assert source_file(layer) == results / "rivers_buffer_100m.gpkg" and layer.isValid()
@@ -179,12 +173,7 @@ def test_first_save_moves_results_beside_the_project_and_a_fresh_process_reopens
 def test_save_as_copies_results_and_leaves_the_old_project_whole(tool_ctx, demo_project, tmp_path):
     buffer_rivers(tool_ctx)
     old = Path(demo_project.fileName()).with_name("elvbury_results") / "rivers_buffer_100m.gpkg"
-    hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
-    try:
-        demo_project.setFileName(str(tmp_path / "copy" / "renamed.qgz"))
-        assert demo_project.write()
-    finally:
-        hooks.disconnect()
+    save(demo_project, file_name=tmp_path / "copy" / "renamed.qgz")
     layer = only(demo_project, "rivers_buffer_100m")
     assert source_file(layer) == tmp_path / "copy" / "renamed_results" / "rivers_buffer_100m.gpkg"
     assert result_files.result_tables(old) == {"rivers_buffer_100m"}  # the old project still has its result
@@ -203,11 +192,7 @@ def test_saving_deletes_files_of_removed_results_and_nothing_else(tool_ctx, demo
     legacy = result_files.legacy_results_path_for(demo_project.fileName())  # a result file of an older version
     result_files.copy_file(kept, legacy)
     demo_project.removeMapLayer(only(demo_project, "removed").id())
-    hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
-    try:
-        assert demo_project.write()
-    finally:
-        hooks.disconnect()
+    save(demo_project)
     assert not removed.exists() and kept.is_file() and notes.is_file()
     assert result_files.result_tables(legacy) == {"kept"}  # an older project's file is never written or trimmed
     assert only(demo_project, "kept").featureCount() == 2
@@ -223,12 +208,7 @@ def test_save_as_gives_each_result_of_an_older_shared_file_a_file_of_its_own(too
     for name in ("one", "two"):
         only(demo_project, name).setDataSource(f"{legacy}|layername={name}", name, "ogr")
     assert result_files.result_tables(legacy) == {"one", "two"}
-    hooks = SaveHooks(demo_project, result_store(demo_project), lambda _path: None)
-    try:
-        demo_project.setFileName(str(tmp_path / "split.qgz"))
-        assert demo_project.write()
-    finally:
-        hooks.disconnect()
+    save(demo_project, file_name=tmp_path / "split.qgz")
     for name in ("one", "two"):
         layer = only(demo_project, name)
         assert source_file(layer) == tmp_path / "split_results" / f"{name}.gpkg"
