@@ -64,6 +64,7 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
     from geogpt_qgis.agent.config import ModelConfig
     from geogpt_qgis.agent.conversation import Conversation
     from geogpt_qgis.core.events import RunFinished
+    from geogpt_qgis.core.guided_schema import EVIDENCE_HEAD
     from geogpt_qgis.tools.base import ToolContext
     from harness.demo import copy_demo
     from harness.runs import RunRecorder
@@ -100,7 +101,9 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
     finally:
         seconds = time.monotonic() - started
         worker.shutdown()
-    answer = recorder.text(run)
+    # Scored without the lines the answer quotes (the compact profile's evidence, shown under it): a model that
+    # quotes the line with the right figure and answers another has not answered.
+    answer, _, quotes = recorder.text(run).partition(f"\n\n{EVIDENCE_HEAD}\n")
     tools = recorder.tool_results(run)
     failures = [] if finished.status == "finished" else [f"the run {finished.status}: {finished.error}"]
     failures += [f"{t.name} failed: {' '.join(t.result.split())[:160]}" for t in tools if not t.ok]
@@ -119,6 +122,7 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
         # note before it, which holds feature counts and CRSs) can score without answering anything.
         "repeats_question": task.question in answer,
         "answer": " ".join(answer.split())[:200],
+        "quoted": " ".join(quotes.split())[:300],
         "seconds": round(seconds, 1),
     }
 

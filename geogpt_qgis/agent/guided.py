@@ -37,6 +37,7 @@ from geogpt_qgis.agent.call_arguments import UNPARSED_ARGUMENTS, refused
 from geogpt_qgis.agent.config import PROVIDER_OLLAMA
 from geogpt_qgis.agent.memory import is_user_turn, question_of
 from geogpt_qgis.agent.reply import content_text
+from geogpt_qgis.core.artifacts import ToolArtifact
 from geogpt_qgis.core.call_bounds import CALL_CHARS, arguments_problem
 from geogpt_qgis.core.guided_schema import (
     ANSWER_KEY,
@@ -46,8 +47,10 @@ from geogpt_qgis.core.guided_schema import (
     ExampleAlgorithms,
     Vocabulary,
     WorkedExamples,
+    evidence_lines,
     figures_in,
     parse_reply,
+    quoted,
     reply_schema,
     system_text,
 )
@@ -63,6 +66,9 @@ _DIALECTS: dict[str, str] = {}
 HELP_TOOLS = frozenset({"find_examples", "describe_capabilities"})
 # The tool whose result lists every tool, the ones a compact profile does not send included.
 CAPABILITIES_TOOL = "describe_capabilities"
+# The tool a small model re-runs on its own output (``_answered_before``), and the argument that names the output.
+RERUN_TOOL = "run_algorithm"
+OUTPUT_NAME = "output_name"
 
 # The names that exist now; given algorithms (and the parameters an example sets), their parameters too.
 VocabularySource = Callable[[ExampleAlgorithms], Awaitable[Vocabulary]]
@@ -133,23 +139,31 @@ class GuidedChatModel(BaseChatModel):
         admitted = [t for t in admitted if t["function"]["name"] not in HELP_TOOLS & asked]
         if kwargs.get("answer_only"):  # the step cap is reached: no call would run
             admitted = []
-        # A small model (the compact profile: tools it is not sent) writes only figures that were read.
-        figures = figures_in(_read_for_this_question(messages)) if self.reachable else None
-        schema = reply_schema(admitted, names, not admitted or not _asks_anew(messages), figures)
+        # A small model (the compact profile: tools it is not sent) quotes the lines its answer rests on, and
+        # writes only figures that were read.
+        question, results = _read_for_this_question(messages)
+        figures = figures_in([question, *results]) if self.reachable else None
+        evidence = evidence_lines(results) if self.reachable else ()
+        schema = reply_schema(admitted, names, not admitted or not _asks_anew(messages), figures, evidence)
         prompt = guided_messages(messages, self.tools, {key: shown.text for key, shown in examples.items()})
         reading = AnswerStream()
         async for chunk in self._streamed(prompt, schema, reading):
             yield chunk
         if reading.is_answer:
+            async for chunk in _quotes_of(reading, evidence):
+                yield chunk
             return
         call = _call_chunk(reading.text)
         if call is not None and _answered_before(call, messages):
             # The same call was made and answered for this question: its result is in front of the model, and a
             # small model held to calls repeats one until the step cap.  Its answer is asked for instead.
             reading = AnswerStream()
-            async for chunk in self._streamed(prompt, reply_schema([], names, figures=figures), reading):
+            answer_schema = reply_schema([], names, figures=figures, evidence=evidence)
+            async for chunk in self._streamed(prompt, answer_schema, reading):
                 yield chunk
             if reading.is_answer:
+                async for chunk in _quotes_of(reading, evidence):
+                    yield chunk
                 return
             call = _call_chunk(reading.text)
         if call is not None:
@@ -229,20 +243,38 @@ def _called_for_this_question(messages: list[BaseMessage]) -> set[str]:
     return called
 
 
-def _read_for_this_question(messages: list[BaseMessage]) -> list[str]:
-    """The user's last message and the results of the calls made for it that did not fail."""
-    texts: list[str] = []
+def _read_for_this_question(messages: list[BaseMessage]) -> tuple[str, list[str]]:
+    """The user's last message, and the results of the calls made for it that read data (oldest first).
+
+    Left out: failed calls, and the help tools' results (what the tools can do is no figure of the data).
+    """
+    results: list[str] = []
     for message in reversed(messages):
-        if isinstance(message, ToolMessage) and message.status != "error":
-            texts.append(content_text(message.content))
+        if isinstance(message, ToolMessage) and message.status != "error" and message.name not in HELP_TOOLS:
+            results.append(content_text(message.content))
         elif is_user_turn(message):
-            texts.append(content_text(message.content))
-            break
-    return texts
+            return content_text(message.content), results[::-1]
+    return "", results[::-1]
+
+
+async def _quotes_of(reading: AnswerStream, offered: tuple[str, ...]) -> AsyncIterator[ChatGenerationChunk]:
+    """The lines a whole answer quoted (``core.guided_schema.quoted``), shown under it.
+
+    Only lines that were offered: a server that ignores the schema could "quote" a line nothing read.
+    """
+    text = quoted(tuple(line for line in parse_reply(reading.text).evidence if line in offered))
+    if text:
+        yield ChatGenerationChunk(message=AIMessageChunk(content=text))
 
 
 def _answered_before(call: AIMessageChunk, messages: list[BaseMessage]) -> bool:
-    """Whether ``call`` repeats a call made since the user's last message whose result was not an error."""
+    """Whether ``call`` repeats a call made since the user's last message whose result was not an error.
+
+    An algorithm run again on the layer it just made, with the same settings
+    (under another output name), repeats it too: SmolLM2-135M counted the
+    schools in districts, then in the layer of counts, then in that one's
+    counts, one new layer each time, until the step cap.
+    """
     wanted = call.tool_call_chunks[0] if call.tool_call_chunks else None
     if wanted is None:
         return False
@@ -251,16 +283,32 @@ def _answered_before(call: AIMessageChunk, messages: list[BaseMessage]) -> bool:
     except json.JSONDecodeError:
         return False
     succeeded: set[str] = set()
+    made: set[str] = set()  # the layers the calls that succeeded for this question added
     for message in reversed(messages):
         if isinstance(message, ToolMessage) and message.status != "error":
             succeeded.add(message.tool_call_id)
+            made.update(ToolArtifact.from_dict(message.artifact).added_names)
         elif isinstance(message, AIMessage):
-            for made in message.tool_calls:
-                if made.get("id") in succeeded and made["name"] == wanted.get("name") and made["args"] == arguments:
+            for earlier in message.tool_calls:
+                if earlier.get("id") not in succeeded or earlier["name"] != wanted.get("name"):
+                    continue
+                if earlier["args"] == arguments:
+                    return True
+                if earlier["name"] == RERUN_TOOL and _rerun_on_output(arguments, earlier["args"], made):
                     return True
         elif is_user_turn(message):
             break
     return False
+
+
+def _rerun_on_output(new: Any, old: Any, made: set[str]) -> bool:
+    """Whether ``new`` is ``old`` again, but for its output's name and a layer ``made`` where ``old`` had another."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        keys = (set(new) | set(old)) - {OUTPUT_NAME}
+        return all(_rerun_on_output(new.get(key), old.get(key), made) for key in keys)
+    if isinstance(new, list) and isinstance(old, list):
+        return len(new) == len(old) and all(_rerun_on_output(a, b, made) for a, b in zip(new, old, strict=True))
+    return new == old or (isinstance(new, str) and isinstance(old, str) and new in made)
 
 
 def _asks_anew(messages: list[BaseMessage]) -> bool:

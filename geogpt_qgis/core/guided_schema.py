@@ -37,6 +37,7 @@ from typing import Any
 TOOL_KEY = "tool"
 ARGUMENTS_KEY = "arguments"
 ANSWER_KEY = "answer"
+EVIDENCE_KEY = "evidence"
 
 # Parameters that name one project layer (load_data's ``layer`` names a layer inside the source: not restricted).
 LAYER_PARAMETERS = frozenset({"layer"})
@@ -50,12 +51,20 @@ ALGORITHM_PARAMETERS = {"run_algorithm": "algorithm"}
 MAX_NAMES = 1000
 # Beyond these many distinct figures read, the answer is left free (a grammar of every value of a big table).
 MAX_FIGURES = 400
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# A figure: a number that starts a word (a layer id's "c8bdbb54_d299_4810" holds none, "EPSG:25832" and "32N"
+# do); the grammar of a small model's answer grows with each one, and it picks among them.
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
 # A character of a grounded answer other than a digit: not a quote, a backslash or a control character either,
 # so the pattern means the same to servers that match it against the raw JSON text (llama.cpp's grammars) and
 # to those that match the decoded string (a grounded answer is one line, without quotes).
 _UNWRITTEN = r'"\\\x00-\x1f'
 _NOT_A_DIGIT = f"[^0-9{_UNWRITTEN}]"
+# A small model's answer quotes at most these many lines of what was read, each one offered if it is at most
+# EVIDENCE_CHARS long; beyond MAX_EVIDENCE_LINES distinct lines, no quote is asked for (a grammar of a big table).
+MAX_QUOTED = 2  # each line quoted costs its tokens again: SmolLM2 quoted four lines until a 128-token bound cut it
+EVIDENCE_CHARS = 200
+MAX_EVIDENCE_LINES = 300
+EVIDENCE_HEAD = "Read from the results:"
 
 INSTRUCTIONS = (
     "Reply with one JSON object: a tool call "
@@ -96,6 +105,7 @@ class GuidedReply:
     tool: str | None = None
     arguments: Any = None
     problem: str | None = None
+    evidence: tuple[str, ...] = ()  # the lines of the results an answer quotes (``evidence_lines``)
 
 
 def system_text(prompt: str, tool_schemas: list[dict[str, Any]]) -> str:
@@ -120,6 +130,7 @@ def reply_schema(
     vocabulary: Vocabulary,
     answer_allowed: bool = True,
     figures: tuple[str, ...] | None = None,
+    evidence: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The JSON schema a guided reply must match: a call of one offered tool, or an answer.
 
@@ -127,17 +138,56 @@ def reply_schema(
     question is a call, so the answer rests on what a tool read (a small model
     otherwise answers from its imagination), as the system prompt asks.
     ``figures`` (not ``None``): the only numbers the answer may write (``grounded_answer``).
+    ``evidence`` (not empty): the lines of the results the answer first quotes from (``evidence_lines``).
     """
     branches = [branch for schema in tool_schemas for branch in _call_schemas(schema["function"], vocabulary)]
     if not answer_allowed and branches:
         return {"anyOf": branches}
-    answer = {
-        "type": "object",
-        "properties": {ANSWER_KEY: grounded_answer(figures)},
-        "required": [ANSWER_KEY],
-        "additionalProperties": False,
-    }
+    properties: dict[str, Any] = {}
+    if evidence:
+        # Written before the answer (servers generate the properties in this order): the model picks the lines that
+        # answer the question, then writes its answer with them in front of it.
+        properties[EVIDENCE_KEY] = {
+            "type": "array",
+            "items": {"enum": list(evidence)},
+            "uniqueItems": True,
+            "minItems": 1,
+            "maxItems": min(MAX_QUOTED, len(evidence)),
+        }
+    # With lines quoted (each states a figure), the answer reports one of the figures read: SmolLM2-135M, free
+    # to write none, quoted "... 17 features ..." and answered "Yes".
+    properties[ANSWER_KEY] = grounded_answer(figures, states_a_figure=bool(evidence))
+    answer = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
     return {"anyOf": [*branches, answer]}
+
+
+def evidence_lines(results: list[str]) -> tuple[str, ...]:
+    """The lines of ``results`` (tool results) a small model's answer may quote; empty: none, or too many to offer.
+
+    A small model held to figures that were read still picked the wrong one
+    (SmolLM2-135M: "12.9" for the 31 schools that describe_layer had read, the
+    figure written most often in it).  Asked first for the lines that answer
+    the question, as they were read, it writes the answer with them in front of
+    it, and the user sees them under the answer: a wrong pick is then visible
+    as the line it came from.  Only lines that state a figure are offered: the
+    quote pins the answer's figures (a result's "native:buffer finished."
+    line, quoted, gave the answer "run_algorithm").
+    """
+    lines = dict.fromkeys(
+        line
+        for text in results
+        for raw in text.splitlines()
+        if (line := " ".join(raw.split())) and len(line) <= EVIDENCE_CHARS and _NUMBER.search(line)
+    )
+    return tuple(lines) if len(lines) <= MAX_EVIDENCE_LINES else ()
+
+
+def quoted(evidence: tuple[str, ...]) -> str:
+    """``evidence`` as Markdown under an answer: each line quoted as it was read."""
+    lines = dict.fromkeys(evidence)  # a grammar need not enforce uniqueItems: a line quoted twice is shown once
+    if not lines:
+        return ""
+    return f"\n\n{EVIDENCE_HEAD}\n" + "\n>\n".join(f"> {line}" for line in lines)
 
 
 def figures_in(texts: list[str]) -> tuple[str, ...] | None:
@@ -146,8 +196,10 @@ def figures_in(texts: list[str]) -> tuple[str, ...] | None:
     return tuple(found) if len(found) <= MAX_FIGURES else None
 
 
-def grounded_answer(figures: tuple[str, ...] | None) -> dict[str, Any]:
+def grounded_answer(figures: tuple[str, ...] | None, states_a_figure: bool = False) -> dict[str, Any]:
     """The schema of an answer whose numbers are all among ``figures`` (``None``: any string).
+
+    ``states_a_figure``: the answer writes at least one of them.
 
     The pattern reads: text without digits, then any number of (one of the figures, a character that cannot
     continue a number, text without digits), then perhaps a last figure and a full stop.  "Cannot continue
@@ -164,6 +216,8 @@ def grounded_answer(figures: tuple[str, ...] | None) -> dict[str, Any]:
     # refuse.
     choices = "|".join(figure.replace(".", "[.]") for figure in sorted(figures, key=len, reverse=True))
     after = f"([^0-9.,{_UNWRITTEN}]|[.,]{_NOT_A_DIGIT})"
+    if states_a_figure:  # the last figure is required: then the end of the sentence, or the rest of it
+        return {"type": "string", "pattern": f"^{plain}(({choices}){after}{plain})*({choices})([.,]?|{after}{plain})$"}
     return {"type": "string", "pattern": f"^{plain}(({choices}){after}{plain})*(({choices})[.,]?)?$"}
 
 
@@ -253,7 +307,9 @@ def parse_reply(text: str) -> GuidedReply:
     if not isinstance(value, dict):
         return GuidedReply(text=text)
     if isinstance(value.get(ANSWER_KEY), str) and TOOL_KEY not in value:
-        return GuidedReply(text=value[ANSWER_KEY])
+        quotes = value.get(EVIDENCE_KEY)
+        evidence = tuple(q for q in quotes if isinstance(q, str)) if isinstance(quotes, list) else ()
+        return GuidedReply(text=value[ANSWER_KEY], evidence=evidence)
     tool = value.get(TOOL_KEY, value.get("name"))
     if not isinstance(tool, str) or not tool:
         keys = ", ".join(sorted(map(str, value))) or "none"
@@ -273,6 +329,7 @@ def _tool_named(text: str) -> str | None:
 # -- streaming ------------------------------------------------------------------------------------------------------
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _KEY_PREFIX = re.compile(r'\s*\{\s*"((?:[^"\\]|\\.)*)"\s*:\s*')
+_NEXT_KEY = re.compile(r'\s*,\s*"((?:[^"\\]|\\.)*)"\s*:\s*')
 
 
 @dataclass
@@ -286,7 +343,7 @@ class AnswerStream:
     """
 
     received: list[str] = field(default_factory=list)
-    _mode: str = "undecided"  # undecided, answer, plain, collect, done
+    _mode: str = "undecided"  # undecided, evidence (quoted lines before the answer), answer, plain, collect, done
     _pending: str = ""  # received text not yet decoded (answer mode) or classified (undecided)
 
     @property
@@ -307,6 +364,8 @@ class AnswerStream:
         self._pending += piece
         if self._mode == "undecided":
             return self._decide()
+        if self._mode == "evidence":
+            return self._past_evidence()
         return self._decode()
 
     def _decide(self) -> str:
@@ -316,12 +375,19 @@ class AnswerStream:
         if not head.startswith("{"):
             self._mode, text, self._pending = "plain", self._pending, ""
             return text
-        match = _KEY_PREFIX.match(self._pending)
+        return self._at_key(_KEY_PREFIX, self._pending)
+
+    def _at_key(self, prefix: re.Pattern[str], text: str) -> str:
+        """Read the key ``prefix`` matches at the start of ``text``: the answer's string starts streaming."""
+        match = prefix.match(text)
         if match is None:
-            if len(self._pending) > 200:  # not the shape of either form: read whole at the end
+            if len(text) > 200:  # not the shape of either form: read whole at the end
                 self._mode = "collect"
             return ""
-        rest = self._pending[match.end() :]
+        rest = text[match.end() :]
+        if match.group(1) == EVIDENCE_KEY and self._mode == "undecided":
+            self._mode, self._pending = "evidence", rest
+            return self._past_evidence()
         if match.group(1) != ANSWER_KEY:
             self._mode = "collect"
             return ""
@@ -332,6 +398,15 @@ class AnswerStream:
             return ""
         self._mode, self._pending = "answer", rest[1:]
         return self._decode()
+
+    def _past_evidence(self) -> str:
+        """Wait for the end of the quoted lines (shown after the answer), then read the answer's key."""
+        end = _array_end(self._pending)
+        if end is None:
+            if len(self._pending) > MAX_QUOTED * (EVIDENCE_CHARS + 16) + 64:
+                self._mode = "collect"
+            return ""
+        return self._at_key(_NEXT_KEY, self._pending[end:])
 
     def _decode(self) -> str:
         out: list[str] = []
@@ -363,6 +438,24 @@ class AnswerStream:
             index += used
         self._pending = text[index:]
         return "".join(out)
+
+
+def _array_end(text: str) -> int | None:
+    """Where the JSON array of strings at the start of ``text`` ends (after its ``]``); ``None``: not yet."""
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "]":
+            return index + 1
+    return None
 
 
 def _unicode_escape(text: str, index: int) -> tuple[str, int]:

@@ -8,7 +8,8 @@ plugin adds or removes a provider or refreshes its algorithms.
 
 For the algorithms of the worked examples shown with the question, the
 parameters are read too (``algorithm_parameters``): a reply that runs one
-must then name QGIS's parameters, give layer parameters a project layer, and
+must then name QGIS's parameters, give layer parameters a project layer of a
+kind the parameter accepts (a polygon layer where QGIS wants polygons), and
 set those the example sets (a small model otherwise drops the distance of a
 buffer, which QGIS would fill with its default without a word).
 """
@@ -23,15 +24,32 @@ from qgis.core import QgsApplication, QgsVectorLayer
 from geogpt_qgis.core.guided_schema import ExampleAlgorithms, Vocabulary
 from geogpt_qgis.tools.layers import ordered_layers
 from geogpt_qgis.tools.processing.compat import parameter_is_optional
+from geogpt_qgis.tools.processing.params import layer_fits
 
 if TYPE_CHECKING:
-    from qgis.core import QgsProcessingParameterDefinition, QgsProject
+    from qgis.core import QgsMapLayer, QgsProcessingParameterDefinition, QgsProject
 
 # QGIS parameter types whose value is one project layer, or a list of them.
 LAYER_TYPES = frozenset({"source", "vector", "raster", "layer", "mesh", "pointcloud", "annotation"})
 LIST_OF_LAYERS = "multilayer"
 NUMBER_TYPES = frozenset({"number", "distance", "scale", "duration", "area", "volume"})
 TEXT_TYPES = frozenset({"string", "expression", "crs", "extent", "point", "datetime", "aggregate"})
+# native:aggregate's AGGREGATES: one object per output field (left free, a small model wrote {} and QGIS refused it).
+AGGREGATES_TYPE = "aggregates"
+AGGREGATE_ITEM = {
+    "type": "object",
+    "properties": {
+        "aggregate": {"type": "string"},  # sum, mean, count, minimum, maximum, first_value, concatenate...
+        "input": {"type": "string"},  # an expression: "\"population\""
+        "name": {"type": "string"},
+        "type": {"type": "integer"},  # QVariant's: 2 integer, 4 64-bit integer, 6 decimal, 10 text
+        "length": {"type": "integer"},
+        "precision": {"type": "integer"},
+        "delimiter": {"type": "string"},
+    },
+    "required": ["aggregate", "input", "name", "type"],
+    "additionalProperties": False,
+}
 
 
 def read_vocabulary(project: QgsProject, algorithms: ExampleAlgorithms = ()) -> Vocabulary:
@@ -45,14 +63,14 @@ def read_vocabulary(project: QgsProject, algorithms: ExampleAlgorithms = ()) -> 
     unique_fields = tuple(dict.fromkeys(fields))
     parameters = {}
     for algorithm_id, example_sets in algorithms:
-        spec = algorithm_parameters(algorithm_id, example_sets, names, unique_fields)
+        spec = algorithm_parameters(algorithm_id, example_sets, layers, unique_fields)
         if spec is not None:
             parameters[algorithm_id] = spec
     return Vocabulary(layers=names, fields=unique_fields, algorithms=_algorithm_ids(state), parameters=parameters)
 
 
 def algorithm_parameters(
-    algorithm_id: str, example_sets: tuple[str, ...], layers: tuple[str, ...], fields: tuple[str, ...]
+    algorithm_id: str, example_sets: tuple[str, ...], layers: list[QgsMapLayer], fields: tuple[str, ...]
 ) -> dict[str, Any] | None:
     """The JSON schema of run_algorithm's ``parameters`` for ``algorithm_id`` (``None``: no such algorithm).
 
@@ -81,13 +99,16 @@ def algorithm_parameters(
 
 
 def _value_schema(
-    definition: QgsProcessingParameterDefinition, layers: tuple[str, ...], fields: tuple[str, ...]
+    definition: QgsProcessingParameterDefinition, layers: list[QgsMapLayer], fields: tuple[str, ...]
 ) -> dict[str, Any]:
     kind = definition.type()
-    if kind in LAYER_TYPES and layers:
-        return {"enum": list(layers)}
-    if kind == LIST_OF_LAYERS and layers:
-        return {"type": "array", "items": {"enum": list(layers)}}
+    names = _fitting_names(definition, layers)
+    if kind in LAYER_TYPES and names:
+        return {"enum": names}
+    if kind == LIST_OF_LAYERS and names:
+        return {"type": "array", "items": {"enum": names}}
+    if kind == AGGREGATES_TYPE:
+        return {"type": "array", "items": AGGREGATE_ITEM, "minItems": 1}
     if kind == "field" and fields:
         one = {"enum": list(fields)}
         return {"type": "array", "items": one} if definition.allowMultiple() else one
@@ -100,6 +121,16 @@ def _value_schema(
     if kind in TEXT_TYPES:
         return {"type": "string"}
     return {}
+
+
+def _fitting_names(definition: QgsProcessingParameterDefinition, layers: list[QgsMapLayer]) -> list[str]:
+    """The names of the layers ``definition`` accepts (polygons where it wants polygons); all, if none does.
+
+    All, so the schema still admits a call: QGIS's refusal then says which kind of layer the parameter needs.
+    """
+    names = list(dict.fromkeys(layer.name() for layer in layers))
+    fitting = list(dict.fromkeys(layer.name() for layer in layers if layer_fits(layer, definition)))
+    return fitting or names
 
 
 @lru_cache(maxsize=4)

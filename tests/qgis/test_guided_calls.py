@@ -286,3 +286,81 @@ def test_an_algorithm_a_worked_example_runs_must_be_called_with_its_parameters(m
     general = next(o for o in options if "enum" in o["properties"].get("algorithm", {}))
     assert "native:buffer" not in general["properties"]["algorithm"]["enum"]
     assert "native:centroids" in general["properties"]["algorithm"]["enum"]
+
+
+def test_an_algorithm_run_again_on_the_layer_it_just_made_is_not_run_the_answer_is_asked_for(
+    model_server, worker, recorder, demo_project
+):
+    """SmolLM2-135M counted the schools in the districts, then in the layer of counts, then in that one's."""
+    counts = {"POLYGONS": "districts", "POINTS": "schools", "FIELD": "n"}
+    again = {**counts, "POLYGONS": "counts"}  # the layer the first call made, the rest the same
+    model_server.script(
+        [
+            call("run_algorithm", algorithm="native:countpointsinpolygon", parameters=counts, output_name="counts"),
+            call("run_algorithm", algorithm="native:countpointsinpolygon", parameters=again, output_name="counts2"),
+            answer("Counted."),
+            call("run_algorithm", algorithm="native:countpointsinpolygon", parameters=counts, output_name="parks_n"),
+            answer("Counted again."),
+        ]
+    )
+    run = worker.submit("Count the schools in each district.", make_config(model_server))
+    assert recorder.wait(run).status == "finished"
+    assert recorder.tool_names(run) == ["run_algorithm"]  # run once: no layer of counts of counts
+    assert recorder.text(run) == "Counted."
+    assert [layer.name() for layer in demo_project.mapLayersByName("counts")] and not demo_project.mapLayersByName(
+        "counts2"
+    )
+    # Another input is another run: the same algorithm on the hospitals (a new question) runs.
+    other = {**counts, "POINTS": "hospitals"}
+    model_server.script(
+        [
+            call("run_algorithm", algorithm="native:countpointsinpolygon", parameters=other, output_name="beds_n"),
+            answer("Counted the hospitals."),
+        ]
+    )
+    run = worker.submit("And the hospitals?", make_config(model_server))
+    assert recorder.wait(run).status == "finished"
+    assert recorder.tool_names(run) == ["run_algorithm"] and demo_project.mapLayersByName("beds_n")
+
+
+def test_a_small_models_answer_quotes_the_lines_it_rests_on_and_states_a_figure_read(
+    model_server, worker, recorder
+):
+    """Compact profile: the answer picks lines of what was read (shown under it), then writes a figure read."""
+    line = "Layer 'schools' (id"  # the first line of describe_layer's result starts so
+    # A server that ignores the schema "quotes" a line nothing read: it is not shown as read.
+    quoting = Turn(text=json.dumps({"evidence": ["Made up: 12 schools"], "answer": "31."}))
+    model_server.script([call("describe_layer", layer="schools"), quoting])
+    run = worker.submit("How many schools are there?", make_config(model_server, tool_profile="compact"))
+    assert recorder.wait(run).status == "finished" and recorder.text(run) == "31."
+    first, second = model_server.chat_requests()[:2]
+    schema = schema_sent(second, "ollama")
+    (reply,) = [o for o in schema["anyOf"] if "answer" in o["properties"]]
+    assert list(reply["properties"]) == ["evidence", "answer"] and reply["required"] == ["evidence", "answer"]
+    offered = reply["properties"]["evidence"]["items"]["enum"]
+    first_line = next(o for o in offered if o.startswith(line))
+    assert "31 features" in first_line and all(any(c.isdigit() for c in o) for o in offered)
+    assert not any(o.startswith("Provider:") for o in offered)  # no figure in it: not offered
+    assert valid_against(reply, {"evidence": [first_line], "answer": "There are 31 schools."})
+    assert not valid_against(reply, {"evidence": [first_line], "answer": "Yes."})  # no figure read
+    assert not valid_against(reply, {"evidence": ["31 schools"], "answer": "31"})  # a line that was not read
+    assert "evidence" not in json.dumps(schema_sent(first, "ollama"))  # nothing read yet: nothing to quote
+
+    # Through the whole agent: the answer streams, the quoted line is shown under it, once.
+    quoting = Turn(text=json.dumps({"evidence": [first_line, first_line], "answer": "31."}))
+    model_server.script([call("describe_layer", layer="schools"), quoting])
+    run = worker.submit("How many schools are there?", make_config(model_server, tool_profile="compact"))
+    assert recorder.wait(run).status == "finished"
+    text = recorder.text(run)
+    assert text.startswith("31.\n\nRead from the results:\n> Layer 'schools'") and text.count(first_line) == 1
+    assert "".join(e.text for e in recorder.of(run, TextDelta)) == text
+
+
+def valid_against(schema: dict, value: dict) -> bool:
+    import jsonschema
+
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError:
+        return False
+    return True

@@ -69,14 +69,17 @@ def test_a_real_small_model_makes_a_valid_call_with_real_names_when_guided(
         try:
             written = json.loads(text)
         except ValueError:
-            assert re.match(r'\s*\{\s*"(tool|answer)"\s*:', text), text[:300]  # cut short, never off the schema
+            assert re.match(r'\s*\{\s*"(tool|answer|evidence)"\s*:', text), text[:300]  # cut short, on the schema
             continue
         if "tool" in written:
             assert written["tool"] in COMPACT_TOOLS
             layer = written["arguments"].get("layer")
             assert layer is None or layer in layers, layer  # a real layer, never a made-up one
         else:
-            assert set(written) == {"answer"}
+            assert "answer" in written and set(written) <= {"answer", "evidence"}
+            # The lines it quotes (before the answer, once a result stated a figure) are lines of those results.
+            lines = {" ".join(line.split()) for step in steps for line in str(step.result).splitlines()}
+            assert set(written.get("evidence", ())) <= lines, written
             # The compact profile's answer is grounded: every number in it was in the question or a result read.
             read = set(NUMBER.findall(" ".join([QUESTION, *(str(step.result) for step in steps)])))
             assert set(NUMBER.findall(written["answer"])) <= read, written["answer"]

@@ -77,7 +77,9 @@ def test_the_parameters_of_an_example_algorithm_are_read_typed_with_those_the_ex
     assert spec["required"] == ["INPUT", "DISTANCE"]
     assert list(spec["properties"])[:2] == ["INPUT", "DISTANCE"]  # written in this order by a constrained reply
     assert "OUTPUT" not in spec["properties"]  # outputs are the runner's
-    assert spec["properties"]["INPUT"]["enum"] == list(names.layers)
+    spatial = [n for n in names.layers if isinstance(demo_project.mapLayersByName(n)[0], QgsVectorLayer)]
+    assert spec["properties"]["INPUT"]["enum"] == spatial  # a buffer takes vector layers: the rasters are left out
+    assert len(spatial) < len(names.layers)
     jsonschema.validate({"INPUT": "rivers", "DISTANCE": 500, "SEGMENTS": 8, "DISSOLVE": True}, spec)
     jsonschema.validate({"INPUT": "rivers", "DISTANCE": 500, "END_CAP_STYLE": 1}, spec)
     wrongs = [{"INPUT": "rivers"}, {"INPUT": "<layer>", "DISTANCE": 5}, {"INPUT": "rivers", "DISTANCE": 5, "X": 1}]
@@ -91,3 +93,42 @@ def test_the_parameters_of_an_example_algorithm_are_read_typed_with_those_the_ex
     fields = read_vocabulary(demo_project, (("native:dissolve", ("INPUT", "FIELD")),)).parameters["native:dissolve"]
     assert fields["properties"]["FIELD"]["items"]["enum"] == list(names.fields)  # several fields: a list of them
     assert fields["required"] == ["INPUT"]  # FIELD is optional in QGIS: never required, even when an example sets it
+
+
+def _admits(spec: dict, value: object) -> bool:
+    import jsonschema
+
+    try:
+        jsonschema.validate(value, spec)
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
+def test_layer_parameters_offer_only_the_layers_of_the_kind_qgis_accepts(demo_project):
+    """SmolLM2 gave countpointsinpolygon the schools as POLYGONS four times; QGIS refused it each time."""
+    from qgis.core import QgsWkbTypes
+
+    spec = read_vocabulary(demo_project, (("native:countpointsinpolygon", ("POLYGONS", "POINTS")),)).parameters
+    properties = spec["native:countpointsinpolygon"]["properties"]
+
+    def shaped(kind: str) -> list[str]:
+        return [
+            layer.name()
+            for layer in demo_project.mapLayers().values()
+            if isinstance(layer, QgsVectorLayer) and QgsWkbTypes.geometryDisplayString(layer.geometryType()) == kind
+        ]
+
+    assert set(properties["POLYGONS"]["enum"]) == set(shaped("Polygon")) and "districts" in shaped("Polygon")
+    assert set(properties["POINTS"]["enum"]) == set(shaped("Point")) and "schools" in shaped("Point")
+    assert "schools" not in properties["POLYGONS"]["enum"]
+
+
+def test_aggregates_are_a_list_of_typed_objects_not_anything(demo_project):
+    """Left free, a small model wrote AGGREGATES as {} and QGIS refused the call ("Incorrect parameter value")."""
+    spec = read_vocabulary(demo_project, (("native:aggregate", ("INPUT", "GROUP_BY", "AGGREGATES")),)).parameters
+    aggregate = spec["native:aggregate"]
+    good = [{"aggregate": "sum", "input": '"population"', "name": "total", "type": 6}]
+    assert _admits(aggregate, {"INPUT": "districts", "GROUP_BY": "NULL", "AGGREGATES": good})
+    for wrong in ({}, [], [{"aggregate": "sum"}], [{**good[0], "colour": "red"}]):
+        assert not _admits(aggregate, {"INPUT": "districts", "GROUP_BY": "NULL", "AGGREGATES": wrong})

@@ -205,6 +205,8 @@ def test_a_grounded_answer_writes_only_figures_that_were_read():
     # Nothing read yet: an answer without any number; too much read: left free.
     assert not valid_against(reply_schema(TOOLS, NAMES, figures=()), {"answer": "3 layers"})
     assert figures_in([" ".join(str(n) for n in range(1000))]) is None
+    # A number inside a word (a layer id) is not a figure: each one widens the choice a small model picks from.
+    assert figures_in(["Layer 'schools' (id schools_c8bdbb54_d299_4810_88c3): 31 features, zone 32N"]) == ("31", "32")
     assert reply_schema(TOOLS, NAMES, figures=None)["anyOf"][-1]["properties"]["answer"] == {"type": "string"}
 
 
@@ -227,3 +229,45 @@ def test_a_line_break_written_raw_inside_a_string_is_read_not_refused():
     reply = parse_reply('{"tool": "read_features", "arguments": {"layer": "hospitals", "expression": "a\nb"}}')
     assert reply.problem is None and reply.tool == "read_features"
     assert reply.arguments == {"layer": "hospitals", "expression": "a\nb"}
+
+
+def test_the_lines_a_small_models_answer_may_quote_are_those_that_state_a_figure():
+    from geogpt_qgis.core.guided_schema import EVIDENCE_CHARS, MAX_EVIDENCE_LINES, evidence_lines
+
+    read = ["native:buffer finished.\nOUTPUT: added layer 'b': Polygon, 2 features\n\n|---|---|", "  2 features  x\n"]
+    assert evidence_lines(read) == ("OUTPUT: added layer 'b': Polygon, 2 features", "2 features x")
+    assert evidence_lines(["x" * EVIDENCE_CHARS + " 1"]) == ()  # too long to offer whole
+    assert evidence_lines(["\n".join(f"row {n}" for n in range(MAX_EVIDENCE_LINES + 1))]) == ()  # a big table
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_answer_after_its_quoted_lines_streams_alone_and_the_lines_are_read_whole(seed: int):
+    from geogpt_qgis.core.guided_schema import EVIDENCE_HEAD, quoted
+
+    lines = ['Layer "schools": 31 features ] {"answer": "no"}', "Fields (5; values from all 31 features):"]
+    text = "There are **31** schools.\nSee the first line."
+    reply = json.dumps({"evidence": lines, "answer": text})
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(reply)), 15))
+    stream = AnswerStream()
+    shown = "".join(stream.feed(reply[a:b]) for a, b in zip([0, *cuts], [*cuts, len(reply)], strict=True))
+    assert shown == text and stream.is_answer  # the quoted lines' brackets and quotes did not end them early
+    read = parse_reply(stream.text)
+    assert (read.text, read.evidence) == (text, tuple(lines))
+    assert quoted(read.evidence + read.evidence) == f"\n\n{EVIDENCE_HEAD}\n> {lines[0]}\n>\n> {lines[1]}"
+    assert quoted(()) == ""
+
+
+def test_an_answer_that_quotes_lines_must_state_one_of_the_figures_read():
+    from geogpt_qgis.core.guided_schema import figures_in
+
+    lines = ("schools: 31 features",)
+    schema = reply_schema(TOOLS, NAMES, figures=figures_in(["How many?", *lines]), evidence=lines)
+    assert valid_against(schema, {"evidence": list(lines), "answer": "There are 31 schools."})
+    assert valid_against(schema, {"evidence": list(lines), "answer": "31"})
+    for wrong in ("Yes.", "There are 3 schools.", ""):
+        assert not valid_against(schema, {"evidence": list(lines), "answer": wrong})
+    assert not valid_against(schema, {"answer": "31"})  # the lines come first
+    assert not valid_against(schema, {"evidence": [], "answer": "31"})
+    # Without lines to quote (nothing with a figure was read), an answer without a figure stays possible.
+    assert valid_against(reply_schema(TOOLS, NAMES, figures=()), {"answer": "Nothing was found."})

@@ -298,6 +298,20 @@ def _accepted_types(definition: Any) -> list[int]:
     return []
 
 
+def layer_fits(layer: QgsMapLayer, definition: Any) -> bool:
+    """Whether ``layer`` is of a kind (vector or raster, geometry type) the parameter ``definition`` accepts.
+
+    A feature source that lists no data types (native:buffer's INPUT) takes any vector layer, never a raster.
+    """
+    if definition.type() in ("source", "vector") and not isinstance(layer, QgsVectorLayer):
+        return False
+    try:
+        _check_layer_type(layer, definition, definition.name())
+    except ToolError:
+        return False
+    return True
+
+
 def _check_layer_type(layer: QgsMapLayer, definition: Any, name: str) -> None:
     accepted = _accepted_types(definition)
     if not accepted or SOURCE_MAP_LAYER in accepted:
