@@ -29,6 +29,7 @@ KINDS = (
     "number of classes as text",
     "colour ramp that does not exist",
     "numeric style on a text field",
+    "a worked example's placeholder copied",
 )
 
 
@@ -176,6 +177,12 @@ REPLAYS = [
         "style_layer",
         {"layer": "districts", "method": "jenks", "field": "name"},
         ["not numeric", "numeric fields: population"],
+    ),
+    Replay(  # SmolLM2-135M, guided, four times over: the example's expression as it was shown
+        "a worked example's placeholder copied",
+        "select_features",
+        {"layer": "schools", "expression": "\"<field>\" = '<value>'"},
+        ["placeholder", "'type'", "'pupils'"],
     ),
 ]
 

@@ -55,6 +55,7 @@ def test_every_task_passes_and_every_replayed_mistake_is_answered_with_its_fix(e
         "number of classes as text",
         "colour ramp that does not exist",
         "numeric style on a text field",
+        "a worked example's placeholder copied",
         "made-up layer name",
         "tool that does not exist",
         "invalid JSON arguments",

@@ -471,6 +471,10 @@ def _cell(value: object) -> str:
     return short(value, 40)
 
 
+# A worked example's placeholder (``<field>``, ``<other point layer>``), as find_examples and guided replies show them.
+_PLACEHOLDER = re.compile(r"<[a-z][a-z0-9 ]*>")
+
+
 def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = False) -> QgsFeatureRequest:
     """A request for the features matching ``expression``, checked first (main thread).
 
@@ -484,6 +488,11 @@ def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = Fal
     field_names = vector.fields().names()
     for column in sorted(parsed.referencedColumns()):
         if column != QgsFeatureRequest.ALL_ATTRIBUTES and column not in field_names:
+            if _PLACEHOLDER.fullmatch(column):  # copied from a worked example as it was shown (SmolLM2, 4 times)
+                raise ToolError(
+                    f"{column!r} is a worked example's placeholder: write a real field name there (and a real value"
+                    f" for any <value>); {vector.name()!r} has the fields {', '.join(map(repr, field_names))}"
+                )
             raise ToolError(
                 did_you_mean(column, field_names, f"field in {vector.name()!r}")
                 + " (quote field names with double quotes, text values with single quotes)"
