@@ -177,9 +177,18 @@ def evidence_lines(results: list[str]) -> tuple[str, ...]:
         line
         for text in results
         for raw in text.splitlines()
-        if (line := " ".join(raw.split())) and len(line) <= EVIDENCE_CHARS and _NUMBER.search(line)
+        if (line := " ".join(raw.split())) and len(line) <= EVIDENCE_CHARS and _NUMBER.search(line) and writable(line)
     )
     return tuple(lines) if len(lines) <= MAX_EVIDENCE_LINES else ()
+
+
+def writable(name: str) -> bool:
+    """Whether ``name`` may be one of a schema's fixed strings (``enum``, ``const``): no quote, no backslash.
+
+    llama-cpp-python's schema converter escapes a quote inside one wrongly: its server failed to parse the
+    grammar and then crashed (a read_features line, ``... where "beds" = maximum("beds"):``, quoted by Gemma).
+    """
+    return '"' not in name and "\\" not in name
 
 
 def quoted(evidence: tuple[str, ...]) -> str:
@@ -282,7 +291,8 @@ def _names_for(tool: str, parameter: str, vocabulary: Vocabulary) -> list[str]:
     else:
         return []
     unique = list(dict.fromkeys(names))
-    return unique if 0 < len(unique) <= MAX_NAMES else []
+    # A name a grammar cannot hold leaves the parameter free: the tool still says which names exist.
+    return unique if 0 < len(unique) <= MAX_NAMES and all(map(writable, unique)) else []
 
 
 def parse_reply(text: str) -> GuidedReply:

@@ -132,3 +132,15 @@ def test_aggregates_are_a_list_of_typed_objects_not_anything(demo_project):
     assert _admits(aggregate, {"INPUT": "districts", "GROUP_BY": "NULL", "AGGREGATES": good})
     for wrong in ({}, [], [{"aggregate": "sum"}], [{**good[0], "colour": "red"}]):
         assert not _admits(aggregate, {"INPUT": "districts", "GROUP_BY": "NULL", "AGGREGATES": wrong})
+
+
+def test_a_layer_name_a_grammar_cannot_hold_leaves_the_parameter_free(demo_project):
+    """A quote in an enum broke llama-cpp-python's grammar and crashed its server (core.guided_schema.writable)."""
+    parks = demo_project.mapLayersByName("parks")[0]
+    parks.setName('the "green" parks')
+    try:
+        spec = read_vocabulary(demo_project, (("native:buffer", ("INPUT", "DISTANCE")),)).parameters["native:buffer"]
+    finally:
+        parks.setName("parks")
+    assert "enum" not in spec["properties"]["INPUT"]
+    assert _admits(spec, {"INPUT": "rivers", "DISTANCE": 5})

@@ -271,3 +271,16 @@ def test_an_answer_that_quotes_lines_must_state_one_of_the_figures_read():
     assert not valid_against(schema, {"evidence": [], "answer": "31"})
     # Without lines to quote (nothing with a figure was read), an answer without a figure stays possible.
     assert valid_against(reply_schema(TOOLS, NAMES, figures=()), {"answer": "Nothing was found."})
+
+
+def test_no_fixed_string_of_the_schema_holds_a_quote_or_a_backslash():
+    """llama-cpp-python's converter escaped the quote of a quoted line wrongly: its server failed, then crashed."""
+    from geogpt_qgis.core.guided_schema import evidence_lines
+
+    read = ["All 1 feature of 'hospitals' where \"beds\" = maximum(\"beds\"):\n| Elvbury General Hospital | 420 |"]
+    assert evidence_lines(read) == ("| Elvbury General Hospital | 420 |",)
+    assert evidence_lines(["C:\\data 12 files"]) == ()
+    quoted_name = Vocabulary(layers=("schools", 'the "best" roads'), fields=("name",))
+    layer = reply_schema(TOOLS, quoted_name)["anyOf"][0]["properties"]["arguments"]["properties"]["layer"]
+    assert layer == {"type": "string"}  # left free: the tool still says which layers exist
+    assert reply_schema(TOOLS, NAMES)["anyOf"][0]["properties"]["arguments"]["properties"]["layer"]["enum"]
