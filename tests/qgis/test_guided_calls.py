@@ -323,9 +323,7 @@ def test_an_algorithm_run_again_on_the_layer_it_just_made_is_not_run_the_answer_
     assert recorder.tool_names(run) == ["run_algorithm"] and demo_project.mapLayersByName("beds_n")
 
 
-def test_a_small_models_answer_quotes_the_lines_it_rests_on_and_states_a_figure_read(
-    model_server, worker, recorder
-):
+def test_a_small_models_answer_quotes_the_lines_it_rests_on_and_states_a_figure_read(model_server, worker, recorder):
     """Compact profile: the answer picks lines of what was read (shown under it), then writes a figure read."""
     line = "Layer 'schools' (id"  # the first line of describe_layer's result starts so
     # A server that ignores the schema "quotes" a line nothing read: it is not shown as read.

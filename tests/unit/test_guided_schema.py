@@ -277,7 +277,7 @@ def test_no_fixed_string_of_the_schema_holds_a_quote_or_a_backslash():
     """llama-cpp-python's converter escaped the quote of a quoted line wrongly: its server failed, then crashed."""
     from geogpt_qgis.core.guided_schema import evidence_lines
 
-    read = ["All 1 feature of 'hospitals' where \"beds\" = maximum(\"beds\"):\n| Elvbury General Hospital | 420 |"]
+    read = ['All 1 feature of \'hospitals\' where "beds" = maximum("beds"):\n| Elvbury General Hospital | 420 |']
     assert evidence_lines(read) == ("| Elvbury General Hospital | 420 |",)
     assert evidence_lines(["C:\\data 12 files"]) == ()
     quoted_name = Vocabulary(layers=("schools", 'the "best" roads'), fields=("name",))
