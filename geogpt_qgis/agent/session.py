@@ -352,11 +352,14 @@ class AgentSession:
         return await asyncio.to_thread(self.ctx.on_main, read_vocabulary, self.ctx.project, algorithms)
 
     async def _guided_examples(self, question: str, tools: frozenset[str]) -> WorkedExamples:
-        """Worked examples for ``question`` as guided replies, calling only ``tools`` (names read on main)."""
-        from geogpt_qgis.tools.examples.family import guided_examples, project_names
+        """Worked examples for ``question`` as guided replies, calling only ``tools`` (names read on main, the
+        values of the layers it names read from snapshots on a worker)."""
+        from geogpt_qgis.tools.examples.family import guided_examples, named_layer_plans, project_names, text_values
 
         names = await asyncio.to_thread(self.ctx.on_main, project_names, self.ctx.project)
-        return await asyncio.to_thread(guided_examples, question, names, tools)
+        plans = await asyncio.to_thread(self.ctx.on_main, named_layer_plans, self.ctx.project, question)
+        values = await asyncio.to_thread(text_values, plans, self.ctx.cancel)
+        return await asyncio.to_thread(guided_examples, question, names, tools, values)
 
     async def _graph(
         self,

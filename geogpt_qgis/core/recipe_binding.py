@@ -16,7 +16,7 @@ so that "5 ha" never fills ``<number>`` with 5).  Qt-free.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from geogpt_qgis.core.recipe_search import AREA_PATTERN, DISTANCE_PATTERN, NUMBER_PATTERN, name_forms
@@ -38,8 +38,16 @@ class Mention:
     shape: str = ""
 
 
-def question_mentions(question: str, layers: dict[str, str], fields: Iterable[str]) -> list[Mention]:
-    """What ``question`` names, in its order; ``layers`` maps each layer's name to its shape."""
+def question_mentions(
+    question: str, layers: dict[str, str], fields: Iterable[str], values: Mapping[str, str] | None = None
+) -> list[Mention]:
+    """What ``question`` names, in its order; ``layers`` maps each layer's name to its shape.
+
+    ``values`` maps text values of the data (``primary``) to the field that
+    holds them (``type``): a value the question names unquoted ("How many
+    primary schools?") fills ``<value>``, and its field ``<field>``.  SmolLM2
+    copied ``"<field>" = '<value>'`` as it was shown, four times.
+    """
     taken: list[Mention] = []
     for kind, names in (("layer", layers), ("field", dict.fromkeys(fields, ""))):
         found = [
@@ -50,6 +58,7 @@ def question_mentions(question: str, layers: dict[str, str], fields: Iterable[st
             for m in re.finditer(rf"(?<!\w){re.escape(form)}(?!\w)", question, flags=re.I)
         ]
         _keep_free(taken, found)
+    _keep_values(taken, question, values or {})
     for kind, pattern in (("area", AREA_PATTERN), ("distance", DISTANCE_PATTERN)):  # read, never filled in
         _keep_free(taken, [Mention(m.start(), m.end(), kind, m.group(0).strip()) for m in pattern.finditer(question)])
     quoted = [
@@ -82,6 +91,20 @@ def slot_values(placeholders: Iterable[str], mentions: list[Mention]) -> dict[st
             values[placeholder] = mention.value
             break
     return values
+
+
+def _keep_values(taken: list[Mention], question: str, values: Mapping[str, str]) -> None:
+    """Each value of ``values`` the question names where nothing else is named, after its field (no width)."""
+    lowered = question.lower()
+    found = [
+        (Mention(m.start(), m.start(), "field", field), Mention(m.start(), m.end(), "value", value))
+        for value, field in values.items()
+        if value.lower() in lowered
+        for m in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", question, flags=re.I)
+    ]
+    for field, value in sorted(found, key=lambda pair: (pair[1].start - pair[1].end, pair[1].start)):
+        if all(value.end <= other.start or value.start >= other.end for other in taken):
+            taken += [field, value]
 
 
 def _keep_free(taken: list[Mention], found: list[Mention]) -> None:

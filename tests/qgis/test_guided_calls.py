@@ -362,3 +362,17 @@ def valid_against(schema: dict, value: dict) -> bool:
     except jsonschema.ValidationError:
         return False
     return True
+
+
+def test_a_value_the_question_names_unquoted_is_filled_into_the_example_with_its_field(model_server, worker, recorder):
+    """The values are read from the layers the question names (their first rows, off the main thread)."""
+    model_server.script([call("describe_layer", layer="schools"), answer("Done.")])
+    run = worker.submit("How many primary schools are there? Select them.", make_config(model_server))
+    assert recorder.wait(run).status == "finished"
+    asked = model_server.chat_requests()[0].body["messages"][-1]["content"]
+    examples = asked[asked.index("Solved like this before") :]
+    selects = [json.loads(line) for line in examples.splitlines() if line.startswith('{"tool": "select_features"')]
+    assert {"tool": "select_features", "arguments": {"layer": "schools", "expression": "\"type\" = 'primary'"}} in (
+        selects
+    ), examples
+    assert "<field>" not in examples and "<value>" not in examples

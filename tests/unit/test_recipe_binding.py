@@ -58,3 +58,27 @@ def test_a_layer_name_is_not_read_again_as_a_field_and_what_the_question_lacks_s
     filled = recipe.bound_calls(values("Buffer the rivers.", placeholders(recipe)))
     assert filled[0][1]["parameters"] == {"INPUT": "rivers", "DISTANCE": "<distance>"}
     assert bind(recipe.question, {"<layer>": "rivers"}) == "buffer rivers by <distance>"
+
+
+def test_a_value_of_the_data_named_unquoted_fills_value_and_its_field_fills_field():
+    """SmolLM2 copied "<field>" = '<value>' as shown; "primary" is a value of the schools' type."""
+    data = {"primary": "type", "Centre": "district", "Elvbury General Hospital": "name"}
+    wanted = ["<layer>", "<field>", "<value>"]
+    found = slot_values(wanted, question_mentions("How many primary schools are there?", LAYERS, FIELDS, data))
+    assert found == {"<layer>": "schools", "<field>": "type", "<value>": "primary"}
+    # Whole words only, the longest first, and never where a layer or field is named.
+    assert "<value>" not in slot_values(wanted, question_mentions("primaryschools", LAYERS, FIELDS, data))
+    found = slot_values(wanted, question_mentions("How many schools are in the centre?", LAYERS, FIELDS, data))
+    assert found == {"<layer>": "schools", "<field>": "district", "<value>": "Centre"}  # as the data writes it
+    found = slot_values(wanted, question_mentions("beds at Elvbury General Hospital", LAYERS, FIELDS, data))
+    assert "<value>" not in found  # "hospital" names the layer there: the layer is read first
+    assert slot_values(["<value>"], question_mentions("the schools district", LAYERS, FIELDS, {"district": "x"})) == {}
+    # The binding fills the example: the expression a small model copies is the right one.
+    recipe = Recipe(
+        "r",
+        "inspection",
+        "select <layer> with <field> = <value>",
+        calls=(("select_features", {"layer": "<layer>", "expression": "\"<field>\" = '<value>'"}),),
+    )
+    filled = bind(recipe.calls[0][1]["expression"], found | {"<field>": "type", "<value>": "primary"})
+    assert filled == "\"type\" = 'primary'"

@@ -24,9 +24,12 @@ from geogpt_qgis.core.recipe_search import RecipeIndex, Vocabulary
 from geogpt_qgis.core.recipes import Recipe, bind, load, placeholders, render, render_replies
 from geogpt_qgis.core.tokens import estimate_tokens
 from geogpt_qgis.tools.base import ToolFamily, ToolFunction
+from geogpt_qgis.tools.layers import VectorReadPlan, plan_vector_read, read_sample
 
 if TYPE_CHECKING:
     from qgis.core import QgsProject
+
+    from geogpt_qgis.core.cancel import CancelToken
 
 MAX_EXAMPLES = 3
 MAX_TOKENS = 300  # all examples together, as the agent estimates tokens
@@ -69,7 +72,9 @@ def render_examples(recipes: list[Recipe], max_tokens: int = MAX_TOKENS, form: C
     return out
 
 
-def guided_examples(question: str, names: ProjectNames, tools: frozenset[str]) -> WorkedExamples:
+def guided_examples(
+    question: str, names: ProjectNames, tools: frozenset[str], values: dict[str, str] | None = None
+) -> WorkedExamples:
     """Worked examples for ``question`` written as guided replies (JSON calls); empty when none matches.
 
     A guided conversation puts them beside each question (``agent.guided``):
@@ -77,13 +82,14 @@ def guided_examples(question: str, names: ProjectNames, tools: frozenset[str]) -
     instead of the question; handed the examples, with the layers, fields and
     numbers the question names filled in, it copies the right call.  Only
     recipes whose calls are all among ``tools`` (those the conversation can
-    run) are shown.
+    run) are shown.  ``values``: text values of the layers the question names
+    (``text_values``), each with its field.
     """
     layers, fields = names
     index = recipe_index(user_recipes_or_none())
     ranked = index.search(question, Vocabulary.of(layers, fields), len(index.recipes))
     found = [r for r in ranked if all(name in tools for name, _args in r.calls)][:GUIDED_EXAMPLES]
-    mentions = question_mentions(question, layers, fields)
+    mentions = question_mentions(question, layers, fields, values)
     filled = [bound(recipe, slot_values(placeholders(recipe), mentions)) for recipe in found]
     if not filled:
         return WorkedExamples()
@@ -110,6 +116,34 @@ def user_recipes_or_none() -> tuple[Recipe, ...]:
 
 # The project's layer names with their shape (point, line, polygon or ""), and its field names.
 ProjectNames = tuple[dict[str, str], list[str]]
+# Text values a question may name unquoted ("primary" schools): read from the first rows of the layers it names.
+VALUE_ROWS = 10_000
+VALUE_CHARS = (3, 40)
+
+
+def named_layer_plans(project: QgsProject, question: str) -> list[VectorReadPlan]:
+    """Snapshots of the vector layers ``question`` names, to read their values off the main thread (main thread)."""
+    from qgis.core import QgsVectorLayer
+
+    layers, _fields = project_names(project)
+    named = {mention.value for mention in question_mentions(question, layers, ()) if mention.kind == "layer"}
+    return [
+        plan_vector_read(layer)
+        for layer in project.mapLayers().values()
+        if isinstance(layer, QgsVectorLayer) and layer.name() in named
+    ]
+
+
+def text_values(plans: list[VectorReadPlan], cancel: CancelToken) -> dict[str, str]:
+    """Each text value in the first ``VALUE_ROWS`` rows of ``plans``' layers, with the field holding it (worker)."""
+    shortest, longest = VALUE_CHARS
+    values: dict[str, str] = {}
+    for plan in plans:
+        for row in read_sample(plan, VALUE_ROWS, cancel):
+            for name, value in zip(plan.field_names, row, strict=False):
+                if isinstance(value, str) and shortest <= len(value) <= longest and any(c.isalpha() for c in value):
+                    values.setdefault(value, name)
+    return values
 
 
 def project_names(project: QgsProject) -> ProjectNames:
