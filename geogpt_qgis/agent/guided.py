@@ -22,6 +22,7 @@ What it changes on the wire:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -70,6 +71,8 @@ CAPABILITIES_TOOL = "describe_capabilities"
 RERUN_TOOL = "run_algorithm"
 OUTPUT_NAME = "output_name"
 
+# The reply schema, built for a server that matches string patterns against the JSON text (raw_patterns) or not.
+SchemaFor = Callable[..., dict[str, Any]]
 # The names that exist now; given algorithms (and the parameters an example sets), their parameters too.
 VocabularySource = Callable[[ExampleAlgorithms], Awaitable[Vocabulary]]
 # Worked examples for a question, written as guided replies, using only the tools named: tools.examples.
@@ -144,7 +147,9 @@ class GuidedChatModel(BaseChatModel):
         question, results = _read_for_this_question(messages)
         figures = figures_in([question, *results]) if self.reachable else None
         evidence = evidence_lines(results) if self.reachable else ()
-        schema = reply_schema(admitted, names, not admitted or not _asks_anew(messages), figures, evidence)
+        schema = functools.partial(
+            reply_schema, admitted, names, not admitted or not _asks_anew(messages), figures, evidence
+        )
         prompt = guided_messages(messages, self.tools, {key: shown.text for key, shown in examples.items()})
         reading = AnswerStream()
         async for chunk in self._streamed(prompt, schema, reading):
@@ -158,7 +163,7 @@ class GuidedChatModel(BaseChatModel):
             # The same call was made and answered for this question: its result is in front of the model, and a
             # small model held to calls repeats one until the step cap.  Its answer is asked for instead.
             reading = AnswerStream()
-            answer_schema = reply_schema([], names, figures=figures, evidence=evidence)
+            answer_schema = functools.partial(reply_schema, [], names, figures=figures, evidence=evidence)
             async for chunk in self._streamed(prompt, answer_schema, reading):
                 yield chunk
             if reading.is_answer:
@@ -170,7 +175,7 @@ class GuidedChatModel(BaseChatModel):
             yield ChatGenerationChunk(message=call)
 
     async def _streamed(
-        self, prompt: list[BaseMessage], schema: dict[str, Any], reading: AnswerStream
+        self, prompt: list[BaseMessage], schema: SchemaFor, reading: AnswerStream
     ) -> AsyncIterator[ChatGenerationChunk]:
         """One constrained reply: its answer text as it becomes readable, and its usage; ``reading`` keeps it."""
         async for chunk in self._constrained(prompt, schema):
@@ -199,18 +204,22 @@ class GuidedChatModel(BaseChatModel):
             shown[message.id] = _SHOWN_EXAMPLES[message.id]
         return shown
 
-    async def _constrained(self, prompt: list[BaseMessage], schema: dict[str, Any]) -> AsyncIterator[AIMessageChunk]:
-        """The inner model's reply chunks, under ``schema``; a refused dialect is tried once in the other."""
+    async def _constrained(self, prompt: list[BaseMessage], schema: SchemaFor) -> AsyncIterator[AIMessageChunk]:
+        """The inner model's reply chunks, under ``schema``; a refused dialect is tried once in the other.
+
+        The schema as this dialect's server reads patterns: llama-cpp-python's (``json_object``) matches them
+        against the JSON text, so an expression may be held there to one that cannot run on past its end.
+        """
         no_callbacks: Any = {"callbacks": []}  # the inner run's raw JSON must not reach the dock's stream
         if self.provider == PROVIDER_OLLAMA:
-            async for chunk in self.inner.astream(prompt, config=no_callbacks, format=schema):
+            async for chunk in self.inner.astream(prompt, config=no_callbacks, format=schema()):
                 yield chunk
             return
         dialect = _DIALECTS.get(self.base_url, DIALECT_JSON_SCHEMA)
         for attempt in (1, 2):
             body = {
                 **(getattr(self.inner, "extra_body", None) or {}),
-                "response_format": response_format(schema, dialect),
+                "response_format": response_format(schema(raw_patterns=dialect == DIALECT_JSON_OBJECT), dialect),
             }
             stream = self.inner.astream(prompt, config=no_callbacks, extra_body=body)
             try:

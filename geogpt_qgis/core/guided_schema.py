@@ -47,6 +47,11 @@ UNRESTRICTED_LAYER_TOOLS = frozenset({"load_data"})
 FIELD_PARAMETERS = {"edit_features": "field", "read_features": "fields"}
 # The algorithm parameter of run_algorithm.
 ALGORITHM_PARAMETERS = {"run_algorithm": "algorithm"}
+# QGIS expressions: for a server that matches patterns against the JSON text (llama-cpp-python), held to a JSON
+# string without braces.  QGIS writes none outside text values, and a small model that "closed" its call inside
+# the string ran on to the token bound: SmolLM2 wrote "\"type\" = 'primary' }}\n\nThe answer is 1...".
+EXPRESSION_PARAMETERS = frozenset({"expression"})
+EXPRESSION_IN_JSON_TEXT = r'^([^"\\{}\x00-\x1f]|\\["\\/bfnrt])*$'
 # Beyond these many names a list is not sent: a schema is compiled into a grammar on every call.
 MAX_NAMES = 1000
 # Beyond these many distinct figures read, the answer is left free (a grammar of every value of a big table).
@@ -131,6 +136,7 @@ def reply_schema(
     answer_allowed: bool = True,
     figures: tuple[str, ...] | None = None,
     evidence: tuple[str, ...] = (),
+    raw_patterns: bool = False,
 ) -> dict[str, Any]:
     """The JSON schema a guided reply must match: a call of one offered tool, or an answer.
 
@@ -139,8 +145,11 @@ def reply_schema(
     otherwise answers from its imagination), as the system prompt asks.
     ``figures`` (not ``None``): the only numbers the answer may write (``grounded_answer``).
     ``evidence`` (not empty): the lines of the results the answer first quotes from (``evidence_lines``).
+    ``raw_patterns``: the server matches patterns against the JSON text (``EXPRESSION_IN_JSON_TEXT``).
     """
-    branches = [branch for schema in tool_schemas for branch in _call_schemas(schema["function"], vocabulary)]
+    branches = [
+        branch for schema in tool_schemas for branch in _call_schemas(schema["function"], vocabulary, raw_patterns)
+    ]
     if not answer_allowed and branches:
         return {"anyOf": branches}
     properties: dict[str, Any] = {}
@@ -230,14 +239,14 @@ def grounded_answer(figures: tuple[str, ...] | None, states_a_figure: bool = Fal
     return {"type": "string", "pattern": f"^{plain}(({choices}){after}{plain})*(({choices})[.,]?)?$"}
 
 
-def _call_schemas(function: dict[str, Any], vocabulary: Vocabulary) -> list[dict[str, Any]]:
+def _call_schemas(function: dict[str, Any], vocabulary: Vocabulary, raw_patterns: bool = False) -> list[dict[str, Any]]:
     """The branches for calls of one tool: one, or for run_algorithm one more per algorithm of known parameters.
 
     An algorithm with its own branch is left out of the general one, so a
     reply that names it must write its parameters as that branch says (the
     names QGIS knows, layers from the project, the ones the example set).
     """
-    general = _call_schema(function, vocabulary)
+    general = _call_schema(function, vocabulary, raw_patterns)
     key = ALGORITHM_PARAMETERS.get(function["name"])
     known = {a: spec for a, spec in vocabulary.parameters.items() if a in vocabulary.algorithms}
     if key is None or not known:
@@ -254,11 +263,13 @@ def _call_schemas(function: dict[str, Any], vocabulary: Vocabulary) -> list[dict
     return branches
 
 
-def _call_schema(function: dict[str, Any], vocabulary: Vocabulary) -> dict[str, Any]:
+def _call_schema(function: dict[str, Any], vocabulary: Vocabulary, raw_patterns: bool = False) -> dict[str, Any]:
     name = function["name"]
     parameters = dict(function.get("parameters") or {})
     properties = {key: dict(spec) for key, spec in (parameters.get("properties") or {}).items()}
     for key, spec in properties.items():
+        if raw_patterns and key in EXPRESSION_PARAMETERS and spec.get("type") == "string":
+            spec["pattern"] = EXPRESSION_IN_JSON_TEXT
         names = _names_for(name, key, vocabulary)
         if not names:
             continue

@@ -15,6 +15,7 @@ import pytest
 
 from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.core.events import Notice, TextDelta
+from geogpt_qgis.core.guided_schema import EXPRESSION_IN_JSON_TEXT
 from tests.support.model_server import Turn
 
 PROVIDERS = ["ollama", "openai"]
@@ -134,6 +135,11 @@ def test_a_server_that_reads_the_other_dialect_is_asked_again_in_it(model_server
     assert (
         second.body["response_format"]["type"] == "json_object" and "anyOf" in second.body["response_format"]["schema"]
     )
+    # That server matches patterns against the JSON text: there, an expression is held to JSON without braces.
+    first_select = branch(first.body["response_format"]["json_schema"]["schema"], "select_features")
+    second_select = branch(second.body["response_format"]["schema"], "select_features")
+    assert "pattern" not in first_select["properties"]["expression"]
+    assert second_select["properties"]["expression"]["pattern"] == EXPRESSION_IN_JSON_TEXT
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -284,3 +284,32 @@ def test_no_fixed_string_of_the_schema_holds_a_quote_or_a_backslash():
     layer = reply_schema(TOOLS, quoted_name)["anyOf"][0]["properties"]["arguments"]["properties"]["layer"]
     assert layer == {"type": "string"}  # left free: the tool still says which layers exist
     assert reply_schema(TOOLS, NAMES)["anyOf"][0]["properties"]["arguments"]["properties"]["layer"]["enum"]
+
+
+def test_an_expression_is_held_to_json_text_without_braces_for_a_server_that_matches_the_json_text():
+    """SmolLM2 "closed" its call inside the expression and ran on: "\"type\" = 'primary' }}\n\nThe answer is 1"."""
+    import re
+
+    select = {
+        "type": "function",
+        "function": {
+            "name": "select_features",
+            "parameters": {
+                "type": "object",
+                "properties": {"layer": {"type": "string"}, "expression": {"type": "string"}},
+                "required": ["layer", "expression"],
+            },
+        },
+    }
+
+    def expression(raw: bool) -> dict:
+        return reply_schema([select], NAMES, raw_patterns=raw)["anyOf"][0]["properties"]["arguments"]["properties"][
+            "expression"
+        ]
+
+    assert "pattern" not in expression(False)  # other servers match the decoded string: left free
+    pattern = re.compile(expression(True)["pattern"])
+    as_written = [json.dumps(e)[1:-1] for e in ("\"type\" = 'primary'", '"pupils" > 400 AND "name" LIKE \'%\\\\%\'')]
+    assert all(pattern.fullmatch(text) for text in as_written)
+    assert not pattern.fullmatch(json.dumps("\"type\" = 'primary' }}\n\nThe answer")[1:-1])
+    assert not pattern.fullmatch('"type" = 1')  # a bare quote would end the JSON string
