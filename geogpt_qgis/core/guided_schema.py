@@ -20,7 +20,9 @@ figures can only be numbers the question or this question's tool results
 hold (``grounded_answer``).  Held to a call, SmolLM2-135M looked at the right
 layer and then answered "10 schools" where describe_layer had said 31: a
 number it made up reads as a fact.  Held to figures that were read, a wrong
-pick is still possible, an invented figure is not.
+pick is still possible, an invented figure is not.  Its answer also first
+quotes one or two lines of what was read (``evidence_lines``), shown under it,
+and then states a figure.
 
 ``AnswerStream`` reads the reply as it streams: the text of an answer is
 passed on as it is generated (the dock shows it growing), a call is read whole

@@ -62,3 +62,34 @@ def test_a_recipe_of_the_users_own_is_found_and_a_deleted_one_is_not(examples, t
 
 def test_a_question_with_nothing_to_match_says_what_to_do_instead(examples):
     assert "find_algorithm" in call_in_thread(examples.find_examples, "the of and").text
+
+
+def test_the_values_a_question_may_name_are_read_from_the_layers_it_names_and_fit_between_quotes(qgis_app):
+    from qgis.core import QgsFeature, QgsProject, QgsVectorLayer
+
+    from geogpt_qgis.core.cancel import CancelToken
+    from geogpt_qgis.tools.examples.family import named_layer_plans, text_values
+
+    project = QgsProject()
+    clinics = QgsVectorLayer(
+        "Point?crs=EPSG:25832&field=kind:string&field=name:string&field=beds:integer", "clinics", "memory"
+    )
+    other = QgsVectorLayer("Point?crs=EPSG:25832&field=zone:string", "parks", "memory")
+    rows = [
+        ("primary", "O'Brien Clinic", 5),
+        ("walk-in", 'The "Big" One', 7),
+        ("primary", "x", 9),
+        ("ab", "c:\\d e", 1),
+    ]
+    for kind, name, beds in rows:
+        feature = QgsFeature(clinics.fields())
+        feature.setAttributes([kind, name, beds])
+        clinics.dataProvider().addFeature(feature)
+    feature = QgsFeature(other.fields())
+    feature.setAttributes(["forest"])
+    other.dataProvider().addFeature(feature)
+    project.addMapLayers([clinics, other])
+    plans = named_layer_plans(project, "How many primary clinics are there?")
+    assert [plan.layer_name for plan in plans] == ["clinics"]  # only the layers the question names are read
+    # Text only, 3 to 40 characters, and nothing that would break the quotes of the expression it is put into.
+    assert text_values(plans, CancelToken()) == {"primary": "kind", "walk-in": "kind"}

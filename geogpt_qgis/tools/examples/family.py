@@ -119,6 +119,7 @@ ProjectNames = tuple[dict[str, str], list[str]]
 # Text values a question may name unquoted ("primary" schools): read from the first rows of the layers it names.
 VALUE_ROWS = 10_000
 VALUE_CHARS = (3, 40)
+UNQUOTABLE = "'\"\\\n\r"
 
 
 def named_layer_plans(project: QgsProject, question: str) -> list[VectorReadPlan]:
@@ -141,7 +142,12 @@ def text_values(plans: list[VectorReadPlan], cancel: CancelToken) -> dict[str, s
     for plan in plans:
         for row in read_sample(plan, VALUE_ROWS, cancel):
             for name, value in zip(plan.field_names, row, strict=False):
-                if isinstance(value, str) and shortest <= len(value) <= longest and any(c.isalpha() for c in value):
+                if (
+                    isinstance(value, str)
+                    and shortest <= len(value) <= longest
+                    and any(c.isalpha() for c in value)
+                    and not any(c in UNQUOTABLE for c in value)  # it goes between the quotes of an expression
+                ):
                     values.setdefault(value, name)
     return values
 
