@@ -17,6 +17,7 @@ from geogpt_qgis.agent.config import ModelConfig
 from geogpt_qgis.core.events import Notice, TextDelta
 from geogpt_qgis.core.guided_schema import EXPRESSION_IN_JSON_TEXT
 from tests.support.model_server import Turn
+from tests.support.schemas import admits
 
 PROVIDERS = ["ollama", "openai"]
 
@@ -345,9 +346,9 @@ def test_a_small_models_answer_quotes_the_lines_it_rests_on_and_states_a_figure_
     first_line = next(o for o in offered if o.startswith(line))
     assert "31 features" in first_line and all(any(c.isdigit() for c in o) for o in offered)
     assert not any(o.startswith("Provider:") for o in offered)  # no figure in it: not offered
-    assert valid_against(reply, {"evidence": [first_line], "answer": "There are 31 schools."})
-    assert not valid_against(reply, {"evidence": [first_line], "answer": "Yes."})  # no figure read
-    assert not valid_against(reply, {"evidence": ["31 schools"], "answer": "31"})  # a line that was not read
+    assert admits(reply, {"evidence": [first_line], "answer": "There are 31 schools."})
+    assert not admits(reply, {"evidence": [first_line], "answer": "Yes."})  # no figure read
+    assert not admits(reply, {"evidence": ["31 schools"], "answer": "31"})  # a line that was not read
     assert "evidence" not in json.dumps(schema_sent(first, "ollama"))  # nothing read yet: nothing to quote
 
     # Through the whole agent: the answer streams, the quoted line is shown under it, once.
@@ -358,16 +359,6 @@ def test_a_small_models_answer_quotes_the_lines_it_rests_on_and_states_a_figure_
     text = recorder.text(run)
     assert text.startswith("31.\n\nRead from the results:\n> Layer 'schools'") and text.count(first_line) == 1
     assert "".join(e.text for e in recorder.of(run, TextDelta)) == text
-
-
-def valid_against(schema: dict, value: dict) -> bool:
-    import jsonschema
-
-    try:
-        jsonschema.validate(value, schema)
-    except jsonschema.ValidationError:
-        return False
-    return True
 
 
 def test_a_value_the_question_names_unquoted_is_filled_into_the_example_with_its_field(model_server, worker, recorder):

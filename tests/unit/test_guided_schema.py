@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from geogpt_qgis.core.guided_schema import AnswerStream, Vocabulary, parse_reply, reply_schema, system_text
+from tests.support.schemas import admits
 
 TOOLS = [
     {
@@ -48,11 +49,7 @@ NAMES = Vocabulary(layers=("schools", "roads"), fields=("name", "pupils"), algor
 
 
 def valid(reply: dict) -> bool:
-    try:
-        jsonschema.validate(reply, reply_schema(TOOLS, NAMES))
-    except jsonschema.ValidationError:
-        return False
-    return True
+    return admits(reply_schema(TOOLS, NAMES), reply)
 
 
 def test_the_schema_admits_exactly_a_call_of_an_offered_tool_with_real_names_or_an_answer():
@@ -163,11 +160,7 @@ def test_an_algorithm_of_known_parameters_must_be_called_with_them_the_others_st
     schema = reply_schema([RUN], names)
 
     def ok(arguments: dict) -> bool:
-        try:
-            jsonschema.validate({"tool": "run_algorithm", "arguments": arguments}, schema)
-        except jsonschema.ValidationError:
-            return False
-        return True
+        return admits(schema, {"tool": "run_algorithm", "arguments": arguments})
 
     assert ok({"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 500.5}})
     assert ok({"algorithm": "native:buffer", "parameters": {"INPUT": "rivers", "DISTANCE": 500}, "output_name": "b"})
@@ -189,11 +182,7 @@ def test_a_grounded_answer_writes_only_figures_that_were_read():
     schema = reply_schema(TOOLS, NAMES, figures=figures_in(read))
 
     def answer(text: str) -> bool:
-        try:
-            jsonschema.validate({"answer": text}, schema)
-        except jsonschema.ValidationError:
-            return False
-        return True
+        return admits(schema, {"answer": text})
 
     assert answer("There are 31 schools.") and answer("31") and answer("No numbers at all")
     assert answer("EPSG:25832, 46.6 pupils, 107,000 people.")
@@ -203,7 +192,7 @@ def test_a_grounded_answer_writes_only_figures_that_were_read():
     assert not answer("31,5") and not answer("12.9%")
     assert not answer('He said "31".')  # one line, no quotes: the same to grammars over raw JSON text
     # Nothing read yet: an answer without any number; too much read: left free.
-    assert not valid_against(reply_schema(TOOLS, NAMES, figures=()), {"answer": "3 layers"})
+    assert not admits(reply_schema(TOOLS, NAMES, figures=()), {"answer": "3 layers"})
     assert figures_in([" ".join(str(n) for n in range(1000))]) is None
     # A number inside a word (a layer id) is not a figure: each one widens the choice a small model picks from.
     assert figures_in(["Layer 'schools' (id schools_c8bdbb54_d299_4810_88c3): 31 features, zone 32N"]) == ("31", "32")
@@ -214,14 +203,6 @@ def test_a_list_of_names_is_bounded_by_how_many_names_there_are():
     """SmolLM2 held to a list of field names repeated one until its reply was cut off (invalid JSON)."""
     assert valid({"tool": "read_features", "arguments": {"layer": "roads", "fields": ["name", "pupils"]}})
     assert not valid({"tool": "read_features", "arguments": {"layer": "roads", "fields": ["name"] * 3}})
-
-
-def valid_against(schema: dict, reply: dict) -> bool:
-    try:
-        jsonschema.validate(reply, schema)
-    except jsonschema.ValidationError:
-        return False
-    return True
 
 
 def test_a_line_break_written_raw_inside_a_string_is_read_not_refused():
@@ -263,14 +244,14 @@ def test_an_answer_that_quotes_lines_must_state_one_of_the_figures_read():
 
     lines = ("schools: 31 features",)
     schema = reply_schema(TOOLS, NAMES, figures=figures_in(["How many?", *lines]), evidence=lines)
-    assert valid_against(schema, {"evidence": list(lines), "answer": "There are 31 schools."})
-    assert valid_against(schema, {"evidence": list(lines), "answer": "31"})
+    assert admits(schema, {"evidence": list(lines), "answer": "There are 31 schools."})
+    assert admits(schema, {"evidence": list(lines), "answer": "31"})
     for wrong in ("Yes.", "There are 3 schools.", ""):
-        assert not valid_against(schema, {"evidence": list(lines), "answer": wrong})
-    assert not valid_against(schema, {"answer": "31"})  # the lines come first
-    assert not valid_against(schema, {"evidence": [], "answer": "31"})
+        assert not admits(schema, {"evidence": list(lines), "answer": wrong})
+    assert not admits(schema, {"answer": "31"})  # the lines come first
+    assert not admits(schema, {"evidence": [], "answer": "31"})
     # Without lines to quote (nothing with a figure was read), an answer without a figure stays possible.
-    assert valid_against(reply_schema(TOOLS, NAMES, figures=()), {"answer": "Nothing was found."})
+    assert admits(reply_schema(TOOLS, NAMES, figures=()), {"answer": "Nothing was found."})
 
 
 def test_no_fixed_string_of_the_schema_holds_a_quote_or_a_backslash():
