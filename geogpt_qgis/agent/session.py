@@ -357,7 +357,7 @@ class AgentSession:
         from geogpt_qgis.tools.examples.family import guided_examples, named_layer_plans, project_names, text_values
 
         names = await asyncio.to_thread(self.ctx.on_main, project_names, self.ctx.project)
-        plans = await asyncio.to_thread(self.ctx.on_main, named_layer_plans, self.ctx.project, question)
+        plans = await asyncio.to_thread(self.ctx.on_main, named_layer_plans, self.ctx.project, question, names[0])
         values = await asyncio.to_thread(text_values, plans, self.ctx.cancel)
         return await asyncio.to_thread(guided_examples, question, names, tools, values)
 

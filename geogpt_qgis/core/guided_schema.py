@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -303,9 +304,17 @@ def _names_for(tool: str, parameter: str, vocabulary: Vocabulary) -> list[str]:
         names = vocabulary.algorithms
     else:
         return []
+    unique = choosable(names)
+    return unique if 0 < len(unique) <= MAX_NAMES else []
+
+
+def choosable(names: Iterable[str]) -> list[str]:
+    """``names`` once each, as a schema's list to choose from; empty if one cannot be written there (``writable``).
+
+    Empty leaves the parameter free: the tool's answer still says which names exist.
+    """
     unique = list(dict.fromkeys(names))
-    # A name a grammar cannot hold leaves the parameter free: the tool still says which names exist.
-    return unique if 0 < len(unique) <= MAX_NAMES and all(map(writable, unique)) else []
+    return unique if all(map(writable, unique)) else []
 
 
 def parse_reply(text: str) -> GuidedReply:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from qgis.core import QgsApplication, QgsVectorLayer
 
-from geogpt_qgis.core.guided_schema import ExampleAlgorithms, Vocabulary, writable
+from geogpt_qgis.core.guided_schema import ExampleAlgorithms, Vocabulary, choosable
 from geogpt_qgis.tools.layers import ordered_layers
 from geogpt_qgis.tools.processing.compat import parameter_is_optional
 from geogpt_qgis.tools.processing.params import layer_fits
@@ -102,17 +102,15 @@ def _value_schema(
     definition: QgsProcessingParameterDefinition, layers: list[QgsMapLayer], fields: tuple[str, ...]
 ) -> dict[str, Any]:
     kind = definition.type()
-    names = _fitting_names(definition, layers)
-    if not all(map(writable, names)):  # a grammar cannot hold it (core.guided_schema.writable): left free
-        names = []
-    if kind in LAYER_TYPES and names:
-        return {"enum": names}
-    if kind == LIST_OF_LAYERS and names:
-        return {"type": "array", "items": {"enum": names}}
+    if kind in LAYER_TYPES or kind == LIST_OF_LAYERS:
+        names = choosable(_fitting_names(definition, layers))
+        if names:
+            return {"enum": names} if kind in LAYER_TYPES else {"type": "array", "items": {"enum": names}}
+        return {}
     if kind == AGGREGATES_TYPE:
         return {"type": "array", "items": AGGREGATE_ITEM, "minItems": 1}
-    if kind == "field" and fields and all(map(writable, fields)):
-        one = {"enum": list(fields)}
+    if kind == "field" and (choices := choosable(fields)):
+        one = {"enum": choices}
         return {"type": "array", "items": one} if definition.allowMultiple() else one
     if kind in NUMBER_TYPES:
         return {"type": "number"}  # in the layer's units: the runner refuses "500 m" and says which number to send

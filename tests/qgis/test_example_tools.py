@@ -68,7 +68,7 @@ def test_the_values_a_question_may_name_are_read_from_the_layers_it_names_and_fi
     from qgis.core import QgsFeature, QgsProject, QgsVectorLayer
 
     from geogpt_qgis.core.cancel import CancelToken
-    from geogpt_qgis.tools.examples.family import named_layer_plans, text_values
+    from geogpt_qgis.tools.examples.family import named_layer_plans, project_names, text_values
 
     project = QgsProject()
     clinics = QgsVectorLayer(
@@ -89,7 +89,7 @@ def test_the_values_a_question_may_name_are_read_from_the_layers_it_names_and_fi
     feature.setAttributes(["forest"])
     other.dataProvider().addFeature(feature)
     project.addMapLayers([clinics, other])
-    plans = named_layer_plans(project, "How many primary clinics are there?")
+    plans = named_layer_plans(project, "How many primary clinics are there?", project_names(project)[0])
     assert [plan.layer_name for plan in plans] == ["clinics"]  # only the layers the question names are read
     # Text only, 3 to 40 characters, and nothing that would break the quotes of the expression it is put into.
     assert text_values(plans, CancelToken()) == {"primary": "kind", "walk-in": "kind"}

@@ -122,11 +122,13 @@ VALUE_CHARS = (3, 40)
 UNQUOTABLE = "'\"\\\n\r"
 
 
-def named_layer_plans(project: QgsProject, question: str) -> list[VectorReadPlan]:
-    """Snapshots of the vector layers ``question`` names, to read their values off the main thread (main thread)."""
+def named_layer_plans(project: QgsProject, question: str, layers: dict[str, str]) -> list[VectorReadPlan]:
+    """Snapshots of the vector layers ``question`` names, to read their values off the main thread (main thread).
+
+    ``layers``: the project's layer names with their shapes, as ``project_names`` read them.
+    """
     from qgis.core import QgsVectorLayer
 
-    layers, _fields = project_names(project)
     named = {mention.value for mention in question_mentions(question, layers, ()) if mention.kind == "layer"}
     return [
         plan_vector_read(layer)

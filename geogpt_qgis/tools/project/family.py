@@ -30,6 +30,7 @@ from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.core.fuzzy import did_you_mean
 from geogpt_qgis.core.numbers import exact_number
+from geogpt_qgis.core.recipes import PLACEHOLDER
 from geogpt_qgis.core.targets import LAYER, Target
 from geogpt_qgis.core.text import NAME_MAX_CHARS, counted, markdown_table, quoted, short
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
@@ -471,10 +472,6 @@ def _cell(value: object) -> str:
     return short(value, 40)
 
 
-# A worked example's placeholder (``<field>``, ``<other point layer>``), as find_examples and guided replies show them.
-_PLACEHOLDER = re.compile(r"<[a-z][a-z0-9 ]*>")
-
-
 def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = False) -> QgsFeatureRequest:
     """A request for the features matching ``expression``, checked first (main thread).
 
@@ -488,7 +485,7 @@ def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = Fal
     field_names = vector.fields().names()
     for column in sorted(parsed.referencedColumns()):
         if column != QgsFeatureRequest.ALL_ATTRIBUTES and column not in field_names:
-            if _PLACEHOLDER.fullmatch(column):  # copied from a worked example as it was shown (SmolLM2, 4 times)
+            if PLACEHOLDER.fullmatch(column):  # a worked example's, copied as it was shown (SmolLM2, 4 times)
                 raise ToolError(
                     f"{column!r} is a worked example's placeholder: write a real field name there (and a real value"
                     f" for any <value>); {vector.name()!r} has the fields {', '.join(map(repr, field_names))}"
