@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.core.fuzzy import closest_names
@@ -136,11 +136,42 @@ class Database:
             self._raise(exc, statement, offset)
         return cursor
 
+    @contextlib.contextmanager
+    def server_cursor(self, sql: Composable, batch_rows: int) -> Iterator[Any]:
+        """A binary server-side cursor over ``sql`` in this session (so read-only and time-limited like the rest).
+
+        Rows are read ``batch_rows`` at a time with ``fetch``, each batch one
+        statement under the timeout; the cursor is closed afterwards.
+        """
+        import psycopg
+
+        cursor = self._pg.cursor(name="geogpt_rows", binary=True)
+        cursor.itersize = batch_rows
+        try:
+            try:
+                cursor.execute(sql)
+            except psycopg.Error as exc:
+                self._raise(exc, None)
+            yield cursor
+        finally:
+            with contextlib.suppress(Exception):  # gone already when an error rolled the transaction back
+                cursor.close()
+
+    def fetch(self, cursor: Any, batch_rows: int) -> list[tuple[Any, ...]]:
+        """The next ``batch_rows`` rows of a ``server_cursor`` (fewer at the end, none after it)."""
+        import psycopg
+
+        try:
+            rows: list[tuple[Any, ...]] = cursor.fetchmany(batch_rows)
+        except psycopg.Error as exc:
+            self._raise(exc, None)
+        return rows
+
     def rows(self, sql: str | Composable, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         fetched: list[tuple[Any, ...]] = self.execute(sql, params).fetchall()
         return fetched
 
-    def _raise(self, exc: Exception, statement: str | None, offset: int = 0) -> None:
+    def _raise(self, exc: Exception, statement: str | None, offset: int = 0) -> NoReturn:
         import psycopg
 
         code = getattr(exc, "sqlstate", None)

@@ -1,13 +1,15 @@
-"""A query's result as a layer that can never run SQL again: GDAL copies it once, read-only, into a GeoPackage.
+"""A query's result as a layer that can never run SQL again: its rows copied once, read-only, into a GeoPackage.
 
 A layer whose source is the query itself would be read by QGIS's postgres
 provider on its own connection, over and over (counting, extents, every
 redraw), outside any read-only transaction: QGIS 3.22 passes no libpq
 ``options`` through a layer's URI, so that connection cannot be made
-read-only.  So the rows are copied exactly once, by GDAL's PostgreSQL driver
-(C code, no Python per feature) on a connection opened with
-``default_transaction_read_only=on`` and a statement timeout, and the layer
-reads the GeoPackage: read-only by construction, whatever the query calls.
+read-only.  So the rows are copied exactly once, in a session that is
+read-only and time-limited, and the layer reads the GeoPackage: read-only by
+construction, whatever the query calls.  The rows are streamed
+(``streamed_copy``: the tool's own session, about three times faster) when
+every column has an exact streamed form; otherwise GDAL's PostgreSQL driver
+copies them on a connection opened with ``default_transaction_read_only=on``.
 The GeoPackage is one of the project's result files (``tools.result_store``,
 its table named after the file and marked as a result), so the layer survives
 saving like any other result.
@@ -27,6 +29,7 @@ from geogpt_qgis.tools.postgis.backends import application_name
 from geogpt_qgis.tools.postgis.connections import SavedConnection
 from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.postgis.query import QueryResult
+from geogpt_qgis.tools.postgis.streamed_copy import stream_result
 from geogpt_qgis.tools.thread_guard import vector_layer
 
 
@@ -52,6 +55,13 @@ def copy_result(
 
     with Database(connection, cancel, timeout_seconds) as db:
         db.check_read(result.statement)
+        try:
+            if stream_result(db, result, path, cancel):
+                return path
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        path.unlink(missing_ok=True)  # a type only GDAL maps: it copies instead
     timeout_ms = max(1, int(timeout_seconds * 1000))
     options: dict = {
         "format": "GPKG",

@@ -4,16 +4,16 @@ The statement is classified first (``tools/safety/sql.py``: PostgreSQL's own
 grammar, one plain read, no function that acts outside the query); then
 PostgreSQL checks names while describing the result (``LIMIT 0``), so errors
 are reported before any work is done.  The preview is the first rows only; the
-count stops at the row cap; features are never copied through Python: a
-geometry result is copied by GDAL, on a read-only connection, into a
-GeoPackage layer (``layers.py``), so reading the layer never runs the query again.
+count stops at the row cap; a geometry result is copied once, on a read-only
+session, into a GeoPackage layer (``layers.py``), so reading the layer never
+runs the query again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from geogpt_qgis.core.figures import Figure
@@ -162,6 +162,7 @@ def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryR
         value = compose("q.{}::geometry" if kind == "geography" else "q.{}", ident(name))
         index = columns.index(name)
         declared = _declared_geometry(db, cursor.pgresult.ftable(index), cursor.pgresult.ftablecol(index))
+        zm = 0  # ST_Zmflag: 0 2D, 1 M, 2 Z, 3 ZM (a declared type names its own)
         if declared:
             # A table column typed geometry(Point, 25832): one SRID and one type by construction.
             total, box = db.rows(
@@ -170,10 +171,10 @@ def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryR
             srids, kinds = ([declared[0]], [declared[1]]) if total else ([], [])
         else:
             # A computed geometry: one pass of plain aggregates (no DISTINCT sort) finds mixtures.
-            total, low_srid, high_srid, low_type, high_type, box = db.rows(
+            total, low_srid, high_srid, low_type, high_type, box, zm = db.rows(
                 compose(
                     "SELECT count(*), min(ST_SRID(g)), max(ST_SRID(g)), min(GeometryType(g)), max(GeometryType(g)), "
-                    "ST_Extent(g)::box2d::text FROM (SELECT {} AS g {}) s",
+                    "ST_Extent(g)::box2d::text, max(ST_Zmflag(g)) FROM (SELECT {} AS g {}) s",
                     value,
                     bounded,
                 )
@@ -189,6 +190,11 @@ def run_query(db: Database, sql: str, preview_rows: int, row_cap: int) -> QueryR
                 ]
             srids = sorted({srid for srid in (low_srid, high_srid) if srid is not None})
         geometry = _plan_geometry(name, kind, value, srids, kinds)
+        if geometry and zm:
+            # GeometryType() names M (POINTM) but never Z: without this a 3D point became a 2D layer's point.
+            geometry = replace(geometry, wkb_type=_with_dimensions(geometry.wkb_type, zm))
+            if zm in (2, 3):
+                notes.append(f"the geometries of {name!r} have Z values (heights); the layer keeps them")
         extent = _parse_box(box)
     else:
         total = db.rows(compose("SELECT count(*) FROM (SELECT 1 {}) s", bounded))[0][0]
@@ -213,6 +219,12 @@ def _declared_geometry(db: Database, table: int, attnum: int) -> tuple[int, str]
         return None
     srid, kind = found[0]
     return srid, kind
+
+
+def _with_dimensions(kind: str, zm_flag: int) -> str:
+    """``POINT`` or ``POINTM`` with ST_Zmflag 2 -> ``POINTZ``; 3 -> ``POINTZM`` (the type a layer declares)."""
+    base = kind.removesuffix("M") if zm_flag in (1, 3) else kind
+    return base + {0: "", 1: "M", 2: "Z", 3: "ZM"}[zm_flag]
 
 
 def _parse_box(box: str | None) -> tuple[float, float, float, float] | None:
