@@ -140,15 +140,37 @@ def check_layer(name: str, layer: Any, want: LayerExpect) -> list[str]:
             failures.append(f"layer {name!r} is {length:,.1f} m long, expected {want.length:,.1f} m")
     if want.values is not None:
         key, value, expected = want.values
-        actual = {f[key]: f[value] for f in features}
+        # The question names no field (the scripted run's "n"): a field of the model's own naming that holds
+        # exactly the expected values does the task.
+        names = layer.fields().names()
+        chosen = (
+            value if value in names else next((n for n in names if _holds(features, key, n, expected, want)), value)
+        )
+        actual = {f[key]: f[chosen] for f in features}
         for k, v in expected.items():
             got = actual.get(k)
-            ok = got is not None and (
-                _close(float(got), float(v), want.tolerance) if isinstance(v, (int, float)) else str(got) == str(v)
-            )
-            if not ok:
+            if not _matches(got, v, want.tolerance):
                 failures.append(f"layer {name!r}: {key}={k!r} has {value}={got!r}, expected {v!r}")
     return failures
+
+
+def _holds(features: list[Any], key: str, field: str, expected: dict[Any, Any], want: LayerExpect) -> bool:
+    """Whether ``field`` holds every expected value (by ``key``): another name for the value the check reads."""
+    if field == key:
+        return False
+    actual = {f[key]: f[field] for f in features}
+    return all(_matches(actual.get(k), v, want.tolerance) for k, v in expected.items())
+
+
+def _matches(got: Any, want: Any, tolerance: float) -> bool:
+    if got is None:
+        return False
+    if isinstance(want, (int, float)):
+        try:
+            return _close(float(got), float(want), tolerance)
+        except (TypeError, ValueError):
+            return False
+    return str(got) == str(want)
 
 
 def reported_layers(project: Any, results: list[Any]) -> dict[str, Any]:

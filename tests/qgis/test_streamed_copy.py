@@ -141,3 +141,26 @@ def test_types_only_gdal_maps_are_still_copied(pg, demo_project):
     assert QgsWkbTypes.isCurvedType(layer.wkbType())
     length = next(layer.getFeatures()).geometry().length()
     assert math.isclose(length, math.pi, rel_tol=1e-3)  # a half circle of radius 1, not its chord
+
+
+def test_stop_while_rows_stream_leaves_nothing_behind(pg, demo_project):
+    """Stop during the count or the stream: the call ends at once, its storing thread too, and no file is left."""
+    import threading
+
+    from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+    from geogpt_qgis.tools.result_store import result_store
+    from tests.support.runs import stop_midway
+
+    tools, connection = pg
+    PlgOptionsManager.set_value("sql_row_cap", 5_000_000)
+    sql = (
+        "SELECT i, ST_SetSRID(ST_MakePoint(560000 + i % 1000, 6200000 + i / 1000), 25832) AS geom "
+        "FROM generate_series(1, 3000000) i"
+    )
+    ended, seconds = stop_midway(tools.run_sql, sql, connection, "stopped_rows", after=1.5)
+    assert ended == "cancelled"
+    assert seconds < 2.0
+    assert not demo_project.mapLayersByName("stopped_rows")
+    assert not [t for t in threading.enumerate() if t.name == "geogpt-query-copy"]
+    folder = result_store(demo_project).location(demo_project)
+    assert not list(folder.glob("stopped_rows*"))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled
 from geogpt_qgis.core.result_files import MARK
+from geogpt_qgis.core.sqlite_text import insert_rows, sqlite_query
 from geogpt_qgis.tools.postgis.database import Database
 from geogpt_qgis.tools.postgis.query import GeometryColumn, QueryResult
 from geogpt_qgis.tools.postgis.sql_text import compose, embedded, ident, join, literal
@@ -64,7 +65,7 @@ _TYPES: dict[int, tuple[str, str, str]] = {
     1114: ("OFTDateTime", "OFSTNone", _TIMESTAMP),
     1184: ("OFTDateTime", "OFSTNone", _TIMESTAMPTZ),
 }
-_LINEAR = {"POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON", "GEOMETRYCOLLECTION"}
+_LINEAR = ("POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON", "GEOMETRYCOLLECTION")
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def stream_result(db: Database, result: QueryResult, path: Path, cancel: CancelT
     geometry_type = _ogr_geometry_type(geometry.wkb_type) if geometry else 0
     if fields is None or geometry_type is None:
         return False
-    key = _key_name([f.name for f in fields])
+    key = _key_name([f.name for f in fields] + ([geometry.layer_column] if geometry else []))
     srs_id = _create(path, fields, key, geometry_type, geometry)
     if srs_id is None:
         return False
@@ -130,18 +131,20 @@ def _ogr_geometry_type(wkb_type: str) -> int | None:
         if base.endswith(ending) and base[: -len(ending)] in _LINEAR:
             base, suffix = base[: -len(ending)], ending
             break
-    if base not in _LINEAR:
-        return None
-    code: int = getattr(ogr, "wkb" + {"MULTI": "Multi"}.get(base[:5], "") + _camel(base.removeprefix("MULTI")))
-    if "Z" in suffix:
+    code: int | None = {
+        "POINT": ogr.wkbPoint,
+        "LINESTRING": ogr.wkbLineString,
+        "POLYGON": ogr.wkbPolygon,
+        "MULTIPOINT": ogr.wkbMultiPoint,
+        "MULTILINESTRING": ogr.wkbMultiLineString,
+        "MULTIPOLYGON": ogr.wkbMultiPolygon,
+        "GEOMETRYCOLLECTION": ogr.wkbGeometryCollection,
+    }.get(base)
+    if code is not None and "Z" in suffix:
         code = ogr.GT_SetZ(code)
-    if "M" in suffix:
+    if code is not None and "M" in suffix:
         code = ogr.GT_SetM(code)
     return code
-
-
-def _camel(name: str) -> str:
-    return {"LINESTRING": "LineString", "GEOMETRYCOLLECTION": "GeometryCollection"}.get(name, name.capitalize())
 
 
 def _key_name(names: list[str]) -> str:
@@ -183,11 +186,17 @@ def _create(
         return None
     finally:
         layer = dataset = None  # closes the file: nothing ever opens it for writing again but the writer
+    db = sqlite3.connect(path)
+    try:
+        made = [row[1] for row in db.execute(sqlite_query("PRAGMA table_info({})", path.stem))]
+        found = db.execute("SELECT srs_id FROM gpkg_geometry_columns WHERE table_name = ?", (path.stem,)).fetchone()
+    finally:
+        db.close()
+    wanted = [key, *([geometry.layer_column] if geometry else []), *(f.name for f in fields)]
+    if made != wanted:
+        return None  # a name GDAL changed: the rows would not fit, so GDAL copies them itself
     if not geometry:
         return 0
-    with sqlite3.connect(path) as db:
-        found = db.execute("SELECT srs_id FROM gpkg_geometry_columns WHERE table_name = ?", (path.stem,)).fetchone()
-    db.close()
     return int(found[0]) if found else None
 
 
@@ -269,15 +278,12 @@ class _Writer:
                 "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?", (table,)
             ).fetchall()
             for name, _sql in counters:  # GDAL's feature-count triggers: one UPDATE per row otherwise
-                db.execute(f"DROP TRIGGER {_quoted(name)}")
-            names = ", ".join(_quoted(c) for c in self.columns)
-            row = "(" + ", ".join("?" * len(self.columns)) + ")"
-            insert = f"INSERT INTO {_quoted(table)} ({names}) VALUES "  # noqa: S608 - names quoted, values bound
-            full = insert + ", ".join([row] * per_statement)
+                db.execute(sqlite_query("DROP TRIGGER {}", name))
+            full = insert_rows(table, self.columns, per_statement)
             while (rows := self.batches.get()) is not None:
                 for start in range(0, len(rows), per_statement):
                     part = rows[start : start + per_statement]
-                    statement = full if len(part) == per_statement else insert + ", ".join([row] * len(part))
+                    statement = full if len(part) == per_statement else insert_rows(table, self.columns, len(part))
                     db.execute(statement, list(itertools.chain.from_iterable(part)))
                 self.stored += len(rows)
             db.execute("UPDATE gpkg_ogr_contents SET feature_count = ? WHERE table_name = ?", (self.stored, table))
@@ -309,7 +315,3 @@ def _finish(path: Path, stored: int, extent: tuple[float, float, float, float] |
         db.commit()
     finally:
         db.close()
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
