@@ -2,8 +2,8 @@
 
 1. Buffer a 100,000-point layer through the run_algorithm tool (called from a
    worker thread, as the agent does) and directly with ``processing.run`` on
-   the same job, each after an untimed warm-up, in alternate rounds (drift
-   falls on both sides).  The overhead is the ratio of the medians (goal: within
+   the same job, each after an untimed warm-up; the tool's rounds first, then
+   processing.run's.  The overhead is the ratio of the medians (goal: within
    10%, issue 34), with the ratio of the fastest runs (the least disturbed on
    a shared machine) beside it.  The tool is called as
    within an agent run, where its result is added at once and copied into
@@ -12,9 +12,9 @@
    the layer reads its stored table (a store of the bench's own), and
    reports when it did, and the time of the copy itself, R-tree included.
    A heartbeat records the longest main-thread stall over the call and the
-   copy's finish (goal: 50 ms or less); each processing.run result is freed
-   (with Qt's deferred deletions) before the next tool round, as a stall of
-   110-150 ms that was not the tool's fell into it when that was left to chance.
+   copy's finish (goal: 50 ms or less).  Alternated, each processing.run
+   result was freed on the main thread as the next tool call began, a stall
+   of 110-150 ms that was not the tool's.
 2. Search (``bench.algorithm_search``): top-5 accuracy on the analyst queries
    of the test suite and the time per query (goals: at least 90%, under
    50 ms), the one-off cost of building the index, and the same figures for
@@ -72,9 +72,8 @@ def measure() -> dict[str, Any]:
         call_in_thread(_in_a_run, tools.run_algorithm, "native:buffer", {"INPUT": "points", **PARAMETERS}, "warm_up")
         call_in_thread(result_copies.finish)
         project.removeMapLayer(project.mapLayersByName("warm_up")[0].id())
-        processing.run("native:buffer", {"INPUT": layer, **PARAMETERS, "OUTPUT": "TEMPORARY_OUTPUT"})  # untimed
-        # Alternated, a tool round then a processing.run round, so that the machine's drift over the minutes
-        # the bench takes falls on both sides alike; each side's last result is freed before the next round.
+        # The tool's rounds first, then processing.run's: alternated, each processing.run result was freed on
+        # the main thread as the next tool call began, a stall of 110-150 ms that was not the tool's.
         for round_ in range(ROUNDS):
             _settle()
             name = f"buffered_{round_}"
@@ -92,6 +91,8 @@ def measure() -> dict[str, Any]:
             assert added.source() == f"{stored}|layername={name}"  # stored, not a temporary layer
             assert name in result_files.result_tables(stored)
             project.removeMapLayer(added.id())
+        processing.run("native:buffer", {"INPUT": layer, **PARAMETERS, "OUTPUT": "TEMPORARY_OUTPUT"})  # untimed
+        for _round in range(ROUNDS):
             _settle()
             started = time.perf_counter()
             result = processing.run("native:buffer", {"INPUT": layer, **PARAMETERS, "OUTPUT": "TEMPORARY_OUTPUT"})
@@ -131,10 +132,9 @@ def measure() -> dict[str, Any]:
 
 def _settle() -> None:
     """Let what the last run left go: Python's garbage, then the layers QGIS deletes later, in the event loop."""
-    from qgis.PyQt.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
+    from qgis.PyQt.QtCore import QEventLoop, QTimer
 
     gc.collect()
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # a nested loop does not run these
     loop = QEventLoop()
     QTimer.singleShot(int(sized(300, 50)), loop.quit)
     loop.exec()

@@ -143,9 +143,9 @@ def check_layer(name: str, layer: Any, want: LayerExpect) -> list[str]:
         # The question names no field (the scripted run's "n"): a field of the model's own naming that holds
         # exactly the expected values does the task.
         names = layer.fields().names()
-        chosen = (
-            value if value in names else next((n for n in names if _holds(features, key, n, expected, want)), value)
-        )
+        chosen = value if value in names else next((n for n in names if _holds(features, key, n, expected, want)), None)
+        if chosen is None:
+            return [*failures, f"layer {name!r} has no field {value!r}, nor another holding its values"]
         actual = {f[key]: f[chosen] for f in features}
         for k, v in expected.items():
             got = actual.get(k)

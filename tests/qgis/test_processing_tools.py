@@ -108,6 +108,18 @@ def test_dissolve_by_attribute_unions_each_class(tools, demo_project, gpkg):
         assert got[cls] == pytest.approx(unary_union(parts).area, rel=1e-6)
 
 
+def test_a_one_feature_result_shows_its_values(tools, demo_project, gpkg):
+    """A total (one feature) is in the tool's text: the model need not read the layer again to learn it."""
+    aggregates = [
+        {"aggregate": "sum", "input": '"population"', "name": "population_sum", "type": 6, "length": 0, "precision": 0}
+    ]
+    result = run(tools, "native:aggregate", {"INPUT": "districts", "GROUP_BY": "NULL", "AGGREGATES": aggregates})
+    total = sum(attrs["population"] for _, attrs, _ in read_layer(gpkg, "districts"))
+    assert result.text.endswith(f"\nIts one feature: fid=1; population_sum={total}"), result.text
+    many = run(tools, "native:dissolve", {"INPUT": "landuse", "FIELD": ["class"]}).text
+    assert "Its one feature" not in many  # one line per feature would be a table: read_features reads those
+
+
 def test_join_attributes_by_location_gives_each_school_its_district(tools, demo_project, gpkg):
     run(
         tools,
@@ -246,6 +258,7 @@ def test_describe_says_which_algorithms_need_approval(tools):
         ),
         ("native:buffer", {"DISTANCE": 5}, "missing required parameter INPUT (vector layer: Input layer)"),
         ("native:buffer", {"INPUT": "rivrs", "DISTANCE": 5}, "INPUT: no layer 'rivrs'; did you mean 'rivers'?"),
+        ("native:buffer", {"INPUT": "elevation", "DISTANCE": 5}, "INPUT needs a vector layer; 'elevation' is a raster"),
         (
             "native:buffer",
             {"INPUT": "rivers", "DISTANCE": 5, "END_CAP_STYLE": "pointy"},

@@ -134,7 +134,7 @@ def test_types_only_gdal_maps_are_still_copied(pg, demo_project):
     sql = "SELECT ARRAY[1, 2] AS pair, interval '1 day' AS span, 'SRID=25832;POINT(560000 6200000)'::geometry AS geom"
     call_in_thread(tools.run_sql, sql, connection, "arrays")
     feature = next(_layer(demo_project, "arrays").getFeatures())
-    assert feature["span"] == "1 day" and "1,2" in str(feature["pair"])
+    assert feature["span"] == "1 day" and "1,2" in str(feature["pair"]).replace(" ", "")  # GDAL 3.6 and 3.10 alike
     arc = "'SRID=25832;CIRCULARSTRING(560000 6200000, 560001 6200001, 560002 6200000)'::geometry"
     call_in_thread(tools.run_sql, f"SELECT {arc} AS g", connection, "arc")
     layer = _layer(demo_project, "arc")

@@ -27,6 +27,7 @@ from qgis.core import (
     QgsApplication,
     QgsExpressionContext,
     QgsExpressionContextUtils,
+    QgsFeatureRequest,
     QgsMapLayer,
     QgsProcessingAlgorithm,
     QgsProcessingContext,
@@ -41,9 +42,9 @@ from geogpt_qgis.core import result_rasters
 from geogpt_qgis.core.approval import approval_granted
 from geogpt_qgis.core.artifacts import AddedLayer, AlgorithmRun, Selection, ToolArtifact, ToolResult
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
-from geogpt_qgis.core.numbers import plain_number
+from geogpt_qgis.core.numbers import exact_number, plain_number
 from geogpt_qgis.core.progress import progress_reporter
-from geogpt_qgis.core.text import truncate
+from geogpt_qgis.core.text import short, truncate
 from geogpt_qgis.tools import result_copies
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import (
@@ -54,7 +55,7 @@ from geogpt_qgis.tools.layers import (
     ordered_layers,
     python_value,
 )
-from geogpt_qgis.tools.measures import record_field_units
+from geogpt_qgis.tools.measures import field_units, record_field_units
 from geogpt_qgis.tools.processing.algorithm_thread import run_on_algorithm_thread
 from geogpt_qgis.tools.processing.compat import DISTANCE_METERS, FLAG_NO_THREADING, has_flag
 from geogpt_qgis.tools.processing.describe import find_algorithm, renamed_note
@@ -419,6 +420,7 @@ class ProcessingRunner:
                 added.append(output)
                 index += 1
                 lines.append(f"{name}: added layer {summarise_layer(output)}")
+                lines += one_feature_values(output)
             else:
                 lines.append(f"{name}: {output}")
         lines += self._group_steps(plan, added)
@@ -529,6 +531,34 @@ def summarise_layer(layer: QgsMapLayer) -> str:
             f"extent {format_extent(layer.extent(), layer.crs().isGeographic())}"
         )
     return "".join(parts)
+
+
+def one_feature_values(layer: QgsMapLayer) -> list[str]:
+    """A result of one feature (a total, one dissolved whole): its values, with their units, read here at once.
+
+    Without them the model had to read the layer again to learn the one figure
+    it ran the algorithm for; small models answered without it instead.
+    """
+    if not isinstance(layer, QgsVectorLayer) or layer.featureCount() != 1:
+        return []
+    names = layer.fields().names()
+    if not names or len(names) > MAX_FIELDS_LISTED:
+        return []
+    request = QgsFeatureRequest().setFlags(QgsFeatureRequest.Flag.NoGeometry).setLimit(1)
+    feature = next(iter(layer.getFeatures(request)), None)
+    if feature is None:
+        return []
+    units = field_units(layer)
+    values = [f"{name}={_stored_value(feature[name])}{with_unit(units.get(name))}" for name in names]
+    return ["Its one feature: " + "; ".join(values)]
+
+
+def _stored_value(value: Any) -> str:
+    """A field's value as stored (107000, not 107,000): the model may copy it into a filter."""
+    value = python_value(value)
+    if isinstance(value, float):
+        return exact_number(value)
+    return "NULL" if value is None else short(value, 60)
 
 
 def _existing_layer_note(layer: QgsMapLayer) -> str:
