@@ -164,3 +164,24 @@ def test_stop_while_rows_stream_leaves_nothing_behind(pg, demo_project):
     assert not [t for t in threading.enumerate() if t.name == "geogpt-query-copy"]
     folder = result_store(demo_project).location(demo_project)
     assert not list(folder.glob("stopped_rows*"))
+
+
+def test_a_capped_result_records_the_extent_of_the_rows_it_kept(pg, demo_project):
+    """The query pass's extent covers one row more than a capped layer keeps: the stored rows' own is recorded."""
+    from geogpt_qgis.toolbelt.preferences import PlgOptionsManager
+
+    tools, connection = pg
+    PlgOptionsManager.set_value("sql_row_cap", 1_000)
+    sql = (
+        "SELECT i, ST_SetSRID(ST_MakePoint(560000 + i, 6200000 + i * 2), 25832) AS geom FROM generate_series(1, 5000) i"
+    )
+    text = call_in_thread(tools.run_sql, sql, connection, "capped").text
+    assert text.startswith("more than 1,000 rows (capped at 1,000")
+    layer = _layer(demo_project, "capped")
+    points = [f.geometry().asPoint() for f in layer.getFeatures()]
+    assert len(points) == 1_000
+    with sqlite3.connect(_stored(layer)) as gpkg:
+        extent = gpkg.execute("SELECT min_x, min_y, max_x, max_y FROM gpkg_contents").fetchone()
+    gpkg.close()
+    xs, ys = [p.x() for p in points], [p.y() for p in points]
+    assert extent == (min(xs), min(ys), max(xs), max(ys))

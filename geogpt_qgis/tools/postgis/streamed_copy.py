@@ -68,6 +68,17 @@ _TYPES: dict[int, tuple[str, str, str]] = {
 _LINEAR = ("POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON", "GEOMETRYCOLLECTION")
 
 
+_SET_EXTENT = "UPDATE gpkg_contents SET min_x = ?, min_y = ?, max_x = ?, max_y = ? WHERE table_name = ?"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the query pass counted: the rows, and their extent (``None`` without geometry)."""
+
+    rows: int
+    extent: tuple[float, float, float, float] | None
+
+
 @dataclass(frozen=True)
 class Field:
     """One attribute column: its name in the layer, its OGR type, and the SQL that sends its value."""
@@ -101,9 +112,11 @@ def stream_result(db: Database, result: QueryResult, path: Path, cancel: CancelT
     values += [f.value for f in fields]
     query = compose("SELECT {} FROM {}", join(", ", values), source)
     columns = ([geometry.layer_column] if geometry else []) + [f.name for f in fields]
-    stored = _stream(db, query, path, columns, cancel)
-    extent = result.extent if stored == result.total and not result.capped else None
-    _finish(path, stored, extent)
+    # The query pass's extent holds for these rows if they are as many (a capped result's are another cut).
+    expected = None if result.capped else Expected(result.total, result.extent)
+    writer = _stream(db, query, path, columns, cancel, expected)
+    if geometry and not writer.extent_recorded:
+        _record_extent(path, writer.stored)
     return True
 
 
@@ -215,10 +228,12 @@ def _blob_sql(column: Composable, srs_id: int) -> Composable:
     )
 
 
-def _stream(db: Database, query: Composable, path: Path, columns: list[str], cancel: CancelToken) -> int:
-    """Fetch batches here and store them on a second thread; the number of rows stored."""
+def _stream(
+    db: Database, query: Composable, path: Path, columns: list[str], cancel: CancelToken, expected: Expected | None
+) -> _Writer:
+    """Fetch batches here and store them on a second thread; the writer, done, says what it stored."""
     batches: queue.Queue[Batch | None] = queue.Queue(_QUEUED_BATCHES)
-    writer = _Writer(path, columns, batches)
+    writer = _Writer(path, columns, batches, expected)
     thread = threading.Thread(target=writer.run, name="geogpt-query-copy", daemon=True)
     thread.start()
     try:
@@ -236,7 +251,7 @@ def _stream(db: Database, query: Composable, path: Path, columns: list[str], can
         raise writer.error
     if cancel.cancelled:
         raise RunCancelled("stopped by the user")
-    return writer.stored
+    return writer
 
 
 def _put(batches: queue.Queue[Batch | None], item: Batch | None, thread: threading.Thread) -> None:
@@ -252,11 +267,15 @@ def _put(batches: queue.Queue[Batch | None], item: Batch | None, thread: threadi
 class _Writer:
     """Stores each queued batch with multi-row INSERTs into the one table of a new file (its own thread)."""
 
-    def __init__(self, path: Path, columns: list[str], batches: queue.Queue[Batch | None]) -> None:
+    def __init__(
+        self, path: Path, columns: list[str], batches: queue.Queue[Batch | None], expected: Expected | None
+    ) -> None:
         self.path = path
         self.columns = columns
         self.batches = batches
+        self.expected = expected
         self.stored = 0
+        self.extent_recorded = False
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -287,6 +306,10 @@ class _Writer:
                     db.execute(statement, list(itertools.chain.from_iterable(part)))
                 self.stored += len(rows)
             db.execute("UPDATE gpkg_ogr_contents SET feature_count = ? WHERE table_name = ?", (self.stored, table))
+            known = self.expected
+            if known is not None and known.extent is not None and known.rows == self.stored:
+                db.execute(_SET_EXTENT, (*known.extent, table))
+                self.extent_recorded = True
             for _name, sql in counters:
                 db.execute(sql)
             db.commit()
@@ -294,24 +317,19 @@ class _Writer:
             db.close()
 
 
-def _finish(path: Path, stored: int, extent: tuple[float, float, float, float] | None) -> None:
-    """Record the layer's extent in ``gpkg_contents``: the query pass's, or read from the stored geometries."""
-    if extent is None:
-        from osgeo import ogr
+def _record_extent(path: Path, stored: int) -> None:
+    """Record the extent of the stored geometries in ``gpkg_contents`` (read from them by GDAL)."""
+    from osgeo import ogr
 
-        dataset = ogr.Open(str(path))
-        layer = None if dataset is None else dataset.GetLayer(0)
-        if layer is None or layer.GetGeomType() == ogr.wkbNone or stored == 0:
-            return
-        xmin, xmax, ymin, ymax = layer.GetExtent(force=1)
-        layer = dataset = None
-        extent = (xmin, ymin, xmax, ymax)
+    dataset = ogr.Open(str(path))
+    layer = None if dataset is None else dataset.GetLayer(0)
+    if layer is None or layer.GetGeomType() == ogr.wkbNone or stored == 0:
+        return
+    xmin, xmax, ymin, ymax = layer.GetExtent(force=1)
+    layer = dataset = None
     db = sqlite3.connect(path)
     try:
-        db.execute(
-            "UPDATE gpkg_contents SET min_x = ?, min_y = ?, max_x = ?, max_y = ? WHERE table_name = ?",
-            (*extent, path.stem),
-        )
+        db.execute(_SET_EXTENT, (xmin, ymin, xmax, ymax, path.stem))
         db.commit()
     finally:
         db.close()
