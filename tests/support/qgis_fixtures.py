@@ -78,7 +78,25 @@ def demo_project(qgis_app, tmp_path: Path):
     project.clear()
     assert project.read(str(path)), project.error()
     yield project
+    _stop_rendering()
     project.clear()
+
+
+def _stop_rendering() -> None:
+    """Let every map canvas finish drawing before the project's layers go.
+
+    A canvas drawing on its own thread while ``project.clear()`` deleted the
+    layers crashed QGIS 3.44 (a label layer read after it was freed, in
+    ``QgsMapRendererJob::participatingLabelLayers``), once in a CI run; QGIS
+    itself stops drawing before it closes a project.
+    """
+    from qgis.gui import QgsMapCanvas
+    from qgis.PyQt.QtWidgets import QApplication
+
+    for widget in QApplication.allWidgets():
+        if isinstance(widget, QgsMapCanvas):
+            widget.stopRendering()
+            widget.waitWhileRendering()
 
 
 @pytest.fixture
