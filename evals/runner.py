@@ -143,23 +143,24 @@ def check_layer(name: str, layer: Any, want: LayerExpect) -> list[str]:
         # The question names no field (the scripted run's "n"): a field of the model's own naming that holds
         # exactly the expected values does the task.
         names = layer.fields().names()
-        chosen = value if value in names else next((n for n in names if _holds(features, key, n, expected, want)), None)
-        if chosen is None:
+        field = (
+            value
+            if value in names
+            else next((n for n in names if n != key and not _misses(features, key, n, expected, want)), None)
+        )
+        if field is None:
             return [*failures, f"layer {name!r} has no field {value!r}, nor another holding its values"]
-        actual = {f[key]: f[chosen] for f in features}
-        for k, v in expected.items():
-            got = actual.get(k)
-            if not _matches(got, v, want.tolerance):
-                failures.append(f"layer {name!r}: {key}={k!r} has {value}={got!r}, expected {v!r}")
+        for k, got, v in _misses(features, key, field, expected, want):
+            failures.append(f"layer {name!r}: {key}={k!r} has {field}={got!r}, expected {v!r}")
     return failures
 
 
-def _holds(features: list[Any], key: str, field: str, expected: dict[Any, Any], want: LayerExpect) -> bool:
-    """Whether ``field`` holds every expected value (by ``key``): another name for the value the check reads."""
-    if field == key:
-        return False
+def _misses(
+    features: list[Any], key: str, field: str, expected: dict[Any, Any], want: LayerExpect
+) -> list[tuple[Any, Any, Any]]:
+    """``(key value, found, expected)`` for each expected value ``field`` does not hold."""
     actual = {f[key]: f[field] for f in features}
-    return all(_matches(actual.get(k), v, want.tolerance) for k, v in expected.items())
+    return [(k, actual.get(k), v) for k, v in expected.items() if not _matches(actual.get(k), v, want.tolerance)]
 
 
 def _matches(got: Any, want: Any, tolerance: float) -> bool:

@@ -7,6 +7,8 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from geogpt_qgis.core.numbers import exact_number
+
 TOOL_RESULT_MAX_CHARS = 3500
 TOOL_RESULT_MAX_TOKENS = 1000  # estimated; no single tool result may cost more
 NAME_MAX_CHARS = 80  # a layer, field, project or collection name as the model is shown it
@@ -69,6 +71,15 @@ def short(value: object, limit: int = 60) -> str:
     """One value as a short single-line string."""
     text = single_line(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def stored_text(value: object, limit: int = 40) -> str:
+    """A field's value as stored (1234567.89, never 1.23457e+06 or 1,234,567.89): the model copies it into filters."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return exact_number(value)
+    return short(value, limit)
 
 
 def quoted(name: object, limit: int = NAME_MAX_CHARS) -> str:

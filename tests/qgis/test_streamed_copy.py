@@ -185,3 +185,22 @@ def test_a_capped_result_records_the_extent_of_the_rows_it_kept(pg, demo_project
     gpkg.close()
     xs, ys = [p.x() for p in points], [p.y() for p in points]
     assert extent == (min(xs), min(ys), max(xs), max(ys))
+
+
+def test_a_writer_that_fails_after_the_last_batch_ends_instead_of_waiting(tmp_path):
+    """A failure after the end was taken (here: no gpkg_ogr_contents to count into) must not wait for more rows."""
+    import queue
+    import threading
+
+    from geogpt_qgis.tools.postgis.streamed_copy import _Writer
+
+    path = tmp_path / "bare.gpkg"
+    sqlite3.connect(path).close()
+    batches: queue.Queue = queue.Queue()
+    batches.put(None)  # the fetching thread's end: no rows
+    writer = _Writer(path, ["a"], batches, None)
+    thread = threading.Thread(target=writer.run, daemon=True)
+    thread.start()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert isinstance(writer.error, sqlite3.OperationalError) and "gpkg_ogr_contents" in str(writer.error)

@@ -65,7 +65,16 @@ _TYPES: dict[int, tuple[str, str, str]] = {
     1114: ("OFTDateTime", "OFSTNone", _TIMESTAMP),
     1184: ("OFTDateTime", "OFSTNone", _TIMESTAMPTZ),
 }
-_LINEAR = ("POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON", "GEOMETRYCOLLECTION")
+# The linear geometry types, by the name PostGIS gives them, as OGR names them (curves are left to GDAL).
+_LINEAR = {
+    "POINT": "wkbPoint",
+    "LINESTRING": "wkbLineString",
+    "POLYGON": "wkbPolygon",
+    "MULTIPOINT": "wkbMultiPoint",
+    "MULTILINESTRING": "wkbMultiLineString",
+    "MULTIPOLYGON": "wkbMultiPolygon",
+    "GEOMETRYCOLLECTION": "wkbGeometryCollection",
+}
 
 
 _SET_EXTENT = "UPDATE gpkg_contents SET min_x = ?, min_y = ?, max_x = ?, max_y = ? WHERE table_name = ?"
@@ -102,16 +111,15 @@ def stream_result(db: Database, result: QueryResult, path: Path, cancel: CancelT
     geometry_type = _ogr_geometry_type(geometry.wkb_type) if geometry else 0
     if fields is None or geometry_type is None:
         return False
-    key = _key_name([f.name for f in fields] + ([geometry.layer_column] if geometry else []))
-    srs_id = _create(path, fields, key, geometry_type, geometry)
+    columns = ([geometry.layer_column] if geometry else []) + [f.name for f in fields]  # the table's, after its key
+    key = _key_name(columns)
+    srs_id = _create(path, fields, key, columns, geometry_type, geometry)
     if srs_id is None:
         return False
-    values: list[Composable] = []
+    values = [f.value for f in fields]
     if geometry:
-        values.append(_blob_sql(ident("r", geometry.layer_column), srs_id))
-    values += [f.value for f in fields]
+        values.insert(0, _blob_sql(ident("r", geometry.layer_column), srs_id))
     query = compose("SELECT {} FROM {}", join(", ", values), source)
-    columns = ([geometry.layer_column] if geometry else []) + [f.name for f in fields]
     # The query pass's extent holds for these rows if they are as many (a capped result's are another cut).
     expected = None if result.capped else Expected(result.total, result.extent)
     writer = _stream(db, query, path, columns, cancel, expected)
@@ -144,18 +152,12 @@ def _ogr_geometry_type(wkb_type: str) -> int | None:
         if base.endswith(ending) and base[: -len(ending)] in _LINEAR:
             base, suffix = base[: -len(ending)], ending
             break
-    code: int | None = {
-        "POINT": ogr.wkbPoint,
-        "LINESTRING": ogr.wkbLineString,
-        "POLYGON": ogr.wkbPolygon,
-        "MULTIPOINT": ogr.wkbMultiPoint,
-        "MULTILINESTRING": ogr.wkbMultiLineString,
-        "MULTIPOLYGON": ogr.wkbMultiPolygon,
-        "GEOMETRYCOLLECTION": ogr.wkbGeometryCollection,
-    }.get(base)
-    if code is not None and "Z" in suffix:
+    if base not in _LINEAR:
+        return None
+    code: int = getattr(ogr, _LINEAR[base])
+    if "Z" in suffix:
         code = ogr.GT_SetZ(code)
-    if code is not None and "M" in suffix:
+    if "M" in suffix:
         code = ogr.GT_SetM(code)
     return code
 
@@ -168,7 +170,7 @@ def _key_name(names: list[str]) -> str:
 
 
 def _create(
-    path: Path, fields: list[Field], key: str, geometry_type: int, geometry: GeometryColumn | None
+    path: Path, fields: list[Field], key: str, columns: list[str], geometry_type: int, geometry: GeometryColumn | None
 ) -> int | None:
     """The empty GeoPackage, made by GDAL; the ``srs_id`` its geometries carry (0 without geometry), or ``None``."""
     from osgeo import ogr, osr
@@ -205,8 +207,7 @@ def _create(
         found = db.execute("SELECT srs_id FROM gpkg_geometry_columns WHERE table_name = ?", (path.stem,)).fetchone()
     finally:
         db.close()
-    wanted = [key, *([geometry.layer_column] if geometry else []), *(f.name for f in fields)]
-    if made != wanted:
+    if made != [key, *columns]:
         return None  # a name GDAL changed: the rows would not fit, so GDAL copies them itself
     if not geometry:
         return 0
@@ -277,14 +278,22 @@ class _Writer:
         self.stored = 0
         self.extent_recorded = False
         self.error: BaseException | None = None
+        self._ended = False  # the end (None) was taken from the queue: nothing more comes
 
     def run(self) -> None:
         try:
             self._store()
         except BaseException as exc:  # noqa: BLE001 - handed to the fetching thread, which raises it
             self.error = exc
-            while self.batches.get() is not None:  # let the fetching thread finish: it stops at the next batch
+            # Let the fetching thread finish (it stops at its next batch); after the end nothing more comes, and
+            # waiting then (a failed final commit) would hang both threads.
+            while not self._ended and self._next() is not None:
                 pass
+
+    def _next(self) -> Batch | None:
+        rows = self.batches.get()
+        self._ended = rows is None
+        return rows
 
     def _store(self) -> None:
         table = self.path.stem
@@ -299,7 +308,7 @@ class _Writer:
             for name, _sql in counters:  # GDAL's feature-count triggers: one UPDATE per row otherwise
                 db.execute(sqlite_query("DROP TRIGGER {}", name))
             full = insert_rows(table, self.columns, per_statement)
-            while (rows := self.batches.get()) is not None:
+            while (rows := self._next()) is not None:
                 for start in range(0, len(rows), per_statement):
                     part = rows[start : start + per_statement]
                     statement = full if len(part) == per_statement else insert_rows(table, self.columns, len(part))

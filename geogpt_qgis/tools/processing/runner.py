@@ -42,9 +42,9 @@ from geogpt_qgis.core import result_rasters
 from geogpt_qgis.core.approval import approval_granted
 from geogpt_qgis.core.artifacts import AddedLayer, AlgorithmRun, Selection, ToolArtifact, ToolResult
 from geogpt_qgis.core.cancel import CancelToken, RunCancelled, current_cancel_token
-from geogpt_qgis.core.numbers import exact_number, plain_number
+from geogpt_qgis.core.numbers import plain_number
 from geogpt_qgis.core.progress import progress_reporter
-from geogpt_qgis.core.text import short, truncate
+from geogpt_qgis.core.text import stored_text, truncate
 from geogpt_qgis.tools import result_copies
 from geogpt_qgis.tools.base import ToolContext, ToolError
 from geogpt_qgis.tools.layers import (
@@ -549,16 +549,8 @@ def one_feature_values(layer: QgsMapLayer) -> list[str]:
     if feature is None:
         return []
     units = field_units(layer)
-    values = [f"{name}={_stored_value(feature[name])}{with_unit(units.get(name))}" for name in names]
+    values = [f"{name}={stored_text(python_value(feature[name]))}{with_unit(units.get(name))}" for name in names]
     return ["Its one feature: " + "; ".join(values)]
-
-
-def _stored_value(value: Any) -> str:
-    """A field's value as stored (107000, not 107,000): the model may copy it into a filter."""
-    value = python_value(value)
-    if isinstance(value, float):
-        return exact_number(value)
-    return "NULL" if value is None else short(value, 60)
 
 
 def _existing_layer_note(layer: QgsMapLayer) -> str:

@@ -29,10 +29,9 @@ from geogpt_qgis.core.effects import Effect
 from geogpt_qgis.core.field_stats import summarize_fields
 from geogpt_qgis.core.figures import Figure
 from geogpt_qgis.core.fuzzy import did_you_mean
-from geogpt_qgis.core.numbers import exact_number
 from geogpt_qgis.core.recipes import PLACEHOLDER
 from geogpt_qgis.core.targets import LAYER, Target
-from geogpt_qgis.core.text import NAME_MAX_CHARS, counted, markdown_table, quoted, short
+from geogpt_qgis.core.text import NAME_MAX_CHARS, counted, markdown_table, quoted, short, stored_text
 from geogpt_qgis.tools.base import ToolError, ToolFamily, ToolFunction
 from geogpt_qgis.tools.data_checks import check_notes, plan_checks
 from geogpt_qgis.tools.layers import (
@@ -232,7 +231,7 @@ class ProjectTools(ToolFamily):
             head = f"All {len(rows)} of {counted(plan.feature_count, 'feature')} of {plan.layer_name!r}:"
         headers = [header_with_unit(name, units.get(name)) for name in columns]
         warnings = [f"\nNote: {figure.label}" for figure in figures if figure.warning]
-        table = markdown_table(headers, [[_cell(v) for v in row] for row in rows])
+        table = markdown_table(headers, [[stored_text(v) for v in row] for row in rows])
         return ToolResult(head + "\n" + table + "".join(warnings) + notes, read)
 
     def _prepare_read(
@@ -462,14 +461,6 @@ def _check_remove_alone(visible: bool | None, name: str, zoom: bool, move: str, 
     """Removing is one action on its own: nothing else would be left to change, and it is approved alone."""
     if visible is not None or name or zoom or (move + group).strip():
         raise ToolError("remove=true removes the layer: give it alone, without visible, name, zoom, move or group")
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, float):
-        return exact_number(value)  # as stored (1234567.89, never 1.23457e+06): the model copies it into filters
-    return short(value, 40)
 
 
 def filter_request(vector: QgsVectorLayer, expression: str, approved: bool = False) -> QgsFeatureRequest:
