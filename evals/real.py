@@ -11,7 +11,9 @@ GGUF's own ChatML template).  Each runs in both tool-call modes (native:
 the server's tool calling; guided: replies constrained by a JSON schema) and
 both tool profiles (full, compact), through the whole agent exactly as a user
 would configure it: no request is edited.  Each task is scored as in ``make
-eval`` (numbers and words of the answer, layers added).  Not a gate: it prints
+eval`` (numbers and words of the answer, layers added), the answer without
+the lines it quotes and without what it copies of the question and the project
+note in front of it (``without_echo``).  Not a gate: it prints
 one line per run,
 
     eval-real <model> <native|guided> <full|compact>: <passed>/<total> passed, <n> tasks with a tool call
@@ -24,6 +26,7 @@ then every failure with its cause, and writes evals/results-real.json.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import shutil
 import sys
@@ -35,6 +38,9 @@ from typing import Any
 
 from bench.common import REPO, headless_qgis
 
+# A run of at least these many characters that an answer shares with the question and the project note in front
+# of it is an echo of the prompt, not an answer (``without_echo``).
+ECHO_CHARS = 24
 ANSWER_TOKENS = 256  # a bound on each answer, so a looping model costs seconds, not minutes
 MAX_STEPS = 5
 TASK_SECONDS = 300  # one task's bound: a run past it is stopped and fails
@@ -66,6 +72,7 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
     from geogpt_qgis.core.events import RunFinished
     from geogpt_qgis.core.guided_schema import EVIDENCE_HEAD
     from geogpt_qgis.tools.base import ToolContext
+    from geogpt_qgis.tools.project.family import project_brief
     from harness.demo import copy_demo
     from harness.runs import RunRecorder
 
@@ -74,6 +81,7 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
     project.clear()
     project.read(str(copy_demo(folder)))
     before = {layer.name() for layer in project.mapLayers().values()}
+    given = f"{project_brief(project)}\n{task.question}"
     expected = task.expect(oracle)
     worker = Conversation(ToolContext(project=project, bridge=bridge), store_path=folder / "store.sqlite")
     recorder = RunRecorder(worker)
@@ -104,6 +112,8 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
     # Scored without the lines the answer quotes (the compact profile's evidence, shown under it): a model that
     # quotes the line with the right figure and answers another has not answered.
     answer, _, quotes = recorder.text(run).partition(f"\n\n{EVIDENCE_HEAD}\n")
+    echoed = answer
+    answer = without_echo(answer, given)
     tools = recorder.tool_results(run)
     failures = [] if finished.status == "finished" else [f"the run {finished.status}: {finished.error}"]
     failures += [f"{t.name} failed: {' '.join(t.result.split())[:160]}" for t in tools if not t.ok]
@@ -119,12 +129,32 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
         "failures": failures,
         "tool_calls": [t.name for t in tools],
         # A base model continues the text it was given: an answer that repeats the question (and the project
-        # note before it, which holds feature counts and CRSs) can score without answering anything.
-        "repeats_question": task.question in answer,
-        "answer": " ".join(answer.split())[:200],
+        # note before it, which holds feature counts and CRSs) is scored without what it repeats.
+        "repeats_question": task.question in echoed,
+        "echoes_the_prompt": answer != echoed,
+        "answer": " ".join(echoed.split())[:200],
         "quoted": " ".join(quotes.split())[:300],
         "seconds": round(seconds, 1),
     }
+
+
+def without_echo(answer: str, given: str) -> str:
+    """``answer`` without each run of ECHO_CHARS or more characters it copies from ``given``.
+
+    ``given``: the question and the project note in front of it (which holds
+    feature counts and CRSs).  A base model continues the text it was given:
+    Gemma 3 270M, asked natively "How many schools are there?", wrote the
+    project note back, "'schools' (Point, 31 features)" in it, and the 31
+    scored as an answer.  What the model copied from its tools' results is
+    kept: quoting a result is how an answer shows its figure.
+    """
+    while True:
+        blocks = difflib.SequenceMatcher(None, answer, given, autojunk=False).get_matching_blocks()
+        copied = [block for block in blocks if block.size >= ECHO_CHARS]
+        if not copied:
+            return answer
+        for block in reversed(copied):  # from the end, so earlier positions stay valid
+            answer = f"{answer[: block.a]} {answer[block.a + block.size :]}"
 
 
 def _layer_failures(task: Any, name: str, want: Any, added: dict[str, Any], tools: list[Any]) -> list[str]:
@@ -183,6 +213,7 @@ def summary(setup: Setup, results: list[dict[str, Any]], seconds: float) -> dict
         "pass_rate": round(passed / len(results), 3) if results else 0.0,
         "tasks_with_a_tool_call": sum(bool(r["tool_calls"]) for r in results),
         "passed_repeating_the_question": sum(r["passed"] and r["repeats_question"] for r in results),
+        "echoes_of_the_prompt": sum(r["echoes_the_prompt"] for r in results),
         "seconds": round(seconds, 1),
         "results": results,
     }

@@ -21,8 +21,10 @@ hold (``grounded_answer``).  Held to a call, SmolLM2-135M looked at the right
 layer and then answered "10 schools" where describe_layer had said 31: a
 number it made up reads as a fact.  Held to figures that were read, a wrong
 pick is still possible, an invented figure is not.  Its answer also first
-quotes one or two lines of what was read (``evidence_lines``), shown under it,
-and then states a figure.
+quotes a line of what was read (``evidence_lines``), shown under it, and then
+opens with a figure of that line (``_linked_answers``): left to write text
+first, SmolLM2 copied the question and ran on to the token bound, or wrote the
+question's 400 where the line it quoted said 17.
 
 ``AnswerStream`` reads the reply as it streams: the text of an answer is
 passed on as it is generated (the dock shows it growing), a call is read whole
@@ -60,18 +62,29 @@ MAX_NAMES = 1000
 # Beyond these many distinct figures read, the answer is left free (a grammar of every value of a big table).
 MAX_FIGURES = 400
 # A figure: a number that starts a word (a layer id's "c8bdbb54_d299_4810" holds none, "EPSG:25832" and "32N"
-# do); the grammar of a small model's answer grows with each one, and it picks among them.
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+# do), with its minus sign; the grammar of a small model's answer grows with each one, and it picks among them.
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*")
 # A character of a grounded answer other than a digit: not a quote, a backslash or a control character either,
 # so the pattern means the same to servers that match it against the raw JSON text (llama.cpp's grammars) and
 # to those that match the decoded string (a grounded answer is one line, without quotes).
 _UNWRITTEN = r'"\\\x00-\x1f'
 _NOT_A_DIGIT = f"[^0-9{_UNWRITTEN}]"
+# What a figure of an answer follows: not a letter (Gemma wrote "fid (int6200239.1)"), a point, a comma, a plus or a
+# minus sign (a minus in front of a figure read would be a figure nobody read).
+_BEFORE_A_FIGURE = f"[^0-9A-Za-z_.,+\\x2d{_UNWRITTEN}]"
 # A small model's answer quotes at most these many lines of what was read, each one offered if it is at most
 # EVIDENCE_CHARS long; beyond MAX_EVIDENCE_LINES distinct lines, no quote is asked for (a grammar of a big table).
 MAX_QUOTED = 2  # each line quoted costs its tokens again: SmolLM2 quoted four lines until a 128-token bound cut it
 EVIDENCE_CHARS = 200
 MAX_EVIDENCE_LINES = 300
+# Up to these many lines, an answer quotes one line and writes only that line's figures (``_linked_answers``): one
+# branch of the schema per line, so beyond them the grammar would grow past what a server compiles on each call.
+MAX_LINKED = 40
+# A longer line is offered as its start, cut after a clause (", " or "; ") and marked as cut: run_algorithm's
+# "OUTPUT: added layer 'big_schools': Point, 17 features, EPSG:25832, extent ..., fields: ..." runs past
+# EVIDENCE_CHARS with a field list, and SmolLM2, offered no line, answered with the question's 400.
+CUT_MARK = " ..."
+_CLAUSE_END = re.compile(r"[,;] ")
 EVIDENCE_HEAD = "Read from the results:"
 
 INSTRUCTIONS = (
@@ -147,7 +160,9 @@ def reply_schema(
     question is a call, so the answer rests on what a tool read (a small model
     otherwise answers from its imagination), as the system prompt asks.
     ``figures`` (not ``None``): the only numbers the answer may write (``grounded_answer``).
-    ``evidence`` (not empty): the lines of the results the answer first quotes from (``evidence_lines``).
+    ``evidence`` (not empty): the lines of the results the answer first quotes from (``evidence_lines``): up to
+    MAX_LINKED, it quotes one and opens with a figure of it (``_linked_answers``); beyond, it quotes one or two
+    and states one of ``figures``.
     ``raw_patterns``: the server matches patterns against the JSON text (``EXPRESSION_IN_JSON_TEXT``).
     """
     branches = [
@@ -155,6 +170,8 @@ def reply_schema(
     ]
     if not answer_allowed and branches:
         return {"anyOf": branches}
+    if evidence and len(evidence) <= MAX_LINKED:
+        return {"anyOf": [*branches, *_linked_answers(evidence)]}
     properties: dict[str, Any] = {}
     if evidence:
         # Written before the answer (servers generate the properties in this order): the model picks the lines that
@@ -173,6 +190,27 @@ def reply_schema(
     return {"anyOf": [*branches, answer]}
 
 
+def _linked_answers(evidence: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One answer per line of ``evidence``: the line quoted, then an answer that states figures of that line only.
+
+    Held to every figure read, SmolLM2-135M quoted "... 2 features ..." and
+    answered 14, a figure of another line; held to the figures of the line
+    it quoted, the figure it states is one that line shows under the answer.
+    """
+    return [
+        {
+            "type": "object",
+            "properties": {
+                EVIDENCE_KEY: {"type": "array", "items": {"enum": [line]}, "minItems": 1, "maxItems": 1},
+                ANSWER_KEY: grounded_answer(figures_in([line]) or (), states_a_figure=True, figure_first=True),
+            },
+            "required": [EVIDENCE_KEY, ANSWER_KEY],
+            "additionalProperties": False,
+        }
+        for line in evidence
+    ]
+
+
 def evidence_lines(results: list[str]) -> tuple[str, ...]:
     """The lines of ``results`` (tool results) a small model's answer may quote; empty: none, or too many to offer.
 
@@ -189,9 +227,24 @@ def evidence_lines(results: list[str]) -> tuple[str, ...]:
         line
         for text in results
         for raw in text.splitlines()
-        if (line := " ".join(raw.split())) and len(line) <= EVIDENCE_CHARS and _NUMBER.search(line) and writable(line)
+        if (line := _quotable(" ".join(raw.split()))) and _NUMBER.search(line)
     )
     return tuple(lines) if len(lines) <= MAX_EVIDENCE_LINES else ()
+
+
+def _quotable(line: str) -> str:
+    """``line`` as it may be quoted: whole, or its start up to a clause's end (else a word's), marked as cut.
+
+    Cut where it runs past EVIDENCE_CHARS or before a character a schema's fixed string cannot hold
+    (``writable``): select_features' "Selected 16 of 31 features in 'schools' where "type" = 'primary'."
+    was offered in no form, and Gemma answered "select_features".
+    """
+    bad = next((index for index, char in enumerate(line) if not writable(char)), len(line))
+    if bad == len(line) and len(line) <= EVIDENCE_CHARS:
+        return line
+    limit = min(bad, EVIDENCE_CHARS - len(CUT_MARK)) + 1
+    ends = [match.start() for match in _CLAUSE_END.finditer(line, 0, limit)] or [line.rfind(" ", 0, limit)]
+    return f"{line[: ends[-1]]}{CUT_MARK}" if ends[-1] > 0 else ""
 
 
 def writable(name: str) -> bool:
@@ -217,16 +270,20 @@ def figures_in(texts: list[str]) -> tuple[str, ...] | None:
     return tuple(found) if len(found) <= MAX_FIGURES else None
 
 
-def grounded_answer(figures: tuple[str, ...] | None, states_a_figure: bool = False) -> dict[str, Any]:
+def grounded_answer(
+    figures: tuple[str, ...] | None, states_a_figure: bool = False, figure_first: bool = False
+) -> dict[str, Any]:
     """The schema of an answer whose numbers are all among ``figures`` (``None``: any string).
 
-    ``states_a_figure``: the answer writes at least one of them.
+    ``states_a_figure``: the answer writes at least one of them.  ``figure_first``: it opens with one
+    (``_linked_answers``).
 
-    The pattern reads: text without digits, then any number of (one of the figures, a character that cannot
-    continue a number, text without digits), then perhaps a last figure and a full stop.  "Cannot continue
+    The pattern reads: text without digits, then figures, each one after a character that is not part of a
+    word or a number (a space, a colon, a bracket: never a minus sign), separated by text that starts with a
+    character that cannot continue a number, then a full stop or more text without digits.  "Cannot continue
     a number": not a digit, and a point or comma only before a non-digit, so figures never join into one
-    that was not read ("14" "." "25832" is not 14.25832; "31" is not the start of "310").  Plain groups
-    only: llama.cpp's schema converter reads no ``(?:``.
+    that was not read ("14" "." "25832" is not 14.25832; "31" is not the start of "310"; "-31" is not 31).
+    Plain groups only: llama.cpp's schema converter reads no ``(?:``.
     """
     if figures is None:
         return {"type": "string"}
@@ -237,9 +294,15 @@ def grounded_answer(figures: tuple[str, ...] | None, states_a_figure: bool = Fal
     # refuse.
     choices = "|".join(figure.replace(".", "[.]") for figure in sorted(figures, key=len, reverse=True))
     after = f"([^0-9.,{_UNWRITTEN}]|[.,]{_NOT_A_DIGIT})"
-    if states_a_figure:  # the last figure is required: then the end of the sentence, or the rest of it
-        return {"type": "string", "pattern": f"^{plain}(({choices}){after}{plain})*({choices})([.,]?|{after}{plain})$"}
-    return {"type": "string", "pattern": f"^{plain}(({choices}){after}{plain})*(({choices})[.,]?)?$"}
+    between = f"([.,]?{_BEFORE_A_FIGURE}|{after}{plain}{_BEFORE_A_FIGURE})"
+    stated = f"({choices})({between}({choices}))*([.,]?|{after}{plain})"  # figures, then the end or more text
+    if figure_first:
+        pattern = f"^{stated}$"
+    elif states_a_figure:
+        pattern = f"^({plain}{_BEFORE_A_FIGURE})?{stated}$"
+    else:
+        pattern = f"^(({plain}{_BEFORE_A_FIGURE})?{stated}|{plain})$"
+    return {"type": "string", "pattern": pattern}
 
 
 def _call_schemas(function: dict[str, Any], vocabulary: Vocabulary, raw_patterns: bool = False) -> list[dict[str, Any]]:

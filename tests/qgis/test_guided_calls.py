@@ -330,8 +330,8 @@ def test_an_algorithm_run_again_on_the_layer_it_just_made_is_not_run_the_answer_
     assert recorder.tool_names(run) == ["run_algorithm"] and demo_project.mapLayersByName("beds_n")
 
 
-def test_a_small_models_answer_quotes_the_lines_it_rests_on_and_states_a_figure_read(model_server, worker, recorder):
-    """Compact profile: the answer picks lines of what was read (shown under it), then writes a figure read."""
+def test_a_small_models_answer_quotes_a_line_it_rests_on_and_opens_with_a_figure_of_it(model_server, worker, recorder):
+    """Compact profile: the answer picks a line of what was read (shown under it), then opens with a figure of it."""
     line = "Layer 'schools' (id"  # the first line of describe_layer's result starts so
     # A server that ignores the schema "quotes" a line nothing read: it is not shown as read.
     quoting = Turn(text=json.dumps({"evidence": ["Made up: 12 schools"], "answer": "31."}))
@@ -340,15 +340,17 @@ def test_a_small_models_answer_quotes_the_lines_it_rests_on_and_states_a_figure_
     assert recorder.wait(run).status == "finished" and recorder.text(run) == "31."
     first, second = model_server.chat_requests()[:2]
     schema = schema_sent(second, "ollama")
-    (reply,) = [o for o in schema["anyOf"] if "answer" in o["properties"]]
-    assert list(reply["properties"]) == ["evidence", "answer"] and reply["required"] == ["evidence", "answer"]
-    offered = reply["properties"]["evidence"]["items"]["enum"]
-    first_line = next(o for o in offered if o.startswith(line))
-    assert "31 features" in first_line and all(any(c.isdigit() for c in o) for o in offered)
-    assert not any(o.startswith("Provider:") for o in offered)  # no figure in it: not offered
-    assert admits(reply, {"evidence": [first_line], "answer": "There are 31 schools."})
-    assert not admits(reply, {"evidence": [first_line], "answer": "Yes."})  # no figure read
-    assert not admits(reply, {"evidence": ["31 schools"], "answer": "31"})  # a line that was not read
+    replies = [o for o in schema["anyOf"] if "answer" in o["properties"]]  # one per line offered
+    assert all(list(o["properties"]) == o["required"] == ["evidence", "answer"] for o in replies)
+    offered = [o["properties"]["evidence"]["items"]["enum"] for o in replies]
+    assert all(len(lines) == 1 for lines in offered)
+    first_line = next(lines[0] for lines in offered if lines[0].startswith(line))
+    assert "31 features" in first_line and all(any(c.isdigit() for c in lines[0]) for lines in offered)
+    assert not any(lines[0].startswith("Provider:") for lines in offered)  # no figure in it: not offered
+    assert admits(schema, {"evidence": [first_line], "answer": "31 schools."})
+    assert not admits(schema, {"evidence": [first_line], "answer": "There are 31 schools."})  # a figure first
+    assert not admits(schema, {"evidence": [first_line], "answer": "Yes."})  # no figure read
+    assert not admits(schema, {"evidence": ["31 schools"], "answer": "31"})  # a line that was not read
     assert "evidence" not in json.dumps(schema_sent(first, "ollama"))  # nothing read yet: nothing to quote
 
     # Through the whole agent: the answer streams, the quoted line is shown under it, once.

@@ -191,6 +191,11 @@ def test_a_grounded_answer_writes_only_figures_that_were_read():
     assert not answer("46.25832")  # two figures joined into a third
     assert not answer("31,5") and not answer("12.9%")
     assert not answer('He said "31".')  # one line, no quotes: the same to grammars over raw JSON text
+    assert not answer("There are -31 schools.") and not answer("from 46.6-31")  # a sign nobody read
+    assert not answer("fid (int31)") and not answer("x31")  # glued to a word (Gemma: "int6200239.1")
+    assert answer("Schools: 31; pupils (46.6), 31st.") and answer("31-") and answer("(31)")
+    assert figures_in(["change -4.5 m, 5-3"]) == ("-4.5", "5", "3")  # a minus read is the figure's
+    assert admits(reply_schema(TOOLS, NAMES, figures=("-4.5",)), {"answer": "It fell by -4.5 m."})
     # Nothing read yet: an answer without any number; too much read: left free.
     assert not admits(reply_schema(TOOLS, NAMES, figures=()), {"answer": "3 layers"})
     assert figures_in([" ".join(str(n) for n in range(1000))]) is None
@@ -239,19 +244,48 @@ def test_an_answer_after_its_quoted_lines_streams_alone_and_the_lines_are_read_w
     assert quoted(()) == ""
 
 
-def test_an_answer_that_quotes_lines_must_state_one_of_the_figures_read():
+def test_an_answer_quotes_one_line_and_opens_with_a_figure_of_that_line():
+    """SmolLM2-135M, held to every figure read, quoted "... 2 features ..." and answered 14 from another line."""
     from geogpt_qgis.core.guided_schema import figures_in
 
-    lines = ("schools: 31 features",)
-    schema = reply_schema(TOOLS, NAMES, figures=figures_in(["How many?", *lines]), evidence=lines)
-    assert admits(schema, {"evidence": list(lines), "answer": "There are 31 schools."})
-    assert admits(schema, {"evidence": list(lines), "answer": "31"})
-    for wrong in ("Yes.", "There are 3 schools.", ""):
-        assert not admits(schema, {"evidence": list(lines), "answer": wrong})
-    assert not admits(schema, {"answer": "31"})  # the lines come first
-    assert not admits(schema, {"evidence": [], "answer": "31"})
+    lines = ("schools: 31 features", "Extent: 560226.8, 6200239.1")
+    schema = reply_schema(TOOLS, NAMES, figures=figures_in(["How many over 400?", *lines]), evidence=lines)
+
+    def answer(quote: list[str], text: str) -> bool:
+        return admits(schema, {"evidence": quote, "answer": text})
+
+    assert answer([lines[0]], "31 schools.") and answer([lines[0]], "31") and answer([lines[0]], "31, all 31.")
+    assert answer([lines[1]], "560226.8 is the west edge.")
+    for wrong in ("There are 31 schools.", "Yes.", "", "3 schools", "310", "31.5", "560226.8"):
+        assert not answer([lines[0]], wrong)  # a figure first, and only one that line shows
+    assert not answer([lines[0]], "31 schools, more than 400.")  # the question's figure is not the line's
+    assert not answer([lines[1]], "31")
+    assert not answer(list(lines), "31")  # one line quoted
+    assert not answer([], "31") and not admits(schema, {"answer": "31"})  # the line comes first
     # Without lines to quote (nothing with a figure was read), an answer without a figure stays possible.
     assert admits(reply_schema(TOOLS, NAMES, figures=()), {"answer": "Nothing was found."})
+
+
+def test_beyond_the_lines_one_answer_can_be_tied_to_it_quotes_two_and_writes_any_figure_read():
+    from geogpt_qgis.core.guided_schema import MAX_LINKED, figures_in
+
+    lines = tuple(f"row {n}: {n * 7} people" for n in range(MAX_LINKED + 1))
+    schema = reply_schema(TOOLS, NAMES, figures=figures_in(list(lines)), evidence=lines)
+    assert len(schema["anyOf"]) == len(TOOLS) + 1  # one answer branch, not one per line
+    assert admits(schema, {"evidence": [lines[3], lines[5]], "answer": "Row 5 has 35 people."})
+    assert not admits(schema, {"evidence": [lines[3]], "answer": "Row 5 has 999 people."})
+
+
+def test_a_long_line_is_offered_up_to_a_clause_and_marked_as_cut():
+    """run_algorithm's line runs on with its fields past EVIDENCE_CHARS: its count was offered in no line."""
+    from geogpt_qgis.core.guided_schema import CUT_MARK, EVIDENCE_CHARS, evidence_lines
+
+    fields = ", ".join(f"field_{n} (string)" for n in range(20))
+    line = f"OUTPUT: added layer 'big_schools': Point, 17 features, EPSG:25832, fields: {fields}"
+    (offered,) = evidence_lines([f"native:extractbyattribute finished.\n{line}"])
+    assert len(offered) <= EVIDENCE_CHARS and offered.endswith(f"(string){CUT_MARK}")
+    assert line.startswith(offered.removesuffix(CUT_MARK) + ", ")  # the line's own start, cut after a clause
+    assert evidence_lines(["x" * EVIDENCE_CHARS + " 1, y"]) == ()  # no clause ends early enough
 
 
 def test_no_fixed_string_of_the_schema_holds_a_quote_or_a_backslash():
@@ -259,8 +293,11 @@ def test_no_fixed_string_of_the_schema_holds_a_quote_or_a_backslash():
     from geogpt_qgis.core.guided_schema import evidence_lines
 
     read = ['All 1 feature of \'hospitals\' where "beds" = maximum("beds"):\n| Elvbury General Hospital | 420 |']
-    assert evidence_lines(read) == ("| Elvbury General Hospital | 420 |",)
-    assert evidence_lines(["C:\\data 12 files"]) == ()
+    assert evidence_lines(read) == ("All 1 feature of 'hospitals' where ...", "| Elvbury General Hospital | 420 |")
+    assert evidence_lines(["C:\\data 12 files"]) == ()  # nothing before the backslash to offer
+    # Offered up to the word before the quote, marked as cut: Gemma, offered no line, answered "select_features".
+    selected = "Selected 16 of 31 features in 'schools' where \"type\" = 'primary'."
+    assert evidence_lines([selected]) == ("Selected 16 of 31 features in 'schools' where ...",)
     quoted_name = Vocabulary(layers=("schools", 'the "best" roads'), fields=("name",))
     layer = reply_schema(TOOLS, quoted_name)["anyOf"][0]["properties"]["arguments"]["properties"]["layer"]
     assert layer == {"type": "string"}  # left free: the tool still says which layers exist
