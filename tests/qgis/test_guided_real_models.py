@@ -83,6 +83,10 @@ def test_a_real_small_model_makes_a_valid_call_with_real_names_when_guided(
             # The compact profile's answer is grounded: every number in it was in the question or a result read.
             read = set(NUMBER.findall(" ".join([QUESTION, *(str(step.result) for step in steps)])))
             assert set(NUMBER.findall(written["answer"])) <= read, written["answer"]
+            if written.get("evidence"):  # one line quoted, and the answer opens with a figure of that line
+                (line,) = written["evidence"]
+                assert NUMBER.match(written["answer"]), written
+                assert set(NUMBER.findall(written["answer"])) <= set(NUMBER.findall(line)), written
     # On the wire: no tools, and the schema in the dialect this server reads (its first answer refused the other).
     assert all(not body.get("tools") for body in proxy.sent)
     held = [body["response_format"] for body in proxy.sent if "response_format" in body]
