@@ -112,7 +112,7 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
     # Scored without the lines the answer quotes (the compact profile's evidence, shown under it): a model that
     # quotes the line with the right figure and answers another has not answered.
     answer, _, quotes = recorder.text(run).partition(f"\n\n{EVIDENCE_HEAD}\n")
-    echoed = answer
+    written = answer
     answer = without_echo(answer, given)
     tools = recorder.tool_results(run)
     failures = [] if finished.status == "finished" else [f"the run {finished.status}: {finished.error}"]
@@ -130,9 +130,9 @@ def run_task(task: Any, server: Any, setup: Setup, oracle: Any, workdir: Path, b
         "tool_calls": [t.name for t in tools],
         # A base model continues the text it was given: an answer that repeats the question (and the project
         # note before it, which holds feature counts and CRSs) is scored without what it repeats.
-        "repeats_question": task.question in echoed,
-        "echoes_the_prompt": answer != echoed,
-        "answer": " ".join(echoed.split())[:200],
+        "repeats_question": task.question in written,
+        "echoes_the_prompt": answer != written,
+        "answer": " ".join(written.split())[:200],  # as written, echo and all
         "quoted": " ".join(quotes.split())[:300],
         "seconds": round(seconds, 1),
     }

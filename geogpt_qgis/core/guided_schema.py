@@ -181,7 +181,7 @@ def reply_schema(
             "items": {"enum": list(evidence)},
             "uniqueItems": True,
             "minItems": 1,
-            "maxItems": min(MAX_QUOTED, len(evidence)),
+            "maxItems": MAX_QUOTED,  # more than MAX_LINKED lines are offered here
         }
     # With lines quoted (each states a figure), the answer reports one of the figures read: SmolLM2-135M, free
     # to write none, quoted "... 17 features ..." and answered "Yes".
@@ -202,7 +202,7 @@ def _linked_answers(evidence: tuple[str, ...]) -> list[dict[str, Any]]:
             "type": "object",
             "properties": {
                 EVIDENCE_KEY: {"type": "array", "items": {"enum": [line]}, "minItems": 1, "maxItems": 1},
-                ANSWER_KEY: grounded_answer(figures_in([line]) or (), states_a_figure=True, figure_first=True),
+                ANSWER_KEY: grounded_answer(figures_in([line]) or (), figure_first=True),
             },
             "required": [EVIDENCE_KEY, ANSWER_KEY],
             "additionalProperties": False,
@@ -275,8 +275,8 @@ def grounded_answer(
 ) -> dict[str, Any]:
     """The schema of an answer whose numbers are all among ``figures`` (``None``: any string).
 
-    ``states_a_figure``: the answer writes at least one of them.  ``figure_first``: it opens with one
-    (``_linked_answers``).
+    ``states_a_figure``: the answer writes at least one of them.  ``figure_first``: it opens with one (so it
+    states one: ``_linked_answers``).
 
     The pattern reads: text without digits, then figures, each one after a character that is not part of a
     word or a number (a space, a colon, a bracket: never a minus sign), separated by text that starts with a
